@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pmguard arch-neutral core: protection-key register math, the consumer
+ * (domain) table with default rights, per-context window nesting and the
+ * fault-policy decision.
+ *
+ * Freestanding C11: it includes only <stdint.h>, <stdbool.h> and <stddef.h>
+ * and calls nothing, so the same source builds into libpmguard (user space,
+ * x86 PKU or the mprotect fallback) and into the supervisor-mode kernel
+ * (x86 PKS).  Each port supplies the register access, the page tagging and
+ * the place where an interrupted context's register value is saved; see
+ * src/prim.h and kernel/.
+ *
+ * Mapping to the seeds (Linux PKS V8): PMG_PKR_*_KEY() are PKR_*_KEY(),
+ * pmg_pkval_update() is pkey_update_pkval(), enum pmg_consumer and
+ * PMG_INIT_VALUE are enum pks_pkey_consumers and PKS_INIT_VALUE,
+ * pmg_core_fault_decide() is the pks_fault_mode / pks_key_callback /
+ * pks_update_exception() logic of handle_pks_key_callback().
+ */
+#ifndef PMG_CORE_H
+#define PMG_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- The permission register (PKRU for user pages, PKRS for supervisor) */
+
+#define PMG_NR_KEYS		16
+#define PMG_PKR_AD_BIT		0x1u	/* access disable */
+#define PMG_PKR_WD_BIT		0x2u	/* write disable */
+#define PMG_PKR_BITS_PER_KEY	2
+#define PMG_PKR_SHIFT(key)	((unsigned)(key) * PMG_PKR_BITS_PER_KEY)
+#define PMG_PKR_MASK(key)	(0x3u << PMG_PKR_SHIFT(key))
+#define PMG_PKR_RW_KEY(key)	(0u << PMG_PKR_SHIFT(key))
+#define PMG_PKR_AD_KEY(key)	(PMG_PKR_AD_BIT << PMG_PKR_SHIFT(key))
+#define PMG_PKR_WD_KEY(key)	(PMG_PKR_WD_BIT << PMG_PKR_SHIFT(key))
+
+/* The two bits of one key, as the hardware defines them. */
+enum pmg_rights {
+	PMG_RIGHTS_RW = 0,			/* read and write */
+	PMG_RIGHTS_AD = PMG_PKR_AD_BIT,		/* no access */
+	PMG_RIGHTS_WD = PMG_PKR_WD_BIT,		/* read only */
+};
+
+/* What a window or a fault asks for. */
+enum pmg_access {
+	PMG_ACC_READ = 0,
+	PMG_ACC_WRITE = 1,
+};
+
+/* pkey_update_pkval(): @pkval with @key's bits replaced by @rights. */
+static inline uint32_t pmg_pkval_update(uint32_t pkval, unsigned key,
+					unsigned rights)
+{
+	return (pkval & ~PMG_PKR_MASK(key)) |
+	       ((rights & 0x3u) << PMG_PKR_SHIFT(key));
+}
+
+/* The two bits of @key in @pkval (AD|WD together reads as AD). */
+static inline unsigned pmg_pkval_rights(uint32_t pkval, unsigned key)
+{
+	unsigned r = (pkval >> PMG_PKR_SHIFT(key)) & 0x3u;
+
+	return (r & PMG_PKR_AD_BIT) ? PMG_RIGHTS_AD : r;
+}
+
+/* Whether @rights let @acc through. */
+static inline bool pmg_rights_allow(unsigned rights, unsigned acc)
+{
+	if (rights & PMG_PKR_AD_BIT)
+		return false;
+	return acc == PMG_ACC_READ || !(rights & PMG_PKR_WD_BIT);
+}
+
+/* The rights an open window of kind @acc gives a key whose default is @dflt. */
+static inline unsigned pmg_window_rights(unsigned dflt, unsigned acc)
+{
+	if (acc == PMG_ACC_WRITE || dflt == PMG_RIGHTS_RW)
+		return PMG_RIGHTS_RW;
+	return PMG_RIGHTS_WD;
+}
+
+/* ---- Static consumers (the seeds' enum pks_pkey_consumers) ----
+ *
+ * The supervisor port allocates keys statically, exactly as the seeds do:
+ * add an entry here with a unique value 1..15 and its default in
+ * PMG_INIT_VALUE.  Key 0 must stay read/write so untagged pages keep their
+ * ordinary paging permissions; unused keys are access-disabled.  User space
+ * gets its keys from pkey_alloc() instead and keeps the same table shape.
+ */
+enum pmg_consumer {
+	PMG_KEY_DEFAULT = 0,	/* must be 0 for default PTE values */
+	PMG_KEY_TEST = 1,	/* pks_test */
+	PMG_KEY_PMEM = 2,	/* PGMAP_PROTECTION: stray-write protection */
+	PMG_KEY_NR_CONSUMERS,
+};
+
+#define PMG_INIT_VALUE (PMG_PKR_RW_KEY(PMG_KEY_DEFAULT) |		\
+			PMG_PKR_AD_KEY(PMG_KEY_TEST) |			\
+			PMG_PKR_AD_KEY(PMG_KEY_PMEM) |			\
+			PMG_PKR_AD_KEY(3) | PMG_PKR_AD_KEY(4) |		\
+			PMG_PKR_AD_KEY(5) | PMG_PKR_AD_KEY(6) |		\
+			PMG_PKR_AD_KEY(7) | PMG_PKR_AD_KEY(8) |		\
+			PMG_PKR_AD_KEY(9) | PMG_PKR_AD_KEY(10) |	\
+			PMG_PKR_AD_KEY(11) | PMG_PKR_AD_KEY(12) |	\
+			PMG_PKR_AD_KEY(13) | PMG_PKR_AD_KEY(14) |	\
+			PMG_PKR_AD_KEY(15))
+
+/* ---- Errors: Linux errno values, negated by the callers' convention ---- */
+#define PMG_E_PERM	1
+#define PMG_E_NOENT	2
+#define PMG_E_BUSY	16
+#define PMG_E_INVAL	22
+#define PMG_E_NOSPC	28
+#define PMG_E_OVERFLOW	75
+
+/* ---- Fault policy ---- */
+
+enum pmg_fault_mode {
+	PMG_MODE_STRICT = 0,	/* report, then stop (oops / abort) */
+	PMG_MODE_RELAXED = 1,	/* report once per key, then allow */
+	PMG_MODE_AUDIT = 2,	/* report every stray access, allow that one */
+};
+
+/* What the port must do about a fault; see pmg_core_fault_decide(). */
+enum pmg_fault_action {
+	PMG_ACT_NOT_OURS = 0,	/* hand it on unchanged */
+	PMG_ACT_SYNC,		/* stale register: load new_pkval, retry */
+	PMG_ACT_GRANT,		/* a key callback granted: load new_pkval */
+	PMG_ACT_RELAX_REPORT,	/* report, load new_pkval (first on key) */
+	PMG_ACT_RELAX_SILENT,	/* load new_pkval (already reported) */
+	PMG_ACT_AUDIT,		/* report, allow this one access, re-arm */
+	PMG_ACT_STRICT,		/* report, then stop */
+};
+
+struct pmg_fault;
+
+/*
+ * Per-key fault callback (the seeds' pks_key_callback).  Called for a stray
+ * access on its key before the fault mode applies; returns true to grant the
+ * interrupted context the access (pks_update_exception()), false to let the
+ * mode decide.  Runs in the fault path: signal handler or #PF handler.
+ */
+typedef bool (*pmg_core_fault_cb)(const struct pmg_fault *f, void *arg);
+
+/* One fault, as a port hands it to the core. */
+struct pmg_fault {
+	uintptr_t addr;		/* faulting address */
+	uintptr_t ip;		/* faulting instruction */
+	unsigned key;		/* protection key of the page */
+	unsigned acc;		/* enum pmg_access */
+	uint32_t saved_pkval;	/* interrupted context's register */
+	uint32_t new_pkval;	/* out: value to load for ACT_* that say so */
+	unsigned mode;		/* enum pmg_fault_mode in force */
+	int action;		/* out: enum pmg_fault_action */
+};
+
+#define PMG_KEY_NAME_MAX 32
+
+struct pmg_core_key {
+	bool used;
+	uint8_t dflt;			/* enum pmg_rights outside windows */
+	uint32_t warned;		/* relaxed: reported already */
+	pmg_core_fault_cb cb;
+	void *cb_arg;
+	char name[PMG_KEY_NAME_MAX];
+};
+
+/* The consumer table: one per address space (user) or system (kernel). */
+struct pmg_core {
+	struct pmg_core_key key[PMG_NR_KEYS];
+};
+
+/* Per-context window nesting counts: one cache line. */
+struct pmg_ws {
+	uint16_t w[PMG_NR_KEYS];	/* open write windows per key */
+	uint16_t r[PMG_NR_KEYS];	/* open read windows per key */
+};
+
+void pmg_core_init(struct pmg_core *c);
+int pmg_core_key_claim(struct pmg_core *c, unsigned key, const char *name,
+		       unsigned dflt);
+int pmg_core_key_release(struct pmg_core *c, unsigned key);
+int pmg_core_set_callback(struct pmg_core *c, unsigned key,
+			  pmg_core_fault_cb cb, void *arg);
+uint32_t pmg_core_apply_defaults(const struct pmg_core *c, uint32_t pkval);
+uint32_t pmg_core_init_value(const struct pmg_core *c);
+int pmg_core_count_used(const struct pmg_core *c);
+
+unsigned pmg_ws_rights(const struct pmg_ws *ws, unsigned key, unsigned dflt);
+int pmg_ws_open(struct pmg_ws *ws, unsigned key, unsigned acc);
+int pmg_ws_close(struct pmg_ws *ws, unsigned key, unsigned acc);
+uint32_t pmg_ws_apply(const struct pmg_core *c, const struct pmg_ws *ws,
+		      uint32_t pkval);
+
+void pmg_core_fault_decide(struct pmg_core *c, const struct pmg_ws *ws,
+			   struct pmg_fault *f);
+
+const char *pmg_mode_name(unsigned mode);
+int pmg_mode_parse(const char *s);
+const char *pmg_rights_name(unsigned rights);
+
+/* Freestanding helpers the ports may share. */
+size_t pmg_strlcpy(char *dst, const char *src, size_t size);
+int pmg_streq(const char *a, const char *b);
+/* Unsigned to text in @base (10 or 16), no prefix; returns length. */
+size_t pmg_utoa(uint64_t v, unsigned base, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PMG_CORE_H */
