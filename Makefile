@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: MIT
+#
+# pmguard: plain GNU make, no configure step.
+#   make            library (static + shared), CLI, tests, VM binaries
+#   make check      host suite, VM suite (PKU in QEMU), kernel suite
+#   make demo       the main job
+# Variables: CC, CFLAGS, O (build dir), WERROR=0 to allow warnings.
+
+VERSION := 0.1.0
+SOVER   := 0
+O       ?= build
+CC      ?= cc
+WERROR  ?= 1
+
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	   -Wno-unused-parameter
+ifeq ($(WERROR),1)
+WARN    += -Werror
+endif
+CFLAGS  ?= -O2 -g
+BASE    := -std=gnu11 -Iinclude $(WARN) -fno-strict-aliasing
+LIBFLAGS := $(BASE) -fvisibility=hidden
+LDLIBS  := -lpthread -ldl
+WRAP    := -Wl,--wrap=pthread_create
+
+LIB_SRC := core/core.c $(wildcard src/*.c)
+LIB_HDR := include/pmguard.h core/pmg_core.h $(wildcard src/*.h)
+ST_OBJ  := $(patsubst %.c,$(O)/static/%.o,$(LIB_SRC))
+SH_OBJ  := $(patsubst %.c,$(O)/pic/%.o,$(LIB_SRC))
+STATIC  := $(O)/libpmguard.a
+SHARED  := $(O)/libpmguard.so.$(VERSION)
+
+CLI_SRC := $(wildcard tools/*.c)
+CLI_HDR := $(wildcard tools/*.h)
+TEST_SRC := $(wildcard tests/test-*.c)
+TESTS   := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC))
+VM_BIN  := $(O)/vm/bin/pmguard $(patsubst tests/%.c,$(O)/vm/bin/%,$(TEST_SRC))
+
+.PHONY: all lib cli tests vm-bins check host-check vm-check demo clean \
+	format bench
+all: lib cli tests vm-bins
+
+lib: $(STATIC) $(SHARED)
+
+$(O)/static/%.o: %.c $(LIB_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
+
+$(O)/pic/%.o: %.c $(LIB_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIBFLAGS) $(CFLAGS) -fPIC -DPMG_SHARED -c $< -o $@
+
+$(STATIC): $(ST_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(SHARED): $(SH_OBJ) src/libpmguard.map
+	$(CC) -shared -Wl,-soname,libpmguard.so.$(SOVER) \
+		-Wl,--version-script=src/libpmguard.map -Wl,-z,defs \
+		$(CFLAGS) -o $@ $(SH_OBJ) $(LDLIBS)
+	ln -sf libpmguard.so.$(VERSION) $(O)/libpmguard.so.$(SOVER)
+	ln -sf libpmguard.so.$(SOVER) $(O)/libpmguard.so
+
+cli: $(O)/pmguard
+
+$(O)/pmguard: $(CLI_SRC) $(CLI_HDR) $(STATIC)
+	$(CC) $(BASE) $(CFLAGS) -Itools -o $@ $(CLI_SRC) $(STATIC) $(WRAP) \
+		$(LDLIBS) -lm
+
+tests: $(TESTS)
+
+$(O)/tests/%: tests/%.c tests/tap.h $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) -Itests -o $@ $< $(STATIC) $(WRAP) $(LDLIBS)
+
+# Static binaries for the PKU guest (it has no libc of its own).
+vm-bins: $(VM_BIN)
+
+$(O)/vm/bin/pmguard: $(CLI_SRC) $(CLI_HDR) $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) -Itools -static -o $@ $(CLI_SRC) $(STATIC) \
+		$(WRAP) $(LDLIBS) -lm
+
+$(O)/vm/bin/%: tests/%.c tests/tap.h $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) -Itests -static -o $@ $< $(STATIC) $(WRAP) \
+		$(LDLIBS)
+
+# ---- tests -----------------------------------------------------------
+check: host-check vm-check kernel-check
+
+# The host has no PKU: the host suite runs the mprotect backend, the pure
+# core and the bad-input tests; PKU tests say SKIP here and run in the VM.
+host-check: all
+	PMGUARD_BACKEND=mprotect O=$(O) tests/runtests.sh -n host \
+		$(TESTS) "$(O)/pmguard selftest"
+
+vm-check: vm-bins
+	O=$(O) scripts/vm-suite
+
+demo: all
+	$(O)/pmguard demo
+
+bench: all
+	$(O)/pmguard bench window
+
+format:
+	clang-format -i $(LIB_SRC) $(LIB_HDR) $(CLI_SRC) $(TEST_SRC)
+
+clean: kernel-clean
+	rm -rf $(O)
+
+-include kernel/kernel.mk
+ifeq ($(wildcard kernel/kernel.mk),)
+.PHONY: kernel-check kernel-clean
+kernel-check:
+	@echo "kernel: not built yet"; false
+kernel-clean:
+endif

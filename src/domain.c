@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Domains, protected ranges and the out-of-line window paths: the mprotect
+ * backend's process-wide windows, validation failures and unbalanced
+ * closes.  The PKU fast path is inline in pmguard.h.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* The _pmg_dom behind a handle, or NULL if it is not a live one of ours. */
+static struct _pmg_dom *dom_of(const struct pmg_domain *d)
+{
+	uintptr_t p = (uintptr_t)d, lo = (uintptr_t)&_pmg.dom[0];
+	struct _pmg_dom *x;
+
+	if (!d || p < lo || p >= (uintptr_t)&_pmg.dom[PMG_NR_KEYS] ||
+	    (p - lo) % sizeof(_pmg.dom[0]))
+		return NULL;
+	x = (struct _pmg_dom *)d;
+	return __atomic_load_n(&x->live, __ATOMIC_ACQUIRE) ? x : NULL;
+}
+
+static int check_name(const char *name)
+{
+	size_t i, n;
+
+	if (!name)
+		return _pmg_err(-EINVAL, "domain name is NULL");
+	n = strlen(name);
+	if (n == 0 || n >= PMG_KEY_NAME_MAX)
+		return _pmg_err(-EINVAL, "domain name '%.40s' must have 1 to "
+				"%d characters", name, PMG_KEY_NAME_MAX - 1);
+	for (i = 0; i < n; i++)
+		if (!isgraph((unsigned char)name[i]))
+			return _pmg_err(-EINVAL, "domain name has a "
+					"non-printable or blank character "
+					"at offset %zu", i);
+	return 0;
+}
+
+static void describe_holders(char *buf, size_t size)
+{
+	size_t n = 0;
+	unsigned k;
+
+	buf[0] = '\0';
+	for (k = 1; k < PMG_NR_KEYS && n < size; k++)
+		if (_pmg.dom[k].live)
+			n += (size_t)snprintf(buf + n, size - n, "%s%s (key %u)",
+					      n ? ", " : "",
+					      _pmg.core.key[k].name, k);
+}
+
+PMG_API int pmg_domain_new(struct pmg_domain **dp, const char *name,
+			   unsigned flags)
+{
+	struct _pmg_dom *d;
+	unsigned dflt;
+	int key, rc, k;
+
+	if (!dp)
+		return _pmg_err(-EINVAL, "pmg_domain_new: dp is NULL");
+	*dp = NULL;
+	rc = check_name(name);
+	if (rc)
+		return rc;
+	if (flags & ~PMG_DOMAIN_NOACCESS)
+		return _pmg_err(-EINVAL, "pmg_domain_new: unknown flags 0x%x",
+				flags & ~PMG_DOMAIN_NOACCESS);
+	rc = _pmg_ensure_init();
+	if (rc)
+		return rc;
+	dflt = (flags & PMG_DOMAIN_NOACCESS) ? PMG_RIGHTS_AD : PMG_RIGHTS_WD;
+
+	pthread_mutex_lock(&_pmg.lock);
+	for (k = 1; k < PMG_NR_KEYS; k++) {
+		if (_pmg.dom[k].live &&
+		    !strcmp(_pmg.core.key[k].name, name)) {
+			rc = _pmg_err(-EEXIST, "a domain named '%s' exists "
+				      "(key %d)", name, k);
+			goto out;
+		}
+	}
+	key = _pmg.prim->key_alloc(dflt);
+	if (key < 0) {
+		char who[400];
+
+		describe_holders(who, sizeof(who));
+		if (key == -ENOSPC)
+			rc = _pmg_err(-ENOSPC, "no protection key left for "
+				      "'%s': %d of %d keys are held by "
+				      "pmguard domains [%s], the rest by "
+				      "the kernel or other code in this "
+				      "process", name,
+				      pmg_core_count_used(&_pmg.core),
+				      PMG_NR_KEYS - 1, who);
+		else
+			rc = _pmg_err(key, "allocating a key for '%s': %s",
+				      name, strerror(-key));
+		goto out;
+	}
+	if (key < 1 || key >= PMG_NR_KEYS || _pmg.dom[key].live) {
+		_pmg.prim->key_free(key);
+		rc = _pmg_err(-EBUSY, "the backend returned key %d, which "
+			      "pmguard cannot use", key);
+		goto out;
+	}
+	rc = pmg_core_key_claim(&_pmg.core, (unsigned)key, name, dflt);
+	if (rc) {
+		_pmg.prim->key_free(key);
+		rc = _pmg_err(rc, "claiming key %d failed", key);
+		goto out;
+	}
+	d = &_pmg.dom[key];
+	d->pub._key = key;
+	d->pub._mask = PMG_PKR_MASK(key);
+	d->pub._rd_bits = pmg_window_rights(dflt, PMG_ACC_READ)
+			  << PMG_PKR_SHIFT(key);
+	d->pub._dflt_bits = dflt << PMG_PKR_SHIFT(key);
+	d->flags = flags;
+	d->nranges = 0;
+	d->gw = d->gr = 0;
+	/* A key reused after pmg_domain_delete(): no stale counts here. */
+	_pmg_tls.w[key] = _pmg_tls.r[key] = 0;
+	if (_pmg.prim->thread_local)
+		_pmg.prim->set_rights(key, dflt);
+	__atomic_store_n(&d->live, true, __ATOMIC_RELEASE);
+	*dp = &d->pub;
+out:
+	pthread_mutex_unlock(&_pmg.lock);
+	return rc;
+}
+
+PMG_API int pmg_domain_delete(struct pmg_domain **dp)
+{
+	struct _pmg_dom *d;
+	int key, rc = 0;
+
+	if (!dp || !*dp)
+		return 0;
+	pthread_mutex_lock(&_pmg.lock);
+	d = dom_of(*dp);
+	if (!d) {
+		rc = _pmg_err(-EINVAL, "pmg_domain_delete: not a live domain");
+		goto out;
+	}
+	key = d->pub._key;
+	if (d->nranges) {
+		rc = _pmg_err(-EBUSY, "domain '%s' still protects %u "
+			      "range(s): unprotect them first",
+			      _pmg.core.key[key].name, d->nranges);
+		goto out;
+	}
+	__atomic_store_n(&d->live, false, __ATOMIC_RELEASE);
+	if (_pmg.prim->thread_local)
+		_pmg.prim->set_rights(key, PMG_RIGHTS_AD);
+	pmg_core_key_release(&_pmg.core, (unsigned)key);
+	_pmg.prim->key_free(key);
+	__atomic_store_n(&d->pub._key, 0, __ATOMIC_RELEASE);
+	*dp = NULL;
+out:
+	pthread_mutex_unlock(&_pmg.lock);
+	return rc;
+}
+
+PMG_API int pmg_domain_key(const struct pmg_domain *d)
+{
+	struct _pmg_dom *x = dom_of(d);
+
+	return x ? x->pub._key : -EINVAL;
+}
+
+PMG_API const char *pmg_domain_name(const struct pmg_domain *d)
+{
+	struct _pmg_dom *x = dom_of(d);
+
+	return x ? _pmg.core.key[x->pub._key].name : NULL;
+}
+
+/*
+ * Every byte of [base, end) must be mapped readable and writable: tagging
+ * sets PROT_READ|PROT_WRITE and must not upgrade a read-only mapping.
+ * Where /proc is missing, fall back to msync() for "is it mapped".
+ */
+static int check_mapping(uintptr_t base, uintptr_t end)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	uintptr_t at = base;
+
+	if (!f) {
+		if (msync((void *)base, end - base, MS_ASYNC) && errno == ENOMEM)
+			return _pmg_err(-ENOMEM, "range %#lx-%#lx is not "
+					"(entirely) mapped", (unsigned long)base,
+					(unsigned long)end);
+		return 0;
+	}
+	while (at < end && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[8];
+
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
+			continue;
+		if (hi <= at)
+			continue;
+		if (lo > at)
+			break;
+		if (perms[0] != 'r' || perms[1] != 'w') {
+			fclose(f);
+			return _pmg_err(-EACCES, "range %#lx-%#lx: the "
+					"mapping at %#lx is '%.4s', not "
+					"read-write", (unsigned long)base,
+					(unsigned long)end, lo, perms);
+		}
+		at = hi;
+	}
+	fclose(f);
+	if (at < end)
+		return _pmg_err(-ENOMEM, "range %#lx-%#lx is not (entirely) "
+				"mapped: nothing at %#lx", (unsigned long)base,
+				(unsigned long)end, (unsigned long)at);
+	return 0;
+}
+
+static unsigned global_rights(const struct _pmg_dom *d)
+{
+	unsigned dflt = _pmg_domain_rights(d);
+
+	if (d->gw)
+		return pmg_window_rights(dflt, PMG_ACC_WRITE);
+	if (d->gr)
+		return pmg_window_rights(dflt, PMG_ACC_READ);
+	return dflt;
+}
+
+PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
+{
+	uintptr_t base = (uintptr_t)addr, end = base + len;
+	struct _pmg_dom *d;
+	int rc, dummy;
+
+	if (base % PMG_PAGE_SIZE || len % PMG_PAGE_SIZE || !len)
+		return _pmg_err(-EINVAL, "pmg_protect(%p, %zu): address and "
+				"length must be non-zero multiples of %lu",
+				addr, len, PMG_PAGE_SIZE);
+	if (end < base)
+		return _pmg_err(-EINVAL, "pmg_protect(%p, %zu): range wraps",
+				addr, len);
+	rc = check_mapping(base, end);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&_pmg.lock);
+	d = dom_of(dom);
+	if (!d) {
+		rc = _pmg_err(-EINVAL, "pmg_protect: not a live domain");
+		goto out;
+	}
+	rc = _pmg_reg_insert(base, end, d->pub._key);
+	if (rc == -EEXIST) {
+		rc = _pmg_err(-EEXIST, "range %p-%#lx overlaps a protected "
+			      "range", addr, (unsigned long)end);
+		goto out;
+	}
+	if (rc) {
+		rc = _pmg_err(rc, "registering %p-%#lx: %s", addr,
+			      (unsigned long)end, strerror(-rc));
+		goto out;
+	}
+	rc = _pmg.prim->tag(addr, len, d->pub._key, global_rights(d));
+	if (rc) {
+		_pmg_reg_remove(base, end, &dummy);
+		rc = _pmg_err(rc, "tagging %p-%#lx with key %d: %s", addr,
+			      (unsigned long)end, d->pub._key, strerror(-rc));
+		goto out;
+	}
+	d->nranges++;
+out:
+	pthread_mutex_unlock(&_pmg.lock);
+	return rc;
+}
+
+PMG_API int pmg_unprotect(void *addr, size_t len)
+{
+	uintptr_t base = (uintptr_t)addr;
+	int rc, key;
+
+	if (!len || base + len < base)
+		return _pmg_err(-EINVAL, "pmg_unprotect(%p, %zu): bad length",
+				addr, len);
+	if (_pmg_ensure_init())
+		return -EINVAL;
+	pthread_mutex_lock(&_pmg.lock);
+	rc = _pmg_reg_remove(base, base + len, &key);
+	if (rc) {
+		rc = _pmg_err(-ENOENT, "pmg_unprotect(%p, %zu): no protected "
+			      "range starts there with that length", addr,
+			      len);
+		goto out;
+	}
+	_pmg.dom[key].nranges--;
+	rc = _pmg.prim->untag(addr, len);
+	if (rc)
+		rc = _pmg_err(rc, "untagging %p: %s", addr, strerror(-rc));
+out:
+	pthread_mutex_unlock(&_pmg.lock);
+	return rc;
+}
+
+PMG_API struct pmg_domain *pmg_lookup(const void *addr, void **base,
+				      size_t *len)
+{
+	struct _pmg_range r;
+
+	if (_pmg_reg_find((uintptr_t)addr, &r))
+		return NULL;
+	if (base)
+		*base = (void *)r.base;
+	if (len)
+		*len = r.end - r.base;
+	return &_pmg.dom[r.key].pub;
+}
+
+/* Window edge on the mprotect backend: process-wide, under the lock. */
+static int mp_edge(struct _pmg_dom *d, int acc, bool open, void *caller)
+{
+	struct pmg_ws *ws = (struct pmg_ws *)&_pmg_tls;
+	unsigned key = (unsigned)d->pub._key, before, after;
+	unsigned *g = acc ? &d->gw : &d->gr;
+	int rc;
+
+	pthread_mutex_lock(&_pmg.lock);
+	rc = open ? pmg_ws_open(ws, key, (unsigned)acc)
+		  : pmg_ws_close(ws, key, (unsigned)acc);
+	if (rc) {
+		pthread_mutex_unlock(&_pmg.lock);
+		if (rc == -PMG_E_PERM)
+			return _pmg_unbalanced(&d->pub, acc, caller);
+		return _pmg_err(-EOVERFLOW, "windows on '%s' nest deeper "
+				"than 65535", _pmg.core.key[key].name);
+	}
+	before = global_rights(d);
+	if (open)
+		(*g)++;
+	else
+		(*g)--;
+	after = global_rights(d);
+	if (before != after)
+		rc = _pmg.prim->set_rights((int)key, after);
+	pthread_mutex_unlock(&_pmg.lock);
+	return rc;
+}
+
+static int bad_window(const struct pmg_domain *d, int acc)
+{
+	if (acc != PMG_READ && acc != PMG_WRITE)
+		return _pmg_err_s(-EINVAL,
+				  "window kind must be PMG_READ or PMG_WRITE");
+	if (!d)
+		return _pmg_err_s(-EINVAL, "window on a NULL domain");
+	return _pmg_err_s(-EINVAL, "window on a domain that is not live");
+}
+
+PMG_API int _pmg_open_slow(struct pmg_domain *d, int acc)
+{
+	struct _pmg_dom *x = dom_of(d);
+
+	if (!x || !_pmg_valid(d, acc))
+		return bad_window(d, acc);
+	if (_pmg_fast)
+		return _pmg_edge(d, acc, true, _pmg_rdpkru, _pmg_wrpkru);
+	return mp_edge(x, acc, true, __builtin_return_address(0));
+}
+
+PMG_API int _pmg_close_slow(struct pmg_domain *d, int acc)
+{
+	struct _pmg_dom *x = dom_of(d);
+
+	if (!x || !_pmg_valid(d, acc))
+		return bad_window(d, acc);
+	if (_pmg_fast)
+		return _pmg_edge(d, acc, false, _pmg_rdpkru, _pmg_wrpkru);
+	return mp_edge(x, acc, false, __builtin_return_address(0));
+}
+
+PMG_API int _pmg_unbalanced(struct pmg_domain *d, int acc, void *caller)
+{
+	_PMG_STAT_INC(unbalanced);
+	_pmg_report_unbalanced(d, acc, caller);
+	return _pmg_err_s(-EPERM, "unbalanced close: no window of that kind "
+			  "is open on this domain in this thread");
+}
+
+PMG_API int pmg_map_local(const void *addr, int acc)
+{
+	struct pmg_domain *d = pmg_lookup(addr, NULL, NULL);
+	int rc;
+
+	if (!d)
+		return 0;
+	rc = pmg_open(d, acc);
+	return rc ? rc : 1;
+}
+
+PMG_API int pmg_unmap_local(const void *addr, int acc)
+{
+	struct pmg_domain *d = pmg_lookup(addr, NULL, NULL);
+	int rc;
+
+	if (!d)
+		return 0;
+	rc = pmg_close(d, acc);
+	return rc ? rc : 1;
+}
+
+PMG_API int pmg_map(const void *addr)
+{
+	struct pmg_domain *d = pmg_lookup(addr, NULL, NULL);
+
+	if (!d)
+		return 0;
+	_PMG_STAT_INC(long_term_maps);
+	_pmg_report_long_term(addr, d, __builtin_return_address(0));
+	return 1;
+}
+
+/* Bridge from the core's callback to the public one. */
+struct ucb {
+	pmg_fault_cb cb;
+	void *arg;
+};
+static struct ucb ucbs[PMG_NR_KEYS];
+
+static bool cb_bridge(const struct pmg_fault *f, void *arg)
+{
+	struct ucb *u = arg;
+	struct pmg_fault_info fi = {
+		.addr = (void *)f->addr,
+		.ip = (void *)f->ip,
+		.domain = &_pmg.dom[f->key].pub,
+		.key = (int)f->key,
+		.access = (int)f->acc,
+		.pkru = f->saved_pkval,
+		.tid = (pid_t)syscall(SYS_gettid),
+		.mode = (int)f->mode,
+	};
+
+	return u->cb(&fi, u->arg);
+}
+
+PMG_API int pmg_domain_set_callback(struct pmg_domain *dom, pmg_fault_cb cb,
+				    void *arg)
+{
+	struct _pmg_dom *d;
+	int rc;
+
+	pthread_mutex_lock(&_pmg.lock);
+	d = dom_of(dom);
+	if (!d) {
+		pthread_mutex_unlock(&_pmg.lock);
+		return _pmg_err(-EINVAL, "pmg_domain_set_callback: not a "
+				"live domain");
+	}
+	/* Detach first so the fault path never sees a half-set pair. */
+	pmg_core_set_callback(&_pmg.core, (unsigned)d->pub._key, NULL, NULL);
+	ucbs[d->pub._key].cb = cb;
+	ucbs[d->pub._key].arg = arg;
+	rc = pmg_core_set_callback(&_pmg.core, (unsigned)d->pub._key,
+				   cb ? cb_bridge : NULL,
+				   cb ? &ucbs[d->pub._key] : NULL);
+	pthread_mutex_unlock(&_pmg.lock);
+	return rc;
+}

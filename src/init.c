@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Library start-up: options from the environment, backend choice, error
+ * messages, version and info.
+ */
+#define _GNU_SOURCE
+#include <execinfo.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "options.h"
+
+struct _pmg_state _pmg = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.mode = PMG_FAULT_RELAXED,
+	.report_fd = 2,
+};
+
+PMG_API int _pmg_fast;
+PMG_API __thread struct _pmg_ws _pmg_tls
+	__attribute__((tls_model("initial-exec"), aligned(64)));
+
+static __thread char errmsg[256];
+
+int _pmg_err(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* AS-safe variant: a constant message. */
+int _pmg_err_s(int err, const char *msg)
+{
+	pmg_strlcpy(errmsg, msg, sizeof(errmsg));
+	return err;
+}
+
+PMG_API const char *pmg_errormsg(void)
+{
+	return errmsg;
+}
+
+PMG_API const char *pmg_version(void)
+{
+	return PMG_VERSION_STRING;
+}
+
+PMG_API const char *pmg_backend_name(int backend)
+{
+	switch (backend) {
+	case PMG_BACKEND_PKU:
+		return "pku";
+	case PMG_BACKEND_MPROTECT:
+		return "mprotect";
+	}
+	return "none";
+}
+
+PMG_API int pmg_backend(void)
+{
+	const struct _pmg_prim *p = __atomic_load_n(&_pmg.prim, __ATOMIC_ACQUIRE);
+
+	return p ? p->id : PMG_BACKEND_NONE;
+}
+
+void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ volatile("cpuid"
+			 : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+			 : "a"(leaf), "c"(sub));
+#else
+	(void)leaf;
+	(void)sub;
+	r[0] = r[1] = r[2] = r[3] = 0;
+#endif
+}
+
+static unsigned xsave_pkru_offset(void)
+{
+	uint32_t r[4];
+
+	_pmg_cpuid(0, 0, r);
+	if (r[0] < 0xd)
+		return 0;
+	_pmg_cpuid(0xd, 0, r);
+	if (!(r[0] & (1u << 9)))	/* XCR0-supported: PKRU state */
+		return 0;
+	_pmg_cpuid(0xd, 9, r);
+	return r[1];
+}
+
+/* Register bits of @d's key with no window open. */
+uint32_t _pmg_domain_rights(const struct _pmg_dom *d)
+{
+	return _pmg.core.key[d->pub._key].dflt;
+}
+
+PMG_API int pmg_init(void)
+{
+	struct _pmg_opts o;
+	const struct _pmg_prim *prim = NULL;
+	int rc;
+
+	if (__atomic_load_n(&_pmg.inited, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&_pmg.lock);
+	if (_pmg.inited) {
+		pthread_mutex_unlock(&_pmg.lock);
+		return 0;
+	}
+	rc = _pmg_opts_from_env(&o);
+	if (rc) {
+		fprintf(stderr, "pmguard: %s\n", pmg_errormsg());
+		goto out;
+	}
+	if (o.backend == PMG_BACKEND_PKU || o.backend == PMG_BACKEND_NONE) {
+		rc = _pmg_prim_pku.probe();
+		if (rc == 0)
+			prim = &_pmg_prim_pku;
+		else if (o.backend == PMG_BACKEND_PKU) {
+			_pmg_err(-ENOTSUP,
+				 "PMGUARD_BACKEND=pku, but %s", pmg_errormsg());
+			rc = -ENOTSUP;
+			goto out;
+		}
+	}
+	if (!prim) {
+		rc = _pmg_prim_mprotect.probe();
+		if (rc)
+			goto out;
+		prim = &_pmg_prim_mprotect;
+	}
+	pmg_core_init(&_pmg.core);
+	_pmg.mode = o.mode;
+	_pmg.report_fd = o.report_fd;
+	_pmg.xsave_pkru_off = xsave_pkru_offset();
+	{
+		/* backtrace() loads libgcc on first use: not in a handler. */
+		void *bt[2];
+
+		(void)backtrace(bt, 2);
+	}
+	rc = _pmg_fault_install();
+	if (rc)
+		goto out;
+	rc = _pmg_thread_install();
+	if (rc)
+		goto out;
+	__atomic_store_n(&_pmg.prim, prim, __ATOMIC_RELEASE);
+	__atomic_store_n(&_pmg_fast, prim == &_pmg_prim_pku, __ATOMIC_RELEASE);
+	__atomic_store_n(&_pmg.inited, true, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&_pmg.lock);
+	return rc;
+}
+
+int _pmg_ensure_init(void)
+{
+	return __atomic_load_n(&_pmg.inited, __ATOMIC_ACQUIRE) ? 0 : pmg_init();
+}
+
+PMG_API int pmg_set_fault_mode(int mode)
+{
+	if (mode != PMG_FAULT_STRICT && mode != PMG_FAULT_RELAXED &&
+	    mode != PMG_FAULT_AUDIT)
+		return _pmg_err_s(-EINVAL,
+			"fault mode must be PMG_FAULT_STRICT, _RELAXED or _AUDIT");
+	__atomic_store_n(&_pmg.mode, mode, __ATOMIC_RELAXED);
+	return 0;
+}
+
+PMG_API int pmg_get_fault_mode(void)
+{
+	return __atomic_load_n(&_pmg.mode, __ATOMIC_RELAXED);
+}
+
+PMG_API int pmg_set_report_fd(int fd)
+{
+	if (fd < -1)
+		fd = -1;
+	return __atomic_exchange_n(&_pmg.report_fd, fd, __ATOMIC_RELAXED);
+}
+
+PMG_API int pmg_set_fault_observer(pmg_fault_observer fn, void *arg)
+{
+	__atomic_store_n(&_pmg.observer, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&_pmg.observer_arg, arg, __ATOMIC_RELEASE);
+	__atomic_store_n(&_pmg.observer, fn, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int count_free_pkeys(void)
+{
+	int keys[16], n = 0, k;
+
+	while (n < 16) {
+		k = (int)syscall(SYS_pkey_alloc, 0, 0);
+		if (k < 0)
+			break;
+		keys[n++] = k;
+	}
+	for (k = 0; k < n; k++)
+		syscall(SYS_pkey_free, keys[k]);
+	return n;
+}
+
+PMG_API int pmg_get_info(struct pmg_info *info)
+{
+	uint32_t r[4];
+	int rc;
+
+	if (!info)
+		return _pmg_err_s(-EINVAL, "pmg_get_info: info is NULL");
+	memset(info, 0, sizeof(*info));
+	rc = _pmg_ensure_init();
+	info->backend = pmg_backend();
+	_pmg_cpuid(0, 0, r);
+	if (r[0] >= 7) {
+		_pmg_cpuid(7, 0, r);
+		info->cpu_pku = r[2] & (1u << 3);
+		info->cpu_ospke = r[2] & (1u << 4);
+		info->cpu_pks = r[2] & (1u << 31);
+		info->cpu_clwb = r[1] & (1u << 24);
+		info->cpu_clflushopt = r[1] & (1u << 23);
+	}
+	info->xsave_pkru_offset = xsave_pkru_offset();
+	info->keys_total = PMG_NR_KEYS - 1;
+	pthread_mutex_lock(&_pmg.lock);
+	info->keys_used = _pmg.inited ? pmg_core_count_used(&_pmg.core) : 0;
+	if (info->backend == PMG_BACKEND_PKU || info->cpu_ospke) {
+		int n = count_free_pkeys();
+
+		info->kernel_pkeys = n > 0 || info->keys_used > 0;
+	}
+	if (info->backend == PMG_BACKEND_PKU)
+		info->keys_free = count_free_pkeys();
+	else
+		info->keys_free = info->keys_total - info->keys_used;
+	pthread_mutex_unlock(&_pmg.lock);
+	info->fault_mode = pmg_get_fault_mode();
+	return rc;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* libpmguard internals: never installed. */
+#ifndef PMG_INTERNAL_H
+#define PMG_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pmguard.h"
+#include "../core/pmg_core.h"
+#include "prim.h"
+
+#define PMG_API __attribute__((visibility("default")))
+
+#define PMG_PAGE_SIZE 4096UL
+
+_Static_assert(sizeof(struct _pmg_ws) == sizeof(struct pmg_ws),
+	       "public and core window counts differ");
+_Static_assert(sizeof(struct _pmg_ws) == 64, "window counts: one line");
+_Static_assert((int)PMG_FAULT_STRICT == (int)PMG_MODE_STRICT &&
+	       (int)PMG_FAULT_RELAXED == (int)PMG_MODE_RELAXED &&
+	       (int)PMG_FAULT_AUDIT == (int)PMG_MODE_AUDIT, "fault modes differ");
+_Static_assert(PMG_READ == PMG_ACC_READ && PMG_WRITE == PMG_ACC_WRITE,
+	       "access kinds differ");
+
+/* A domain: the public head first (the inline code reads it). */
+struct _pmg_dom {
+	struct pmg_domain pub;
+	bool live;
+	unsigned flags;
+	unsigned nranges;
+	/* mprotect backend: process-wide window counts */
+	unsigned gw, gr;
+};
+
+/* Process state.  Mutations hold .lock; the fault path only reads. */
+struct _pmg_state {
+	pthread_mutex_t lock;
+	const struct _pmg_prim *prim;
+	struct pmg_core core;
+	struct _pmg_dom dom[PMG_NR_KEYS];
+	int mode;			/* enum pmg_fault_mode */
+	int report_fd;
+	pmg_fault_observer observer;
+	void *observer_arg;
+	unsigned xsave_pkru_off;	/* CPUID.(0xD,9).EBX, 0 if none */
+	bool inited;
+};
+
+extern struct _pmg_state _pmg;
+
+/* init.c */
+int _pmg_ensure_init(void);
+int _pmg_err(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int _pmg_err_s(int err, const char *msg);	/* AS-safe */
+void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]);
+uint32_t _pmg_domain_rights(const struct _pmg_dom *d);
+
+/* registry.c: protected ranges, sorted, seqlock-read from handlers */
+struct _pmg_range {
+	uintptr_t base, end;
+	int key;
+};
+int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key);
+int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key);
+int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out);
+/* Call fn for each range of @key (lock held by the caller). */
+int _pmg_reg_each(int key, int (*fn)(const struct _pmg_range *, void *),
+		  void *arg);
+
+/* fault.c */
+int _pmg_fault_install(void);
+void _pmg_report_unbalanced(struct pmg_domain *d, int acc, void *caller);
+void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
+			   void *caller);
+extern struct pmg_stats _pmg_stats;
+#define _PMG_STAT_INC(f) __atomic_add_fetch(&_pmg_stats.f, 1, __ATOMIC_RELAXED)
+
+/* AS-safe output: format into a buffer, write(2) once. */
+struct _pmg_buf {
+	char b[512];
+	size_t n;
+};
+void _pmg_bs(struct _pmg_buf *b, const char *s);
+void _pmg_bx(struct _pmg_buf *b, uint64_t v);	/* 0x-prefixed hex */
+void _pmg_bd(struct _pmg_buf *b, int64_t v);
+void _pmg_bflush(struct _pmg_buf *b, int fd);
+
+/* thread.c */
+void _pmg_thread_reset(void);
+int _pmg_thread_install(void);
+
+#endif /* PMG_INTERNAL_H */

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The primitive contract between libpmguard and a backend (mimalloc's
+ * prim.h shape).  A backend is the answer to four questions the core
+ * cannot answer itself: how to read and write the permission register, how
+ * to tag pages with a key, and where an interrupted context's register is
+ * saved.  Two implementations: prim_pku.c (x86 PKU) and prim_mprotect.c
+ * (page permissions).  The supervisor port answers the same questions in
+ * kernel/.
+ *
+ * All functions return 0 (or a key) or a negative errno, and set the
+ * thread's error message on failure.  Those marked AS-safe are called from
+ * the SIGSEGV/SIGTRAP handlers.
+ */
+#ifndef PMG_PRIM_H
+#define PMG_PRIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+struct _pmg_prim {
+	const char *name;
+	int id;				/* enum pmg_backend */
+	bool thread_local;		/* windows are per thread */
+
+	/* Can this backend run here?  0, or -ENOTSUP with a message. */
+	int (*probe)(void);
+
+	/* Allocate a key (1..15) whose rights in the calling thread are
+	 * @rights; others see it per the backend.  -ENOSPC when none left. */
+	int (*key_alloc)(unsigned rights);
+	int (*key_free)(int key);
+
+	/* Tag [addr, addr+len) with @key whose current rights are @rights;
+	 * untag restores PROT_READ|PROT_WRITE and key 0. */
+	int (*tag)(void *addr, size_t len, int key, unsigned rights);
+	int (*untag)(void *addr, size_t len);
+
+	/* Make @key's effective rights @rights for whoever the backend's
+	 * windows apply to (the calling thread on PKU, the process on
+	 * mprotect).  AS-safe. */
+	int (*set_rights)(int key, unsigned rights);
+
+	/* The interrupted context's register in a signal frame: a pointer to
+	 * it, or NULL where the backend keeps no register (mprotect).
+	 * AS-safe. */
+	uint32_t *(*saved_reg)(ucontext_t *uc);
+};
+
+extern const struct _pmg_prim _pmg_prim_pku;
+extern const struct _pmg_prim _pmg_prim_mprotect;
+
+#endif /* PMG_PRIM_H */

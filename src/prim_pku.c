@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+/*
+ * x86-64 PKU backend: keys from pkey_alloc(2), pages tagged with
+ * pkey_mprotect(2), rights in the thread's PKRU (RDPKRU/WRPKRU, inline in
+ * pmguard.h), the interrupted PKRU in the signal frame's XSAVE area.
+ * Syscalls are raw so that an old libc without the wrappers still works.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef SYS_pkey_mprotect
+#define SYS_pkey_mprotect 329
+#define SYS_pkey_alloc 330
+#define SYS_pkey_free 331
+#endif
+
+#define FP_XSTATE_MAGIC1 0x46505853u
+#define XFEATURE_PKRU 9
+
+static int pku_probe(void)
+{
+	uint32_t r[4];
+	long k;
+
+	_pmg_cpuid(0, 0, r);
+	if (r[0] < 7)
+		return _pmg_err_s(-ENOTSUP, "the CPU has no CPUID leaf 7");
+	_pmg_cpuid(7, 0, r);
+	if (!(r[2] & (1u << 3)))
+		return _pmg_err_s(-ENOTSUP,
+				  "the CPU has no PKU (CPUID.7.ECX bit 3)");
+	if (!(r[2] & (1u << 4)))
+		return _pmg_err_s(-ENOTSUP, "the kernel has not enabled "
+				  "PKU (CPUID.7.ECX OSPKE bit 4 clear)");
+	k = syscall(SYS_pkey_alloc, 0, 0);
+	if (k < 0)
+		return _pmg_err(-ENOTSUP, "pkey_alloc() failed: %s",
+				strerror(errno));
+	syscall(SYS_pkey_free, k);
+	return 0;
+}
+
+static int pku_key_alloc(unsigned rights)
+{
+	long k = syscall(SYS_pkey_alloc, 0, rights & 3);
+
+	return k < 0 ? -errno : (int)k;
+}
+
+static int pku_key_free(int key)
+{
+	return syscall(SYS_pkey_free, key) ? -errno : 0;
+}
+
+static int pku_tag(void *addr, size_t len, int key, unsigned rights)
+{
+	(void)rights;	/* the key carries them */
+	return syscall(SYS_pkey_mprotect, addr, len, PROT_READ | PROT_WRITE,
+		       key) ? -errno : 0;
+}
+
+static int pku_untag(void *addr, size_t len)
+{
+	return syscall(SYS_pkey_mprotect, addr, len, PROT_READ | PROT_WRITE,
+		       0) ? -errno : 0;
+}
+
+static int pku_set_rights(int key, unsigned rights)
+{
+	uint32_t v = _pmg_rdpkru();
+	uint32_t nv = pmg_pkval_update(v, (unsigned)key, rights);
+
+	if (nv != v)
+		_pmg_wrpkru(nv);
+	return 0;
+}
+
+/*
+ * The PKRU that sigreturn will load: XSAVE component 9 of the frame's
+ * extended state, at the offset CPUID.(0xD,9).EBX gave.  The frame is
+ * trusted only if the kernel marked it (FP_XSTATE_MAGIC1) and saved PKRU;
+ * a component in init state (XSTATE_BV bit clear) reads as 0 and is made
+ * explicit before anyone edits it.
+ */
+static uint32_t *pku_saved_reg(ucontext_t *uc)
+{
+	unsigned char *fx = (unsigned char *)uc->uc_mcontext.fpregs;
+	uint32_t magic1, xstate_size;
+	uint64_t xfeatures, bv;
+	unsigned off = _pmg.xsave_pkru_off;
+
+	if (!fx || !off)
+		return NULL;
+	memcpy(&magic1, fx + 464, 4);
+	memcpy(&xfeatures, fx + 464 + 8, 8);
+	memcpy(&xstate_size, fx + 464 + 16, 4);
+	if (magic1 != FP_XSTATE_MAGIC1 ||
+	    !(xfeatures & (1ull << XFEATURE_PKRU)) ||
+	    off + 4 > xstate_size)
+		return NULL;
+	memcpy(&bv, fx + 512, 8);
+	if (!(bv & (1ull << XFEATURE_PKRU))) {
+		memset(fx + off, 0, 4);
+		bv |= 1ull << XFEATURE_PKRU;
+		memcpy(fx + 512, &bv, 8);
+	}
+	return (uint32_t *)(void *)(fx + off);
+}
+
+const struct _pmg_prim _pmg_prim_pku = {
+	.name = "pku",
+	.id = PMG_BACKEND_PKU,
+	.thread_local = true,
+	.probe = pku_probe,
+	.key_alloc = pku_key_alloc,
+	.key_free = pku_key_free,
+	.tag = pku_tag,
+	.untag = pku_untag,
+	.set_rights = pku_set_rights,
+	.saved_reg = pku_saved_reg,
+};

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The protected-range registry (the seeds' pgmap / devmap_protected()):
+ * a sorted array of non-overlapping [base, end) ranges, searched in
+ * O(log n).  Writers hold _pmg.lock; readers (the fault handlers) take no
+ * lock: a sequence count tells them to retry a read that raced a write.
+ * Arrays outgrown are retired, never freed, so a reader that still holds
+ * one reads valid memory; growth doubles, so retired arrays add up to less
+ * than the live one.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct table {
+	size_t cap;
+	struct _pmg_range r[];
+};
+
+static struct {
+	unsigned seq;		/* odd while a write is in progress */
+	struct table *t;
+	size_t n;
+} reg;
+
+static void write_begin(void)
+{
+	__atomic_store_n(&reg.seq, reg.seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void write_end(void)
+{
+	__atomic_store_n(&reg.seq, reg.seq + 1, __ATOMIC_RELEASE);
+}
+
+/* First index whose end > addr. */
+static size_t search(const struct _pmg_range *r, size_t n, uintptr_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key)
+{
+	struct table *t = reg.t;
+	size_t i;
+
+	i = t ? search(t->r, reg.n, base) : 0;
+	if (t && i < reg.n && t->r[i].base < end)
+		return -EEXIST;
+	if (!t || reg.n == t->cap) {
+		size_t cap = t ? t->cap * 2 : 16;
+		struct table *nt = calloc(1, sizeof(*nt) + cap * sizeof(nt->r[0]));
+
+		if (!nt)
+			return -ENOMEM;
+		nt->cap = cap;
+		if (t)
+			memcpy(nt->r, t->r, reg.n * sizeof(t->r[0]));
+		/* the old table is retired: readers may still hold it */
+		__atomic_store_n(&reg.t, nt, __ATOMIC_RELEASE);
+		t = nt;
+	}
+	write_begin();
+	memmove(&t->r[i + 1], &t->r[i], (reg.n - i) * sizeof(t->r[0]));
+	t->r[i].base = base;
+	t->r[i].end = end;
+	t->r[i].key = key;
+	__atomic_store_n(&reg.n, reg.n + 1, __ATOMIC_RELAXED);
+	write_end();
+	return 0;
+}
+
+int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key)
+{
+	struct table *t = reg.t;
+	size_t i;
+
+	if (!t)
+		return -ENOENT;
+	i = search(t->r, reg.n, base);
+	if (i >= reg.n || t->r[i].base != base || t->r[i].end != end)
+		return -ENOENT;
+	*key = t->r[i].key;
+	write_begin();
+	memmove(&t->r[i], &t->r[i + 1], (reg.n - i - 1) * sizeof(t->r[0]));
+	__atomic_store_n(&reg.n, reg.n - 1, __ATOMIC_RELAXED);
+	write_end();
+	return 0;
+}
+
+/* AS-safe.  0 and *out filled, or -ENOENT. */
+int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
+{
+	int tries;
+
+	for (tries = 0; tries < 1000; tries++) {
+		unsigned s1 = __atomic_load_n(&reg.seq, __ATOMIC_ACQUIRE);
+		struct table *t = __atomic_load_n(&reg.t, __ATOMIC_ACQUIRE);
+		size_t n = __atomic_load_n(&reg.n, __ATOMIC_RELAXED), i;
+		struct _pmg_range r = { 0, 0, 0 };
+		bool hit = false;
+
+		if (s1 & 1)
+			continue;
+		if (t) {
+			if (n > t->cap)
+				n = t->cap;
+			i = search(t->r, n, addr);
+			if (i < n) {
+				r = t->r[i];
+				hit = r.base <= addr && addr < r.end;
+			}
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&reg.seq, __ATOMIC_RELAXED) != s1)
+			continue;
+		if (!hit)
+			return -ENOENT;
+		*out = r;
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+int _pmg_reg_each(int key, int (*fn)(const struct _pmg_range *, void *),
+		  void *arg)
+{
+	size_t i;
+	int rc, first = 0;
+
+	for (i = 0; reg.t && i < reg.n; i++) {
+		if (reg.t->r[i].key != key)
+			continue;
+		rc = fn(&reg.t->r[i], arg);
+		if (rc && !first)
+			first = rc;
+	}
+	return first;
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+/*
+ * New threads and fork children start at the domain defaults.
+ *
+ * clone() copies the creator's PKRU, so a thread created inside a window
+ * would start with write access and no window count to close it.  The
+ * library therefore wraps pthread_create(): the new thread resets its
+ * rights for pmguard's keys before it runs the caller's start routine.
+ * The shared library interposes pthread_create itself; a static link needs
+ * -Wl,--wrap=pthread_create (pkg-config's Libs.private carries it).
+ * A fork child is a copy of the forking thread, window and all: the atfork
+ * child handler closes its windows (counts to zero, rights to defaults).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Set the calling thread's rights for every pmguard key to its default. */
+void _pmg_thread_reset(void)
+{
+	uint32_t v, nv;
+
+	if (!_pmg_fast)
+		return;
+	v = _pmg_rdpkru();
+	nv = pmg_core_apply_defaults(&_pmg.core, v);
+	if (nv != v)
+		_pmg_wrpkru(nv);
+}
+
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *start_thread(void *p)
+{
+	struct start s = *(struct start *)p;
+
+	free(p);
+	_pmg_thread_reset();
+	return s.fn(s.arg);
+}
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *,
+			 void *(*)(void *), void *);
+
+static int create(create_fn real, pthread_t *t, const pthread_attr_t *a,
+		  void *(*fn)(void *), void *arg)
+{
+	struct start *s;
+	int rc;
+
+	if (!_pmg_fast)
+		return real(t, a, fn, arg);
+	s = malloc(sizeof(*s));
+	if (!s)
+		return EAGAIN;
+	s->fn = fn;
+	s->arg = arg;
+	rc = real(t, a, start_thread, s);
+	if (rc)
+		free(s);
+	return rc;
+}
+
+#ifdef PMG_SHARED
+PMG_API int pthread_create(pthread_t *t, const pthread_attr_t *a,
+			   void *(*fn)(void *), void *arg)
+{
+	static create_fn real;
+	create_fn r = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+
+	if (!r) {
+		r = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+		if (!r)
+			return EAGAIN;
+		__atomic_store_n(&real, r, __ATOMIC_RELEASE);
+	}
+	return create(r, t, a, fn, arg);
+}
+#else
+int __real_pthread_create(pthread_t *, const pthread_attr_t *,
+			  void *(*)(void *), void *);
+int __wrap_pthread_create(pthread_t *, const pthread_attr_t *,
+			  void *(*)(void *), void *);
+
+PMG_API int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a,
+				  void *(*fn)(void *), void *arg)
+{
+	return create(__real_pthread_create, t, a, fn, arg);
+}
+#endif
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&_pmg.lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&_pmg.lock);
+}
+
+static void fork_child(void)
+{
+	unsigned k;
+
+	pthread_mutex_init(&_pmg.lock, NULL);
+	memset(&_pmg_tls, 0, sizeof(_pmg_tls));
+	if (_pmg_fast) {
+		_pmg_thread_reset();
+		return;
+	}
+	/* mprotect: the child's windows are its own copies: close them. */
+	for (k = 1; k < PMG_NR_KEYS; k++) {
+		if (!_pmg.dom[k].live || (!_pmg.dom[k].gw && !_pmg.dom[k].gr))
+			continue;
+		_pmg.dom[k].gw = _pmg.dom[k].gr = 0;
+		_pmg.prim->set_rights((int)k, _pmg.core.key[k].dflt);
+	}
+}
+
+int _pmg_thread_install(void)
+{
+	int rc = pthread_atfork(fork_prepare, fork_parent, fork_child);
+
+	return rc ? _pmg_err(-rc, "pthread_atfork: %s", strerror(rc)) : 0;
+}
