@@ -31,7 +31,7 @@ STATIC  := $(O)/libpmguard.a
 SHARED  := $(O)/libpmguard.so.$(VERSION)
 
 CLI_SRC := $(wildcard tools/*.c)
-CLI_HDR := $(wildcard tools/*.h)
+CLI_HDR := $(wildcard tools/*.h) tests/probe.h
 TEST_SRC := $(wildcard tests/test-*.c)
 TESTS   := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC))
 VM_BIN  := $(O)/vm/bin/pmguard $(patsubst tests/%.c,$(O)/vm/bin/%,$(TEST_SRC))
@@ -64,7 +64,7 @@ $(SHARED): $(SH_OBJ) src/libpmguard.map
 cli: $(O)/pmguard
 
 $(O)/pmguard: $(CLI_SRC) $(CLI_HDR) $(STATIC)
-	$(CC) $(BASE) $(CFLAGS) -Itools -o $@ $(CLI_SRC) $(STATIC) $(WRAP) \
+	$(CC) $(BASE) $(CFLAGS) -Itools -Itests -o $@ $(CLI_SRC) $(STATIC) $(WRAP) \
 		$(LDLIBS) -lm
 
 tests: $(TESTS)
@@ -78,7 +78,7 @@ vm-bins: $(VM_BIN)
 
 $(O)/vm/bin/pmguard: $(CLI_SRC) $(CLI_HDR) $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(CFLAGS) -Itools -static -o $@ $(CLI_SRC) $(STATIC) \
+	$(CC) $(BASE) $(CFLAGS) -Itools -Itests -static -o $@ $(CLI_SRC) $(STATIC) \
 		$(WRAP) $(LDLIBS) -lm
 
 $(O)/vm/bin/%: tests/%.c tests/tap.h $(STATIC)

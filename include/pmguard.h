@@ -158,6 +158,8 @@ extern int _pmg_fast;	/* 1: PKU, windows are inline */
 int _pmg_open_slow(struct pmg_domain *d, int acc);
 int _pmg_close_slow(struct pmg_domain *d, int acc);
 int _pmg_unbalanced(struct pmg_domain *d, int acc, void *caller);
+int _pmg_ctx_open(struct pmg_domain *d, int acc, uint32_t reg);
+bool _pmg_ctx_close(struct pmg_domain *d, int acc);
 
 #define _PMG_INLINE static inline __attribute__((always_inline))
 
@@ -189,30 +191,50 @@ _PMG_INLINE uint32_t _pmg_bits(const struct pmg_domain *d, unsigned w,
 }
 
 /*
- * The window edge, generic over the register access so that benchmarks can
+ * The window edges, generic over the register access so that benchmarks can
  * run the same code with the register replaced.  One read and at most one
  * write of the register per edge; the write is skipped when the value
- * would not change.  The register is read, not cached, because a signal
- * handler starts with a reset register.
+ * would not change.  The register is read, not cached: a signal handler
+ * starts with a reset register.  If the register does not hold what this
+ * thread's open windows say, the edge runs in a fresh context (a signal
+ * handler that interrupted a window): _pmg_ctx_open() gives that context
+ * its own window and the matching close puts its rights back
+ * (_pmg_tls.w[0], unused by any key, counts such nested contexts).
  */
-_PMG_INLINE int _pmg_edge(struct pmg_domain *d, int acc, bool open,
-			  uint32_t (*rd)(void), void (*wr)(uint32_t))
+_PMG_INLINE int _pmg_open_edge(struct pmg_domain *d, int acc,
+			       uint32_t (*rd)(void), void (*wr)(uint32_t))
+{
+	struct _pmg_ws *t = &_pmg_tls;
+	unsigned k = (unsigned)d->_key;
+	uint16_t *n = acc ? &t->w[k] : &t->r[k];
+	uint32_t v, nv, before = _pmg_bits(d, t->w[k], t->r[k]);
+
+	if (__builtin_expect(*n == UINT16_MAX, 0))
+		return -EOVERFLOW;
+	v = rd();
+	if (__builtin_expect((v & d->_mask) != before, 0) &&
+	    (t->w[k] | t->r[k]))
+		return _pmg_ctx_open(d, acc, v);
+	++*n;
+	nv = (v & ~d->_mask) | _pmg_bits(d, t->w[k], t->r[k]);
+	if (nv != v)
+		wr(nv);
+	return 0;
+}
+
+_PMG_INLINE int _pmg_close_edge(struct pmg_domain *d, int acc,
+				uint32_t (*rd)(void), void (*wr)(uint32_t))
 {
 	struct _pmg_ws *t = &_pmg_tls;
 	unsigned k = (unsigned)d->_key;
 	uint16_t *n = acc ? &t->w[k] : &t->r[k];
 	uint32_t v, nv;
 
-	if (open) {
-		if (__builtin_expect(*n == UINT16_MAX, 0))
-			return -EOVERFLOW;
-		++*n;
-	} else {
-		if (__builtin_expect(*n == 0, 0))
-			return _pmg_unbalanced(d, acc,
-					       __builtin_return_address(0));
-		--*n;
-	}
+	if (__builtin_expect(*n == 0, 0))
+		return _pmg_unbalanced(d, acc, __builtin_return_address(0));
+	if (__builtin_expect(t->w[0] != 0, 0) && _pmg_ctx_close(d, acc))
+		return 0;
+	--*n;
 	v = rd();
 	nv = (v & ~d->_mask) | _pmg_bits(d, t->w[k], t->r[k]);
 	if (nv != v)
@@ -241,7 +263,7 @@ static inline int pmg_open(struct pmg_domain *d, int acc)
 {
 	if (__builtin_expect(!_pmg_fast || !_pmg_valid(d, acc), 0))
 		return _pmg_open_slow(d, acc);
-	return _pmg_edge(d, acc, true, _pmg_rdpkru, _pmg_wrpkru);
+	return _pmg_open_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
 }
 
 /**
@@ -254,7 +276,7 @@ static inline int pmg_close(struct pmg_domain *d, int acc)
 {
 	if (__builtin_expect(!_pmg_fast || !_pmg_valid(d, acc), 0))
 		return _pmg_close_slow(d, acc);
-	return _pmg_edge(d, acc, false, _pmg_rdpkru, _pmg_wrpkru);
+	return _pmg_close_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
 }
 
 /** pmg_write_begin() / pmg_write_end(): pmg_open/close(d, PMG_WRITE). */

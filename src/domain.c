@@ -374,7 +374,7 @@ PMG_API int _pmg_open_slow(struct pmg_domain *d, int acc)
 	if (!x || !_pmg_valid(d, acc))
 		return bad_window(d, acc);
 	if (_pmg_fast)
-		return _pmg_edge(d, acc, true, _pmg_rdpkru, _pmg_wrpkru);
+		return _pmg_open_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
 	return mp_edge(x, acc, true, __builtin_return_address(0));
 }
 
@@ -385,7 +385,7 @@ PMG_API int _pmg_close_slow(struct pmg_domain *d, int acc)
 	if (!x || !_pmg_valid(d, acc))
 		return bad_window(d, acc);
 	if (_pmg_fast)
-		return _pmg_edge(d, acc, false, _pmg_rdpkru, _pmg_wrpkru);
+		return _pmg_close_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
 	return mp_edge(x, acc, false, __builtin_return_address(0));
 }
 

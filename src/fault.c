@@ -374,7 +374,13 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		if (!reg)
 			goto not_ours;
 		f.saved_pkval = *reg;
-		ws = (const struct pmg_ws *)&_pmg_tls;
+		/*
+		 * Sync only up to the defaults: a thread that opened a
+		 * window set its register itself, so a register stricter
+		 * than the defaults is an older thread or a fresh signal
+		 * context, and neither holds the thread's windows.
+		 */
+		ws = NULL;
 	} else {
 		struct _pmg_range r;
 

@@ -24,7 +24,7 @@ PMG_API int _pmg_fast;
 PMG_API __thread struct _pmg_ws _pmg_tls
 	__attribute__((tls_model("initial-exec"), aligned(64)));
 
-static __thread char errmsg[256];
+static __thread char errmsg[512];
 
 int _pmg_err(int err, const char *fmt, ...)
 {
@@ -118,17 +118,17 @@ PMG_API int pmg_init(void)
 		return 0;
 	}
 	rc = _pmg_opts_from_env(&o);
-	if (rc) {
-		fprintf(stderr, "pmguard: %s\n", pmg_errormsg());
+	if (rc)
 		goto out;
-	}
 	if (o.backend == PMG_BACKEND_PKU || o.backend == PMG_BACKEND_NONE) {
 		rc = _pmg_prim_pku.probe();
 		if (rc == 0)
 			prim = &_pmg_prim_pku;
 		else if (o.backend == PMG_BACKEND_PKU) {
-			_pmg_err(-ENOTSUP,
-				 "PMGUARD_BACKEND=pku, but %s", pmg_errormsg());
+			char why[200];
+
+			pmg_strlcpy(why, pmg_errormsg(), sizeof(why));
+			_pmg_err(-ENOTSUP, "PMGUARD_BACKEND=pku, but %s", why);
 			rc = -ENOTSUP;
 			goto out;
 		}

@@ -110,6 +110,7 @@ static void fork_child(void)
 	unsigned k;
 
 	pthread_mutex_init(&_pmg.lock, NULL);
+	/* counts and the fresh-context depth (w[0]) of the forking thread */
 	memset(&_pmg_tls, 0, sizeof(_pmg_tls));
 	if (_pmg_fast) {
 		_pmg_thread_reset();

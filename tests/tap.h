@@ -79,6 +79,7 @@ static inline int tap_done(void)
 }
 
 /* Check-and-count without a TAP line: collect a test's sub-checks. */
+#ifndef CHECK
 #define CHECK(ok_, cond)						\
 	do {								\
 		if (!(cond)) {						\
@@ -87,6 +88,7 @@ static inline int tap_done(void)
 			(ok_) = 0;					\
 		}							\
 	} while (0)
+#endif
 
 /*
  * Run @fn(@arg) in a forked child; returns the raw wait status.  The child

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fault probes for pmguard's self-tests (the seeds' pks_test fault hook).
+ *
+ * probe_begin() puts the process in audit mode with an observer: every
+ * stray access is recorded, allowed once, and protection re-armed at once,
+ * so a probe leaves the rights exactly as they were.  probe() makes one
+ * access and says whether it faulted, after checking that the fault named
+ * the right address, access kind and key.
+ */
+#ifndef PMG_PROBE_H
+#define PMG_PROBE_H
+
+#include <stdio.h>
+
+#include "pmguard.h"
+
+struct probe_log {
+	volatile int strays;		/* stray faults seen */
+	volatile int synced;		/* stale-rights syncs seen */
+	volatile int granted;		/* granted by a domain callback */
+	void *volatile addr;
+	volatile int access;
+	volatile int key;
+	volatile unsigned pkru;
+};
+
+static struct probe_log probe_log;
+
+#ifndef CHECK
+/* Check-and-count without a TAP line: collect a test's sub-checks. */
+#define CHECK(ok_, cond)						\
+	do {								\
+		if (!(cond)) {						\
+			printf("# %s:%d: check failed: %s\n", __FILE__,	\
+			       __LINE__, #cond);			\
+			(ok_) = 0;					\
+		}							\
+	} while (0)
+#endif
+
+static void probe_observer(const struct pmg_fault_info *fi, void *arg)
+{
+	struct probe_log *l = arg;
+
+	if (fi->action == PMG_FAULT_SYNCED) {
+		l->synced++;
+		return;
+	}
+	if (fi->action == PMG_FAULT_GRANTED) {
+		l->granted++;
+		return;
+	}
+	l->addr = fi->addr;
+	l->access = fi->access;
+	l->key = fi->key;
+	l->pkru = fi->pkru;
+	l->strays++;
+}
+
+static inline int probe_begin(void)
+{
+	pmg_set_report_fd(-1);
+	pmg_set_fault_observer(probe_observer, &probe_log);
+	return pmg_set_fault_mode(PMG_FAULT_AUDIT);
+}
+
+static inline void probe_end(void)
+{
+	pmg_set_fault_observer(NULL, NULL);
+	pmg_set_fault_mode(PMG_FAULT_RELAXED);
+	pmg_set_report_fd(2);
+}
+
+/*
+ * One access of kind @acc to @p, which @d protects.  Returns 1 if it
+ * faulted with the right address, kind and key, 0 if it did not fault, and
+ * -1 if it faulted with the wrong details (printed as a diagnostic).
+ */
+static inline int probe(struct pmg_domain *d, volatile char *p, int acc)
+{
+	int before = probe_log.strays;
+
+	if (acc == PMG_WRITE)
+		*p = (char)0x5a;
+	else
+		(void)*p;
+	__asm__ volatile("" ::: "memory");
+	if (probe_log.strays == before)
+		return 0;
+	if (probe_log.strays != before + 1 || probe_log.addr != (void *)p ||
+	    probe_log.access != acc || probe_log.key != pmg_domain_key(d)) {
+		printf("# probe: fault details wrong: %d faults, addr %p "
+		       "(want %p), access %d (want %d), key %d (want %d)\n",
+		       probe_log.strays - before, probe_log.addr, (void *)p,
+		       probe_log.access, acc, probe_log.key,
+		       pmg_domain_key(d));
+		return -1;
+	}
+	return 1;
+}
+
+#endif /* PMG_PROBE_H */
