@@ -162,8 +162,10 @@ uint32_t pmg_ws_apply(const struct pmg_core *c, const struct pmg_ws *ws,
 
 /*
  * Decide what to do about a protection-key fault on f->key by a context
- * whose window counts are @ws (NULL: none open) and whose saved register is
- * f->saved_pkval.  Sets f->action and, where the action loads a register
+ * whose window counts are @ws and whose saved register is f->saved_pkval.
+ * @ws NULL means the context holds no window of its own: a fresh exception
+ * or signal context, or a port that cannot tell (user space passes NULL, so
+ * a stale register is synced up to the defaults, never to window rights).  Sets f->action and, where the action loads a register
  * value, f->new_pkval.
  *
  *  1. A key we do not own: not ours.
@@ -240,7 +242,7 @@ const char *pmg_mode_name(unsigned mode)
 	return "unknown";
 }
 
-/* "strict" / "relaxed" / "audit" to enum pmg_fault_mode, or -PMG_E_INVAL. */
+/* "strict" / "relaxed" / "audit" to enum pmg_core_mode, or -PMG_E_INVAL. */
 int pmg_mode_parse(const char *s)
 {
 	if (!s)

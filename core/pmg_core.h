@@ -121,14 +121,14 @@ enum pmg_consumer {
 
 /* ---- Fault policy ---- */
 
-enum pmg_fault_mode {
+enum pmg_core_mode {
 	PMG_MODE_STRICT = 0,	/* report, then stop (oops / abort) */
 	PMG_MODE_RELAXED = 1,	/* report once per key, then allow */
 	PMG_MODE_AUDIT = 2,	/* report every stray access, allow that one */
 };
 
 /* What the port must do about a fault; see pmg_core_fault_decide(). */
-enum pmg_fault_action {
+enum pmg_core_action {
 	PMG_ACT_NOT_OURS = 0,	/* hand it on unchanged */
 	PMG_ACT_SYNC,		/* stale register: load new_pkval, retry */
 	PMG_ACT_GRANT,		/* a key callback granted: load new_pkval */
@@ -156,8 +156,8 @@ struct pmg_fault {
 	unsigned acc;		/* enum pmg_access */
 	uint32_t saved_pkval;	/* interrupted context's register */
 	uint32_t new_pkval;	/* out: value to load for ACT_* that say so */
-	unsigned mode;		/* enum pmg_fault_mode in force */
-	int action;		/* out: enum pmg_fault_action */
+	unsigned mode;		/* enum pmg_core_mode in force */
+	int action;		/* out: enum pmg_core_action */
 };
 
 #define PMG_KEY_NAME_MAX 32
