@@ -203,7 +203,8 @@ static int count_free_pkeys(void)
 	int keys[16], n = 0, k;
 
 	while (n < 16) {
-		k = (int)syscall(SYS_pkey_alloc, 0, 0);
+		/* AD: pkey_free() leaves the caller's rights as they are */
+		k = (int)syscall(SYS_pkey_alloc, 0, PMG_RIGHTS_AD);
 		if (k < 0)
 			break;
 		keys[n++] = k;

@@ -37,7 +37,13 @@ static int pku_probe(void)
 	if (!(r[2] & (1u << 4)))
 		return _pmg_err_s(-ENOTSUP, "the kernel has not enabled "
 				  "PKU (CPUID.7.ECX OSPKE bit 4 clear)");
-	k = syscall(SYS_pkey_alloc, 0, 0);
+	/*
+	 * Probe with access disabled: pkey_alloc() sets the caller's rights
+	 * and pkey_free() does not reset them, so a probe with rights 0 would
+	 * leave this thread (and every thread it creates) with read-write
+	 * access to the key the first domain gets.
+	 */
+	k = syscall(SYS_pkey_alloc, 0, PMG_RIGHTS_AD);
 	if (k < 0)
 		return _pmg_err(-ENOTSUP, "pkey_alloc() failed: %s",
 				strerror(errno));

@@ -115,7 +115,7 @@ static int run_single(void)
 
 /* ---- 0: defaults ---- */
 struct older {
-	int go[2], done[2];
+	int go[2], started[2];
 	unsigned before, after;
 	int read_stray, write_stray;
 	struct page_dom *pd;
@@ -126,7 +126,8 @@ static void *older_thread(void *arg)
 	struct older *o = arg;
 	char c;
 
-	if (read(o->go[0], &c, 1) != 1)
+	/* running (past the pthread_create reset) before the domain exists */
+	if (write(o->started[1], "s", 1) != 1 || read(o->go[0], &c, 1) != 1)
 		return NULL;
 	o->before = pku ? key_bits(o->pd->d) : 0;
 	o->read_stray = probe(o->pd->d, o->pd->p, PMG_READ);
@@ -146,14 +147,16 @@ static int run_defaults(void)
 {
 	struct page_dom wd = { 0 }, ad = { 0 };
 	struct older o = { .pd = &wd };
-	pthread_t t;
+	pthread_t old_t, new_t;
 	void *res;
 	int ok = 1, synced0;
+	char c;
 
-	if (pipe(o.go))
+	if (pipe(o.go) || pipe(o.started))
 		return 0;
 	/* A thread that exists before the domain does. */
-	if (pthread_create(&t, NULL, older_thread, &o))
+	if (pthread_create(&old_t, NULL, older_thread, &o) ||
+	    read(o.started[0], &c, 1) != 1)
 		return 0;
 	if (page_dom_new(&wd, "selftest-defaults", 0) ||
 	    page_dom_new(&ad, "selftest-defaults-na", PMG_DOMAIN_NOACCESS)) {
@@ -168,15 +171,15 @@ static int run_defaults(void)
 	ok &= expect(wd.d, wd.p, 0, 1, "write-disabled default");
 	ok &= expect(ad.d, ad.p, 1, 1, "access-disabled default");
 	/* A thread created after the domain starts at the default. */
-	if (pthread_create(&t, NULL, newer_thread, &wd) == 0) {
-		pthread_join(t, &res);
+	if (pthread_create(&new_t, NULL, newer_thread, &wd) == 0) {
+		pthread_join(new_t, &res);
 		if (pku)
 			CHECK(ok, (uintptr_t)res == 2);
 	}
 	synced0 = probe_log.synced;
 	if (write(o.go[1], "g", 1) != 1)
 		ok = 0;
-	pthread_join(t, NULL);
+	pthread_join(old_t, NULL);
 	/* The older thread: stale rights synced on its first read. */
 	CHECK(ok, o.read_stray == 0);
 	CHECK(ok, o.write_stray == 1);
@@ -193,6 +196,8 @@ out:
 	page_dom_free(&ad);
 	close(o.go[0]);
 	close(o.go[1]);
+	close(o.started[0]);
+	close(o.started[1]);
 	return ok;
 }
 
