@@ -207,16 +207,21 @@ _PMG_INLINE int _pmg_open_edge(struct pmg_domain *d, int acc,
 	struct _pmg_ws *t = &_pmg_tls;
 	unsigned k = (unsigned)d->_key;
 	uint16_t *n = acc ? &t->w[k] : &t->r[k];
-	uint32_t v, nv, before = _pmg_bits(d, t->w[k], t->r[k]);
+	unsigned w = t->w[k], r = t->r[k];
+	uint32_t v = rd(), nv;
 
-	if (__builtin_expect(*n == UINT16_MAX, 0))
-		return -EOVERFLOW;
-	v = rd();
-	if (__builtin_expect((v & d->_mask) != before, 0) &&
-	    (t->w[k] | t->r[k]))
-		return _pmg_ctx_open(d, acc, v);
-	++*n;
-	nv = (v & ~d->_mask) | _pmg_bits(d, t->w[k], t->r[k]);
+	if (__builtin_expect(w | r, 0)) {
+		/* nested: check the register still holds our windows */
+		if (__builtin_expect(*n == UINT16_MAX, 0))
+			return -EOVERFLOW;
+		if ((v & d->_mask) != _pmg_bits(d, w, r))
+			return _pmg_ctx_open(d, acc, v);
+		++*n;
+		nv = (v & ~d->_mask) | _pmg_bits(d, t->w[k], t->r[k]);
+	} else {
+		++*n;
+		nv = (v & ~d->_mask) | (acc ? 0 : d->_rd_bits);
+	}
 	if (nv != v)
 		wr(nv);
 	return 0;
@@ -236,7 +241,10 @@ _PMG_INLINE int _pmg_close_edge(struct pmg_domain *d, int acc,
 		return 0;
 	--*n;
 	v = rd();
-	nv = (v & ~d->_mask) | _pmg_bits(d, t->w[k], t->r[k]);
+	if (__builtin_expect(t->w[k] | t->r[k], 0))
+		nv = (v & ~d->_mask) | _pmg_bits(d, t->w[k], t->r[k]);
+	else
+		nv = (v & ~d->_mask) | d->_dflt_bits;
 	if (nv != v)
 		wr(nv);
 	return 0;

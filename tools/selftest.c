@@ -584,6 +584,7 @@ int cmd_selftest(int argc, char **argv)
 	if (!n)
 		for (j = 0; j <= 6; j++)
 			list[n++] = j;
+	setvbuf(stdout, NULL, _IOLBF, 0);	/* TAP survives a crash */
 	rc = pmg_init();
 	if (rc) {
 		cli_error("selftest: %s", pmg_errormsg());
