@@ -465,7 +465,298 @@ int pmg_get_info(struct pmg_info *info);
 /* ----------------------------------------------------------------- pools */
 /* Persistent-memory pools and persistence primitives: see docs/pool.md. */
 
-/* (pool API goes here) */
+/*
+ * A pool is a file (on fs-DAX or any filesystem) or a device-dax character
+ * device (/dev/daxX.Y) mapped shared, with MAP_SHARED_VALIDATE|MAP_SYNC
+ * where the filesystem supports it.  By default every pool is protected by
+ * one shared domain named "pmem" (write-disabled outside windows; the seeds'
+ * single PMEM key); PMG_POOL_NOACCESS pools share a second one,
+ * "pmem-noaccess".  The persistence calls below (pmg_memcpy_persist() and
+ * family) open and close the write window themselves: callers need no
+ * guards.  Plain stores through a pool address need a window:
+ * pmg_dax_mk_readwrite() / pmg_dax_mk_noaccess() or PMG_WRITE_SCOPE(
+ * pmg_pool_domain(pool)).  docs/pool.md maps every libpmem call to ours.
+ */
+
+/* Pool flags (pmg_pool_config_set_flags()). */
+#define PMG_POOL_NOACCESS	(1u << 0)	/* no reads outside windows */
+#define PMG_POOL_UNPROTECTED	(1u << 1)	/* no domain: plain mapping */
+#define PMG_POOL_OVERWRITE	(1u << 2)	/* create: replace an existing
+						   file (atomically) */
+
+struct pmg_pool;		/* opaque */
+struct pmg_pool_config;		/* opaque */
+
+/**
+ * pmg_pool_config_new() - a pool configuration with defaults: size 0,
+ * offset 0, flags 0, mode 0600, the shared "pmem" domain.
+ * Returns 0, -EINVAL (@cfgp NULL), -ENOMEM.  Not AS-safe.
+ */
+int pmg_pool_config_new(struct pmg_pool_config **cfgp);
+
+/** Free a configuration; NULL-safe, clears *cfgp.  Returns 0. */
+int pmg_pool_config_delete(struct pmg_pool_config **cfgp);
+
+/**
+ * pmg_pool_config_set_size() - pool size in bytes.
+ * Create: the size of the new file (required, > 0).  Open: 0 maps the
+ * whole file (or device) from the offset; > 0 maps exactly that much and
+ * fails with -ERANGE if the file is smaller.  Returns 0, -EINVAL (NULL
+ * @cfg, or a size that does not fit in off_t).
+ */
+int pmg_pool_config_set_size(struct pmg_pool_config *cfg, size_t size);
+
+/**
+ * pmg_pool_config_set_offset() - where in the file the pool starts: a
+ * multiple of the page size (files) or of the device alignment (device
+ * dax; checked at open time).  Returns 0, -EINVAL (NULL @cfg, not a
+ * multiple of the page size, too big for off_t).
+ */
+int pmg_pool_config_set_offset(struct pmg_pool_config *cfg, size_t offset);
+
+/**
+ * pmg_pool_config_set_flags() - PMG_POOL_NOACCESS, PMG_POOL_UNPROTECTED,
+ * PMG_POOL_OVERWRITE.  Returns 0, -EINVAL (NULL @cfg, unknown flags,
+ * NOACCESS together with UNPROTECTED).
+ */
+int pmg_pool_config_set_flags(struct pmg_pool_config *cfg, unsigned flags);
+
+/**
+ * pmg_pool_config_set_mode() - permission bits of a created file (default
+ * 0600; the umask applies).  Returns 0, -EINVAL (NULL @cfg, bits outside
+ * 07777).
+ */
+int pmg_pool_config_set_mode(struct pmg_pool_config *cfg, mode_t mode);
+
+/**
+ * pmg_pool_config_set_domain() - protect the pool with @d (the caller's
+ * domain, which must outlive the pool) instead of the shared one; NULL
+ * restores the default.  Returns 0, -EINVAL (NULL @cfg).
+ */
+int pmg_pool_config_set_domain(struct pmg_pool_config *cfg,
+			       struct pmg_domain *d);
+
+/**
+ * pmg_pool_create() - create a pool file of the configured size and map it.
+ * @pp:   where the handle goes (set to NULL on failure)
+ * @path: the file to create; a device-dax path is opened as it is
+ * @cfg:  size required; flags, mode, domain optional
+ *
+ * The file is built under a temporary name in the same directory, its
+ * blocks allocated (fallocate), then renamed into place: a failure leaves
+ * no file behind, and an existing @path is never touched unless
+ * PMG_POOL_OVERWRITE is set (then it is replaced atomically).  Reads the
+ * PMGUARD_* persistence variables (see pmg_persist_get_info()).
+ * Returns 0, or -EINVAL (NULL argument, size 0, bad environment variable),
+ * -EEXIST (@path exists; a device-dax path too, without
+ * PMG_POOL_OVERWRITE), -EISDIR (@path is a directory), -ENOSPC / -EFBIG /
+ * -EDQUOT (no room: nothing is left behind), -EACCES / -EROFS / -ENOENT
+ * (from the filesystem), -ENODEV (a device that is not device dax),
+ * -ERANGE, -ENOMEM, -EMFILE (too many pools), or what pmg_protect()
+ * returned (-ENOSPC: no protection key left).  Not AS-safe.
+ */
+int pmg_pool_create(struct pmg_pool **pp, const char *path,
+		    const struct pmg_pool_config *cfg);
+
+/**
+ * pmg_pool_open() - map an existing pool file or device-dax device.
+ * @cfg may be NULL (whole file, shared domain).  Never creates, truncates
+ * or extends anything.  Returns 0, or -EINVAL (NULL argument, empty file,
+ * offset not aligned to the device-dax alignment, bad environment
+ * variable), -ENOENT, -EACCES (not writable: pools are mapped read-write),
+ * -EISDIR, -ERANGE (offset past the end, or the file is smaller than the
+ * configured size), -ENODEV (not a regular file or device dax), -ENOMEM,
+ * -EMFILE, or what pmg_protect() returned.  Not AS-safe.
+ */
+int pmg_pool_open(struct pmg_pool **pp, const char *path,
+		  const struct pmg_pool_config *cfg);
+
+/**
+ * pmg_pool_close() - unprotect, unmap and close a pool; NULL-safe, clears
+ * *pp.  Does not persist anything: persist before closing.  The shared
+ * domain is deleted with its last pool.  Returns 0, -EINVAL (not a pool),
+ * or the first error of unprotect/munmap (the pool is closed anyway).
+ * Not AS-safe.
+ */
+int pmg_pool_close(struct pmg_pool **pp);
+
+/** The pool's base address, or NULL for NULL.  AS-safe. */
+void *pmg_pool_address(const struct pmg_pool *pool);
+
+/** The pool's size in bytes, or 0 for NULL.  AS-safe. */
+size_t pmg_pool_size(const struct pmg_pool *pool);
+
+/**
+ * pmg_pool_domain() - the domain protecting @pool, or NULL (unprotected
+ * pool, NULL @pool).  Use it for windows: PMG_WRITE_SCOPE(pmg_pool_domain(
+ * p)).  AS-safe.
+ */
+struct pmg_domain *pmg_pool_domain(const struct pmg_pool *pool);
+
+/**
+ * pmg_pool_is_pmem() - 1 if the mapping is real persistent memory by
+ * pmem_is_pmem()'s rules (device dax, or a file mapped with MAP_SYNC),
+ * overridden by PMGUARD_IS_PMEM_FORCE=0|1; 0 otherwise; -EINVAL for NULL.
+ * On a non-pmem pool every flush of the persistence calls is an
+ * msync(MS_SYNC).  AS-safe.
+ */
+int pmg_pool_is_pmem(const struct pmg_pool *pool);
+
+/** What pmg_pool_get_info() reports. */
+struct pmg_pool_info {
+	void *addr;		/* base address */
+	size_t size;		/* bytes */
+	size_t offset;		/* of the pool in the file */
+	size_t align;		/* mapping alignment (device dax: the
+				   device's) */
+	bool is_pmem;		/* pmg_pool_is_pmem() */
+	bool map_sync;		/* MAP_SYNC mapping */
+	bool devdax;		/* a device-dax device */
+	bool guarded;		/* protected by a domain */
+	bool noaccess;		/* ... that is access-disabled */
+};
+
+/** Fill @info for @pool.  Returns 0, -EINVAL (NULL).  AS-safe. */
+int pmg_pool_get_info(const struct pmg_pool *pool,
+		      struct pmg_pool_info *info);
+
+/* ------------------------------------------------ direct access (dax) */
+
+/**
+ * pmg_dax_direct_access() - the dax_direct_access() analog: the address of
+ * [@offset, @offset+@len) of @pool in *@addr.  Access through it must be
+ * guarded by pmg_dax_mk_readwrite()/pmg_dax_mk_noaccess() (or a window on
+ * pmg_pool_domain()); merely computing or passing it on needs no guard.
+ * Returns the number of bytes accessible from *@addr to the pool's end
+ * (>= @len), or -EINVAL (NULL argument, @len 0), -ERANGE (the range
+ * overflows or passes the end of the pool).  AS-safe.
+ */
+ssize_t pmg_dax_direct_access(const struct pmg_pool *pool, size_t offset,
+			      size_t len, void **addr);
+
+/**
+ * pmg_dax_mk_readwrite() - the dax_mk_readwrite() analog: open a write
+ * window on @pool's domain (this thread on PKU; process-wide on mprotect).
+ * Pair with pmg_dax_mk_noaccess().  Needed around direct stores and loads
+ * (loads only for PMG_POOL_NOACCESS pools), not around the pmg_mem*()
+ * calls.  No-op for unprotected pools.  Returns 0, -EINVAL, -EOVERFLOW.
+ * AS-safe on PKU.
+ */
+int pmg_dax_mk_readwrite(const struct pmg_pool *pool);
+
+/**
+ * pmg_dax_mk_noaccess() - the dax_mk_noaccess() analog: close the window
+ * opened by pmg_dax_mk_readwrite().  Returns 0, -EINVAL, -EPERM
+ * (unbalanced: reported, nothing changes).  AS-safe on PKU.
+ */
+int pmg_dax_mk_noaccess(const struct pmg_pool *pool);
+
+/**
+ * pmg_dax_map_protected() - the dax_map_protected() analog: 1 if @pool's
+ * mapping is protected, so that a user wanting a permanent writable
+ * mapping (the seeds' dm-writecache case) must map the file itself; 0 if
+ * not; -EINVAL for NULL.  AS-safe.
+ */
+int pmg_dax_map_protected(const struct pmg_pool *pool);
+
+/* ---------------------------------------- persistence (libpmem analogs) */
+
+/* Flags of pmg_memcpy()/pmg_memmove()/pmg_memset(): libpmem's values. */
+#define PMG_F_MEM_NODRAIN	(1u << 0)	/* skip the final drain */
+#define PMG_F_MEM_NONTEMPORAL	(1u << 1)	/* hint: non-temporal stores */
+#define PMG_F_MEM_TEMPORAL	(1u << 2)	/* hint: temporal + flush */
+#define PMG_F_MEM_WC		(1u << 3)	/* hint: write-combining */
+#define PMG_F_MEM_WB		(1u << 4)	/* hint: write-back */
+#define PMG_F_MEM_NOFLUSH	(1u << 5)	/* no flush (implies NODRAIN) */
+#define PMG_F_MEM_VALID_FLAGS	0x3fu
+
+/**
+ * pmg_flush() - pmem_flush(): write back the cache lines of [@addr,
+ * @addr+@len) with the instruction picked at start-up (CLWB > CLFLUSHOPT >
+ * CLFLUSH; none with eADR).  On a non-pmem pool it is msync(MS_SYNC).
+ * Opens a read window itself on an access-disabled domain.  AS-safe on
+ * PKU with pmem (no lock, no allocation).
+ */
+void pmg_flush(const void *addr, size_t len);
+
+/** pmg_drain() - pmem_drain(): wait for flushes (SFENCE).  AS-safe. */
+void pmg_drain(void);
+
+/**
+ * pmg_persist() - pmem_persist(): pmg_flush() + pmg_drain().  Unlike
+ * pmem_persist() it returns a value because on a non-pmem pool it is
+ * msync(), which can fail: 0, or the negative errno of msync() (-ENOMEM:
+ * not mapped, -EIO).  Not AS-safe on non-pmem pools.
+ */
+int pmg_persist(const void *addr, size_t len);
+
+/**
+ * pmg_msync() - pmem_msync(): msync(MS_SYNC) of the pages spanning
+ * [@addr, @addr+@len).  Returns 0 or a negative errno (libpmem: -1 and
+ * errno).  Not AS-safe.
+ */
+int pmg_msync(const void *addr, size_t len);
+
+/**
+ * pmg_is_pmem() - pmem_is_pmem(): 1 if [@addr, @addr+@len) lies in one
+ * pool that pmg_pool_is_pmem() calls pmem, or if PMGUARD_IS_PMEM_FORCE=1;
+ * 0 otherwise (always with PMGUARD_IS_PMEM_FORCE=0).  AS-safe.
+ */
+int pmg_is_pmem(const void *addr, size_t len);
+
+/**
+ * pmg_has_auto_flush() - pmem_has_auto_flush(): 1 if every NVDIMM region
+ * in /sys/bus/nd/devices has persistence_domain "cpu_cache" (eADR: no
+ * flush needed), 0 if one does not or there are none, a negative errno if
+ * sysfs could not be read.  Not AS-safe.
+ */
+int pmg_has_auto_flush(void);
+
+/*
+ * The copy family: pmem_memcpy()/... semantics.  Each returns @dest, opens
+ * the write window on the destination's domain itself (and a read window
+ * on an access-disabled source domain), and works on unprotected memory
+ * too.  Above the PMGUARD_MOVNT_THRESHOLD (default 256 bytes) it uses
+ * non-temporal stores (AVX-512F, AVX2 or SSE2, by CPUID) unless a flag
+ * says otherwise.  On a non-pmem pool the flush is msync(MS_SYNC).
+ * Differences from libpmem: unknown @flags, or a NULL pointer with @len >
+ * 0, copy nothing and return NULL with errno EINVAL; a window or msync
+ * failure returns NULL with errno set (the data may have been written).
+ * pmg_errormsg() says what failed.  AS-safe on PKU with pmem.
+ */
+void *pmg_memmove(void *dest, const void *src, size_t len, unsigned flags);
+void *pmg_memcpy(void *dest, const void *src, size_t len, unsigned flags);
+void *pmg_memset(void *dest, int c, size_t len, unsigned flags);
+/* flags 0: copy, flush, drain */
+void *pmg_memmove_persist(void *dest, const void *src, size_t len);
+void *pmg_memcpy_persist(void *dest, const void *src, size_t len);
+void *pmg_memset_persist(void *dest, int c, size_t len);
+/* PMG_F_MEM_NODRAIN: copy, flush; call pmg_drain() later */
+void *pmg_memmove_nodrain(void *dest, const void *src, size_t len);
+void *pmg_memcpy_nodrain(void *dest, const void *src, size_t len);
+void *pmg_memset_nodrain(void *dest, int c, size_t len);
+
+/** What pmg_persist_get_info() reports. */
+struct pmg_persist_info {
+	const char *flush;		/* "clwb", "clflushopt", "clflush",
+					   "none" (eADR or PMGUARD_NO_FLUSH=1) */
+	const char *movnt;		/* "avx512f", "avx2", "sse2", "none" */
+	size_t movnt_threshold;		/* bytes */
+	int auto_flush;			/* pmg_has_auto_flush() */
+	int is_pmem_force;		/* PMGUARD_IS_PMEM_FORCE: -1 unset */
+};
+
+/**
+ * pmg_persist_get_info() - the paths picked at start-up.  They come from
+ * CPUID and, PMDK-style, from PMGUARD_NO_CLWB, PMGUARD_NO_CLFLUSHOPT,
+ * PMGUARD_NO_FLUSH, PMGUARD_NO_MOVNT, PMGUARD_NO_AVX512F, PMGUARD_NO_AVX2
+ * (each 0|1), PMGUARD_MOVNT_THRESHOLD (bytes) and PMGUARD_IS_PMEM_FORCE
+ * (0|1), read once per process.  A bad value is reported on stderr once
+ * and ignored (the default applies); this call (and pool create/open)
+ * then fails with -EINVAL, @pi still filled, pmg_errormsg() naming the
+ * variable and value.  Returns 0, -EINVAL.  Not AS-safe.
+ */
+int pmg_persist_get_info(struct pmg_persist_info *pi);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,639 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libpmem-compatible persistence: flush, drain, persist, msync and the
+ * memcpy/memmove/memset family in _persist and _nodrain forms.  The CPU
+ * paths are picked once (CPUID, then the PMGUARD_* variables, PMDK's
+ * PMEM_* manner) and handed out as function pointers.  The copy calls are
+ * the pmem-driver analog of the seeds: they open the write window on the
+ * destination's domain themselves, so callers need no guards.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "pool.h"
+
+struct _pmg_persist _pmg_p;
+int _pmg_p_ready;
+
+/* ------------------------------------------------------------- options */
+
+/* Raw settings before the CPU decides: -1 = unset. */
+struct popts {
+	int no_clwb, no_clflushopt, no_flush, no_movnt, no_avx512f, no_avx2;
+	int force;
+	long threshold;
+};
+
+static struct popts popts;
+
+static int parse_bool(const char *v, int *out)
+{
+	if (!strcmp(v, "0") || !strcmp(v, "1")) {
+		*out = v[0] - '0';
+		return 0;
+	}
+	return -1;
+}
+
+static int parse_size(const char *v, long *out)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < 0)
+		return -1;
+	*out = n;
+	return 0;
+}
+
+#define B(name, field) { name, offsetof(struct popts, field), 0 }
+static const struct {
+	const char *name;
+	size_t off;
+	int is_size;
+} ptable[] = {
+	B("PMGUARD_IS_PMEM_FORCE", force),
+	B("PMGUARD_NO_CLWB", no_clwb),
+	B("PMGUARD_NO_CLFLUSHOPT", no_clflushopt),
+	B("PMGUARD_NO_FLUSH", no_flush),
+	B("PMGUARD_NO_MOVNT", no_movnt),
+	B("PMGUARD_NO_AVX512F", no_avx512f),
+	B("PMGUARD_NO_AVX2", no_avx2),
+	{ "PMGUARD_MOVNT_THRESHOLD", offsetof(struct popts, threshold), 1 },
+};
+#undef B
+
+static void popts_defaults(struct popts *o)
+{
+	o->no_clwb = o->no_clflushopt = o->no_flush = -1;
+	o->no_movnt = o->no_avx512f = o->no_avx2 = -1;
+	o->force = -1;
+	o->threshold = 256;	/* PMDK's default */
+}
+
+static int popt_parse(struct popts *o, const char *name, const char *value,
+		      char *msg, size_t msgsz)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof(ptable) / sizeof(ptable[0]); i++) {
+		if (strcmp(name, ptable[i].name))
+			continue;
+		if (!value)
+			return 0;
+		if (ptable[i].is_size)
+			rc = parse_size(value, (long *)((char *)o +
+							ptable[i].off));
+		else
+			rc = parse_bool(value, (int *)((char *)o +
+						       ptable[i].off));
+		if (rc) {
+			snprintf(msg, msgsz, "%s='%.64s' is not valid: "
+				 "expected %s", name, value,
+				 ptable[i].is_size ?
+				 "a number of bytes (0 or more)" : "0 or 1");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	snprintf(msg, msgsz, "unknown option %.64s", name);
+	return -EINVAL;
+}
+
+/* ----------------------------------------------------------------- CPU */
+
+struct cpu {
+	bool clflush, clflushopt, clwb, avx2, avx512f;
+};
+
+static uint64_t xgetbv0(void)
+{
+#if defined(__x86_64__)
+	uint32_t lo, hi;
+
+	__asm__ volatile(".byte 0x0f,0x01,0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
+	return ((uint64_t)hi << 32) | lo;
+#else
+	return 0;
+#endif
+}
+
+static void cpu_probe(struct cpu *c)
+{
+	uint32_t r[4], max;
+	bool osxsave, avx;
+	uint64_t xcr0 = 0;
+
+	memset(c, 0, sizeof(*c));
+	_pmg_cpuid(0, 0, r);
+	max = r[0];
+	if (max < 1)
+		return;
+	_pmg_cpuid(1, 0, r);
+	c->clflush = r[3] & (1u << 19);
+	osxsave = r[2] & (1u << 27);
+	avx = r[2] & (1u << 28);
+	if (osxsave)
+		xcr0 = xgetbv0();
+	if (max < 7)
+		return;
+	_pmg_cpuid(7, 0, r);
+	c->clflushopt = r[1] & (1u << 23);
+	c->clwb = r[1] & (1u << 24);
+	/* the OS must save YMM (XCR0 bits 1, 2) and ZMM (5, 6, 7) state */
+	c->avx2 = avx && (r[1] & (1u << 5)) && (xcr0 & 0x6) == 0x6;
+	c->avx512f = c->avx2 && (r[1] & (1u << 16)) && (xcr0 & 0xe6) == 0xe6;
+}
+
+/* -------------------------------------------------------------- eADR */
+
+int _pmg_auto_flush_at(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int regions = 0, all = 1;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((e = readdir(d))) {
+		char path[PATH_MAX], buf[32] = "";
+		FILE *f;
+		size_t n;
+
+		if (strncmp(e->d_name, "region", 6))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/persistence_domain", dir,
+			 e->d_name);
+		f = fopen(path, "re");
+		if (!f) {
+			all = 0;	/* no such file: an older kernel */
+			continue;
+		}
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		regions++;
+		if (strcmp(buf, "cpu_cache"))
+			all = 0;
+	}
+	closedir(d);
+	return regions && all;
+}
+
+PMG_API int pmg_has_auto_flush(void)
+{
+	return _pmg_auto_flush_at("/sys/bus/nd/devices");
+}
+
+/* ---------------------------------------------------------- dispatch */
+
+static void pick(struct _pmg_persist *p, const struct popts *o,
+		 const struct cpu *c)
+{
+	p->force = o->force;
+	p->threshold = (size_t)o->threshold;
+	if (o->no_flush == 1 || (o->no_flush != 0 && p->auto_flush == 1)) {
+		p->flush = _pmg_flush_none;
+		p->flush_name = "none";
+	} else if (c->clwb && o->no_clwb != 1) {
+		p->flush = _pmg_flush_clwb;
+		p->flush_name = "clwb";
+	} else if (c->clflushopt && o->no_clflushopt != 1) {
+		p->flush = _pmg_flush_clflushopt;
+		p->flush_name = "clflushopt";
+	} else {
+		p->flush = _pmg_flush_clflush;
+		p->flush_name = "clflush";
+	}
+	if (o->no_movnt == 1) {
+		p->movnt = NULL;
+		p->setnt = NULL;
+		p->movnt_name = "none";
+	} else if (c->avx512f && o->no_avx512f != 1) {
+		p->movnt = _pmg_movnt_avx512f;
+		p->setnt = _pmg_setnt_avx512f;
+		p->movnt_name = "avx512f";
+	} else if (c->avx2 && o->no_avx2 != 1) {
+		p->movnt = _pmg_movnt_avx2;
+		p->setnt = _pmg_setnt_avx2;
+		p->movnt_name = "avx2";
+	} else {
+		p->movnt = _pmg_movnt_sse2;
+		p->setnt = _pmg_setnt_sse2;
+		p->movnt_name = "sse2";
+	}
+}
+
+int _pmg_persist_opt(struct _pmg_persist *p, const char *name,
+		     const char *value)
+{
+	struct popts o = popts;
+	struct cpu c;
+	int rc;
+
+	if (!p) {		/* reset to defaults */
+		popts_defaults(&popts);
+		return 0;
+	}
+	rc = popt_parse(&o, name, value, p->env_msg, sizeof(p->env_msg));
+	if (rc)
+		return _pmg_err(rc, "%s", p->env_msg);
+	popts = o;
+	cpu_probe(&c);
+	pick(p, &o, &c);
+	return 0;
+}
+
+static void persist_init(void)
+{
+	struct _pmg_persist *p = &_pmg_p;
+	struct cpu c;
+	size_t i;
+
+	popts_defaults(&popts);
+	for (i = 0; i < sizeof(ptable) / sizeof(ptable[0]); i++) {
+		struct popts o = popts;
+		char msg[256];
+
+		if (popt_parse(&o, ptable[i].name, getenv(ptable[i].name),
+			       msg, sizeof(msg))) {
+			/* report, keep the default, remember the first */
+			fprintf(stderr, "pmguard: %s (ignored)\n", msg);
+			if (!p->env_err) {
+				p->env_err = -EINVAL;
+				memcpy(p->env_msg, msg, sizeof(msg));
+			}
+			continue;
+		}
+		popts = o;
+	}
+	p->auto_flush = pmg_has_auto_flush();
+	cpu_probe(&c);
+	pick(p, &popts, &c);
+	__atomic_store_n(&_pmg_p_ready, 1, __ATOMIC_RELEASE);
+}
+
+static pthread_once_t persist_once = PTHREAD_ONCE_INIT;
+
+void _pmg_persist_init_once(void)
+{
+	pthread_once(&persist_once, persist_init);
+}
+
+int _pmg_persist_env_check(void)
+{
+	const struct _pmg_persist *p = _pmg_persist_get();
+
+	if (p->env_err)
+		return _pmg_err(p->env_err, "%s", p->env_msg);
+	return 0;
+}
+
+PMG_API int pmg_persist_get_info(struct pmg_persist_info *pi)
+{
+	const struct _pmg_persist *p = _pmg_persist_get();
+
+	if (!pi)
+		return _pmg_err(-EINVAL, "pmg_persist_get_info: pi is NULL");
+	pi->flush = p->flush_name;
+	pi->movnt = p->movnt_name;
+	pi->movnt_threshold = p->threshold;
+	pi->auto_flush = p->auto_flush;
+	pi->is_pmem_force = p->force;
+	return _pmg_persist_env_check();
+}
+
+/* ------------------------------------------------------------ windows */
+
+/*
+ * The windows one call needs: write windows on the domains of the first
+ * and last byte of the destination, a read window on an access-disabled
+ * domain of the source.  A protected range lying strictly inside the
+ * destination (touching neither end) is not looked for: a write to it
+ * faults and is reported, never silently done.
+ */
+struct guard {
+	struct pmg_domain *d[4];
+	int acc[4];
+	int n;
+};
+
+static bool needs_read_window(const struct pmg_domain *d)
+{
+	return d->_rd_bits != d->_dflt_bits;
+}
+
+static int guard_add(struct guard *g, struct pmg_domain *d, int acc)
+{
+	int i, rc;
+
+	for (i = 0; i < g->n; i++)
+		if (g->d[i] == d && g->acc[i] >= acc)
+			return 0;
+	if (acc == PMG_READ && !needs_read_window(d))
+		return 0;
+	rc = pmg_open(d, acc);
+	if (rc)
+		return rc;
+	g->d[g->n] = d;
+	g->acc[g->n] = acc;
+	g->n++;
+	return 0;
+}
+
+static void guard_close(struct guard *g)
+{
+	while (g->n > 0) {
+		g->n--;
+		(void)pmg_close(g->d[g->n], g->acc[g->n]);
+	}
+}
+
+static int guard_range(struct guard *g, const void *addr, size_t len,
+		       int acc)
+{
+	const char *a = addr;
+	struct pmg_domain *d;
+	void *base;
+	size_t blen;
+	int rc;
+
+	d = pmg_lookup(a, &base, &blen);
+	if (d) {
+		rc = guard_add(g, d, acc);
+		if (rc)
+			return rc;
+		if ((size_t)(a - (char *)base) + len <= blen)
+			return 0;
+	}
+	d = pmg_lookup(a + len - 1, NULL, NULL);
+	return d ? guard_add(g, d, acc) : 0;
+}
+
+/* ------------------------------------------------- flush, drain, msync */
+
+static int msync_range(const void *addr, size_t len)
+{
+	uintptr_t b = (uintptr_t)addr & ~(PMG_PAGE_SIZE - 1);
+
+	if (msync((void *)b, (uintptr_t)addr + len - b, MS_SYNC))
+		return _pmg_err(-errno, "msync(%p, %zu): %s", addr, len,
+				strerror(errno));
+	return 0;
+}
+
+static bool nonpmem(const void *addr, size_t len)
+{
+	return __atomic_load_n(&_pmg_nonpmem_pools, __ATOMIC_RELAXED) &&
+	       _pmg_pool_find_nonpmem(addr, len);
+}
+
+PMG_API int pmg_msync(const void *addr, size_t len)
+{
+	if (!len)
+		return 0;
+	return msync_range(addr, len);
+}
+
+PMG_API void pmg_drain(void)
+{
+	_pmg_sfence();
+}
+
+static int flush(const struct _pmg_persist *p, const void *addr, size_t len)
+{
+	struct guard g = { .n = 0 };
+	int rc;
+
+	if (nonpmem(addr, len))
+		return msync_range(addr, len);
+	rc = guard_range(&g, addr, len, PMG_READ);
+	if (rc == 0)
+		p->flush(addr, len);
+	guard_close(&g);
+	return rc;
+}
+
+PMG_API void pmg_flush(const void *addr, size_t len)
+{
+	if (len)
+		(void)flush(_pmg_persist_get(), addr, len);
+}
+
+PMG_API int pmg_persist(const void *addr, size_t len)
+{
+	int rc;
+
+	if (!len)
+		return 0;
+	rc = flush(_pmg_persist_get(), addr, len);
+	_pmg_sfence();
+	return rc;
+}
+
+PMG_API int pmg_is_pmem(const void *addr, size_t len)
+{
+	const struct _pmg_persist *p = _pmg_persist_get();
+
+	if (p->force >= 0)
+		return p->force;
+	return _pmg_pool_range_pmem(addr, len ? len : 1);
+}
+
+/* ---------------------------------------------------------- copy, set */
+
+static bool want_nt(const struct _pmg_persist *p, unsigned flags, size_t n)
+{
+	if (!p->movnt)
+		return false;
+	if (flags & (PMG_F_MEM_NONTEMPORAL | PMG_F_MEM_WC))
+		return true;
+	if (flags & (PMG_F_MEM_TEMPORAL | PMG_F_MEM_WB))
+		return false;
+	return n >= p->threshold;
+}
+
+/*
+ * Non-temporal copy: the partial lines at either end are copied with
+ * plain stores and flushed; the aligned middle is streamed (no flush
+ * needed).  Safe for overlap with dest below src; the caller sends dest
+ * above an overlapping src to the temporal path (a backward copy).
+ */
+static void nt_move(const struct _pmg_persist *p, char *d, const char *s,
+		    size_t n)
+{
+	size_t head = (size_t)(-(uintptr_t)d & (PMG_CL - 1)), body;
+
+	if (head) {
+		if (head > n)
+			head = n;
+		memmove(d, s, head);
+		p->flush(d, head);
+		d += head;
+		s += head;
+		n -= head;
+	}
+	body = n & ~(PMG_CL - 1);
+	if (body) {
+		p->movnt(d, s, body);
+		d += body;
+		s += body;
+		n -= body;
+	}
+	if (n) {
+		memmove(d, s, n);
+		p->flush(d, n);
+	}
+}
+
+static void nt_set(const struct _pmg_persist *p, char *d, int c, size_t n)
+{
+	size_t head = (size_t)(-(uintptr_t)d & (PMG_CL - 1)), body;
+
+	if (head) {
+		if (head > n)
+			head = n;
+		memset(d, c, head);
+		p->flush(d, head);
+		d += head;
+		n -= head;
+	}
+	body = n & ~(PMG_CL - 1);
+	if (body) {
+		p->setnt(d, c, body);
+		d += body;
+		n -= body;
+	}
+	if (n) {
+		memset(d, c, n);
+		p->flush(d, n);
+	}
+}
+
+static void *fail(int rc)
+{
+	errno = -rc;
+	return NULL;
+}
+
+/* One call of the family: a copy from @src, or (@set) a memset with @c. */
+static void *mem_op(const char *fn, void *dest, const void *src, int c,
+		    size_t len, unsigned flags, bool set)
+{
+	const struct _pmg_persist *p = _pmg_persist_get();
+	struct guard g = { .n = 0 };
+	char *d = dest;
+	int rc;
+
+	if (__builtin_expect(flags & ~PMG_F_MEM_VALID_FLAGS, 0))
+		return fail(_pmg_err(-EINVAL, "%s: unknown flags %#x", fn,
+				     flags & ~PMG_F_MEM_VALID_FLAGS));
+	if (__builtin_expect(!len, 0))
+		return dest;
+	if (__builtin_expect(!dest || (!set && !src), 0))
+		return fail(_pmg_err(-EINVAL, "%s: NULL %s with length %zu",
+				     fn, dest ? "source" : "destination",
+				     len));
+	rc = guard_range(&g, dest, len, PMG_WRITE);
+	if (rc == 0 && src)
+		rc = guard_range(&g, src, len, PMG_READ);
+	if (rc) {
+		guard_close(&g);
+		return fail(rc);
+	}
+	if (flags & PMG_F_MEM_NOFLUSH) {
+		if (src)
+			memmove(d, src, len);
+		else
+			memset(d, c, len);
+		guard_close(&g);
+		return dest;
+	}
+	if (nonpmem(dest, len)) {
+		/* not pmem: the flush is msync, which also drains */
+		if (src)
+			memmove(d, src, len);
+		else
+			memset(d, c, len);
+		rc = msync_range(dest, len);
+		guard_close(&g);
+		return rc ? fail(rc) : dest;
+	}
+	if (!want_nt(p, flags, len) ||
+	    (src && (uintptr_t)d - (uintptr_t)src < len && d != src)) {
+		if (src)
+			memmove(d, src, len);
+		else
+			memset(d, c, len);
+		p->flush(d, len);
+	} else if (src) {
+		nt_move(p, d, src, len);
+	} else {
+		nt_set(p, d, c, len);
+	}
+	guard_close(&g);
+	if (!(flags & PMG_F_MEM_NODRAIN))
+		_pmg_sfence();
+	return dest;
+}
+
+PMG_API void *pmg_memmove(void *dest, const void *src, size_t len,
+			  unsigned flags)
+{
+	return mem_op("pmg_memmove", dest, src, 0, len, flags, false);
+}
+
+PMG_API void *pmg_memcpy(void *dest, const void *src, size_t len,
+			 unsigned flags)
+{
+	return mem_op("pmg_memcpy", dest, src, 0, len, flags, false);
+}
+
+PMG_API void *pmg_memset(void *dest, int c, size_t len, unsigned flags)
+{
+	return mem_op("pmg_memset", dest, NULL, c, len, flags, true);
+}
+
+PMG_API void *pmg_memmove_persist(void *dest, const void *src, size_t len)
+{
+	return mem_op("pmg_memmove_persist", dest, src, 0, len, 0, false);
+}
+
+PMG_API void *pmg_memcpy_persist(void *dest, const void *src, size_t len)
+{
+	return mem_op("pmg_memcpy_persist", dest, src, 0, len, 0, false);
+}
+
+PMG_API void *pmg_memset_persist(void *dest, int c, size_t len)
+{
+	return mem_op("pmg_memset_persist", dest, NULL, c, len, 0, true);
+}
+
+PMG_API void *pmg_memmove_nodrain(void *dest, const void *src, size_t len)
+{
+	return mem_op("pmg_memmove_nodrain", dest, src, 0, len,
+		      PMG_F_MEM_NODRAIN, false);
+}
+
+PMG_API void *pmg_memcpy_nodrain(void *dest, const void *src, size_t len)
+{
+	return mem_op("pmg_memcpy_nodrain", dest, src, 0, len,
+		      PMG_F_MEM_NODRAIN, false);
+}
+
+PMG_API void *pmg_memset_nodrain(void *dest, int c, size_t len)
+{
+	return mem_op("pmg_memset_nodrain", dest, NULL, c, len,
+		      PMG_F_MEM_NODRAIN, true);
+}

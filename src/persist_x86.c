@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+/*
+ * x86-64 persistence loops: cache-line flushes and non-temporal copies.
+ * Each vector path carries its own target attribute, so the library builds
+ * without -march and persist.c picks one by CPUID at start-up.
+ */
+#include <string.h>
+
+#include "pool.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define LINES(addr, len, p, e)						\
+	uintptr_t p = (uintptr_t)(addr) & ~(PMG_CL - 1),		\
+		  e = (uintptr_t)(addr) + (len)
+
+/* CLWB is 66 0F AE /6 (xsaveopt with a 66 prefix): no -mclwb needed. */
+void _pmg_flush_clwb(const void *addr, size_t len)
+{
+	LINES(addr, len, p, e);
+
+	for (; p < e; p += PMG_CL)
+		__asm__ volatile(".byte 0x66; xsaveopt %0"
+				 : "+m"(*(volatile char *)p));
+}
+
+/* CLFLUSHOPT is 66 0F AE /7 (clflush with a 66 prefix). */
+void _pmg_flush_clflushopt(const void *addr, size_t len)
+{
+	LINES(addr, len, p, e);
+
+	for (; p < e; p += PMG_CL)
+		__asm__ volatile(".byte 0x66; clflush %0"
+				 : "+m"(*(volatile char *)p));
+}
+
+void _pmg_flush_clflush(const void *addr, size_t len)
+{
+	LINES(addr, len, p, e);
+
+	for (; p < e; p += PMG_CL)
+		__asm__ volatile("clflush %0" : "+m"(*(volatile char *)p));
+}
+
+/* ---- SSE2: the x86-64 baseline */
+
+void _pmg_movnt_sse2(char *d, const char *s, size_t n)
+{
+	for (; n >= 128; n -= 128, d += 128, s += 128) {
+		__m128i a = _mm_loadu_si128((const __m128i *)s);
+		__m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
+		__m128i x = _mm_loadu_si128((const __m128i *)(s + 48));
+		__m128i e = _mm_loadu_si128((const __m128i *)(s + 64));
+		__m128i f = _mm_loadu_si128((const __m128i *)(s + 80));
+		__m128i g = _mm_loadu_si128((const __m128i *)(s + 96));
+		__m128i h = _mm_loadu_si128((const __m128i *)(s + 112));
+
+		_mm_stream_si128((__m128i *)d, a);
+		_mm_stream_si128((__m128i *)(d + 16), b);
+		_mm_stream_si128((__m128i *)(d + 32), c);
+		_mm_stream_si128((__m128i *)(d + 48), x);
+		_mm_stream_si128((__m128i *)(d + 64), e);
+		_mm_stream_si128((__m128i *)(d + 80), f);
+		_mm_stream_si128((__m128i *)(d + 96), g);
+		_mm_stream_si128((__m128i *)(d + 112), h);
+	}
+	for (; n >= 64; n -= 64, d += 64, s += 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)s);
+		__m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
+		__m128i x = _mm_loadu_si128((const __m128i *)(s + 48));
+
+		_mm_stream_si128((__m128i *)d, a);
+		_mm_stream_si128((__m128i *)(d + 16), b);
+		_mm_stream_si128((__m128i *)(d + 32), c);
+		_mm_stream_si128((__m128i *)(d + 48), x);
+	}
+}
+
+void _pmg_setnt_sse2(char *d, int c, size_t n)
+{
+	__m128i v = _mm_set1_epi8((char)c);
+
+	for (; n >= 64; n -= 64, d += 64) {
+		_mm_stream_si128((__m128i *)d, v);
+		_mm_stream_si128((__m128i *)(d + 16), v);
+		_mm_stream_si128((__m128i *)(d + 32), v);
+		_mm_stream_si128((__m128i *)(d + 48), v);
+	}
+}
+
+/* ---- AVX2 */
+
+__attribute__((target("avx2")))
+void _pmg_movnt_avx2(char *d, const char *s, size_t n)
+{
+	for (; n >= 256; n -= 256, d += 256, s += 256) {
+		__m256i a = _mm256_loadu_si256((const __m256i *)s);
+		__m256i b = _mm256_loadu_si256((const __m256i *)(s + 32));
+		__m256i c = _mm256_loadu_si256((const __m256i *)(s + 64));
+		__m256i x = _mm256_loadu_si256((const __m256i *)(s + 96));
+		__m256i e = _mm256_loadu_si256((const __m256i *)(s + 128));
+		__m256i f = _mm256_loadu_si256((const __m256i *)(s + 160));
+		__m256i g = _mm256_loadu_si256((const __m256i *)(s + 192));
+		__m256i h = _mm256_loadu_si256((const __m256i *)(s + 224));
+
+		_mm256_stream_si256((__m256i *)d, a);
+		_mm256_stream_si256((__m256i *)(d + 32), b);
+		_mm256_stream_si256((__m256i *)(d + 64), c);
+		_mm256_stream_si256((__m256i *)(d + 96), x);
+		_mm256_stream_si256((__m256i *)(d + 128), e);
+		_mm256_stream_si256((__m256i *)(d + 160), f);
+		_mm256_stream_si256((__m256i *)(d + 192), g);
+		_mm256_stream_si256((__m256i *)(d + 224), h);
+	}
+	for (; n >= 64; n -= 64, d += 64, s += 64) {
+		__m256i a = _mm256_loadu_si256((const __m256i *)s);
+		__m256i b = _mm256_loadu_si256((const __m256i *)(s + 32));
+
+		_mm256_stream_si256((__m256i *)d, a);
+		_mm256_stream_si256((__m256i *)(d + 32), b);
+	}
+	_mm256_zeroupper();
+}
+
+__attribute__((target("avx2")))
+void _pmg_setnt_avx2(char *d, int c, size_t n)
+{
+	__m256i v = _mm256_set1_epi8((char)c);
+
+	for (; n >= 128; n -= 128, d += 128) {
+		_mm256_stream_si256((__m256i *)d, v);
+		_mm256_stream_si256((__m256i *)(d + 32), v);
+		_mm256_stream_si256((__m256i *)(d + 64), v);
+		_mm256_stream_si256((__m256i *)(d + 96), v);
+	}
+	for (; n >= 64; n -= 64, d += 64) {
+		_mm256_stream_si256((__m256i *)d, v);
+		_mm256_stream_si256((__m256i *)(d + 32), v);
+	}
+	_mm256_zeroupper();
+}
+
+/* ---- AVX-512F */
+
+__attribute__((target("avx512f")))
+void _pmg_movnt_avx512f(char *d, const char *s, size_t n)
+{
+	for (; n >= 256; n -= 256, d += 256, s += 256) {
+		__m512i a = _mm512_loadu_si512((const void *)s);
+		__m512i b = _mm512_loadu_si512((const void *)(s + 64));
+		__m512i c = _mm512_loadu_si512((const void *)(s + 128));
+		__m512i x = _mm512_loadu_si512((const void *)(s + 192));
+
+		_mm512_stream_si512((void *)d, a);
+		_mm512_stream_si512((void *)(d + 64), b);
+		_mm512_stream_si512((void *)(d + 128), c);
+		_mm512_stream_si512((void *)(d + 192), x);
+	}
+	for (; n >= 64; n -= 64, d += 64, s += 64)
+		_mm512_stream_si512((void *)d,
+				    _mm512_loadu_si512((const void *)s));
+	_mm256_zeroupper();
+}
+
+__attribute__((target("avx512f")))
+void _pmg_setnt_avx512f(char *d, int c, size_t n)
+{
+	/* set1_epi8 needs AVX512BW: broadcast a 32-bit pattern instead */
+	__m512i v = _mm512_set1_epi32((int)(0x01010101u * (uint8_t)c));
+
+	for (; n >= 64; n -= 64, d += 64)
+		_mm512_stream_si512((void *)d, v);
+	_mm256_zeroupper();
+}
+
+#else /* not x86-64: portable fallbacks (never picked by CPUID there) */
+
+void _pmg_flush_clwb(const void *addr, size_t len)
+{
+	(void)addr;
+	(void)len;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void _pmg_flush_clflushopt(const void *addr, size_t len)
+{
+	_pmg_flush_clwb(addr, len);
+}
+
+void _pmg_flush_clflush(const void *addr, size_t len)
+{
+	_pmg_flush_clwb(addr, len);
+}
+
+void _pmg_movnt_sse2(char *d, const char *s, size_t n)
+{
+	memcpy(d, s, n);
+}
+
+void _pmg_movnt_avx2(char *d, const char *s, size_t n)
+{
+	memcpy(d, s, n);
+}
+
+void _pmg_movnt_avx512f(char *d, const char *s, size_t n)
+{
+	memcpy(d, s, n);
+}
+
+void _pmg_setnt_sse2(char *d, int c, size_t n)
+{
+	memset(d, c, n);
+}
+
+void _pmg_setnt_avx2(char *d, int c, size_t n)
+{
+	memset(d, c, n);
+}
+
+void _pmg_setnt_avx512f(char *d, int c, size_t n)
+{
+	memset(d, c, n);
+}
+#endif
+
+/* eADR, or PMGUARD_NO_FLUSH=1: the caches are in the persistence domain. */
+void _pmg_flush_none(const void *addr, size_t len)
+{
+	(void)addr;
+	(void)len;
+}

@@ -1,0 +1,852 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Persistent-memory pools: a file (fs-DAX or any filesystem) or a
+ * device-dax device, mapped shared (MAP_SYNC where supported) and
+ * protected by the shared "pmem" domain, the seeds' single PMEM key.  Also
+ * the dax_direct_access() / dax_mk_readwrite() / dax_mk_noaccess() /
+ * dax_map_protected() analogs, and the pool table that tells the
+ * persistence calls which addresses are not pmem (flushed by msync).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "pool.h"
+
+#ifndef MAP_SHARED_VALIDATE
+#define MAP_SHARED_VALIDATE 0x03
+#endif
+#ifndef MAP_SYNC
+#define MAP_SYNC 0x80000
+#endif
+
+#define HUGE_ALIGN (2UL << 20)
+#define POOL_MAX 1024
+
+struct pmg_pool_config {
+	size_t size, offset;
+	unsigned flags;
+	mode_t mode;
+	struct pmg_domain *domain;
+};
+
+struct pmg_pool {
+	int fd;
+	char *addr;
+	size_t size;		/* usable bytes */
+	size_t maplen;		/* page-rounded mapping */
+	size_t offset, align;
+	struct pmg_domain *dom;	/* NULL: unprotected */
+	int shared;		/* index into shared[], -1: caller's domain */
+	bool pmem, map_sync, devdax, noaccess;
+};
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The shared domains: [0] "pmem" (write-disabled), [1] "pmem-noaccess". */
+static struct {
+	struct pmg_domain *d;
+	unsigned refs;
+} shared[2];
+
+/* --------------------------------------------------------- pool table */
+
+/* Sorted, non-overlapping; seqlock-read, written under pool_lock. */
+static struct {
+	unsigned seq;
+	size_t n;
+	struct pent {
+		uintptr_t base, end;
+		bool pmem;
+	} e[POOL_MAX];
+} ptab;
+
+int _pmg_nonpmem_pools;
+
+static size_t ptab_search(size_t n, uintptr_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (__atomic_load_n(&ptab.e[mid].end, __ATOMIC_RELAXED) <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int ptab_insert(const struct pmg_pool *p)
+{
+	uintptr_t base = (uintptr_t)p->addr, end = base + p->maplen;
+	size_t i;
+
+	if (ptab.n == POOL_MAX)
+		return _pmg_err(-EMFILE, "too many pools open (%d)", POOL_MAX);
+	i = ptab_search(ptab.n, base);
+	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memmove(&ptab.e[i + 1], &ptab.e[i], (ptab.n - i) * sizeof(ptab.e[0]));
+	ptab.e[i].base = base;
+	ptab.e[i].end = end;
+	ptab.e[i].pmem = p->pmem;
+	__atomic_store_n(&ptab.n, ptab.n + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELEASE);
+	if (!p->pmem)
+		__atomic_add_fetch(&_pmg_nonpmem_pools, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void ptab_remove(const struct pmg_pool *p)
+{
+	uintptr_t base = (uintptr_t)p->addr;
+	size_t i = ptab_search(ptab.n, base);
+
+	if (i >= ptab.n || ptab.e[i].base != base)
+		return;
+	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memmove(&ptab.e[i], &ptab.e[i + 1],
+		(ptab.n - i - 1) * sizeof(ptab.e[0]));
+	__atomic_store_n(&ptab.n, ptab.n - 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELEASE);
+	if (!p->pmem)
+		__atomic_sub_fetch(&_pmg_nonpmem_pools, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Scan the entries overlapping [a, a+len): *any_nonpmem, and whether one
+ * pmem entry covers it all.  Lock-free: retried if a writer raced.
+ */
+static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
+		      bool *in_pmem)
+{
+	uintptr_t end = a + len;
+	int tries;
+
+	for (tries = 0; tries < 1000; tries++) {
+		unsigned s1 = __atomic_load_n(&ptab.seq, __ATOMIC_ACQUIRE);
+		size_t n = __atomic_load_n(&ptab.n, __ATOMIC_RELAXED), i;
+		bool np = false, in = false;
+
+		if (s1 & 1)
+			continue;
+		if (n > POOL_MAX)
+			n = POOL_MAX;
+		for (i = ptab_search(n, a); i < n; i++) {
+			struct pent e = ptab.e[i];
+
+			if (e.base >= end)
+				break;
+			if (!e.pmem)
+				np = true;
+			else if (e.base <= a && end <= e.end)
+				in = true;
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&ptab.seq, __ATOMIC_RELAXED) != s1)
+			continue;
+		*any_nonpmem = np;
+		*in_pmem = in;
+		return;
+	}
+	*any_nonpmem = *in_pmem = false;
+}
+
+int _pmg_pool_find_nonpmem(const void *addr, size_t len)
+{
+	bool np, in;
+
+	ptab_scan((uintptr_t)addr, len, &np, &in);
+	return np;
+}
+
+int _pmg_pool_range_pmem(const void *addr, size_t len)
+{
+	bool np, in;
+
+	if ((uintptr_t)addr + len < (uintptr_t)addr)
+		return 0;
+	ptab_scan((uintptr_t)addr, len, &np, &in);
+	return in;
+}
+
+/* ------------------------------------------------------------- config */
+
+PMG_API int pmg_pool_config_new(struct pmg_pool_config **cfgp)
+{
+	struct pmg_pool_config *c;
+
+	if (!cfgp)
+		return _pmg_err(-EINVAL, "pmg_pool_config_new: cfgp is NULL");
+	c = calloc(1, sizeof(*c));
+	*cfgp = c;
+	if (!c)
+		return _pmg_err(-ENOMEM, "pmg_pool_config_new: out of memory");
+	c->mode = 0600;
+	return 0;
+}
+
+PMG_API int pmg_pool_config_delete(struct pmg_pool_config **cfgp)
+{
+	if (cfgp) {
+		free(*cfgp);
+		*cfgp = NULL;
+	}
+	return 0;
+}
+
+PMG_API int pmg_pool_config_set_size(struct pmg_pool_config *cfg,
+				     size_t size)
+{
+	if (!cfg)
+		return _pmg_err(-EINVAL, "pmg_pool_config_set_size: cfg is "
+				"NULL");
+	if (size > (size_t)LONG_MAX)
+		return _pmg_err(-EINVAL, "pool size %zu does not fit in "
+				"off_t", size);
+	cfg->size = size;
+	return 0;
+}
+
+PMG_API int pmg_pool_config_set_offset(struct pmg_pool_config *cfg,
+				       size_t offset)
+{
+	if (!cfg)
+		return _pmg_err(-EINVAL, "pmg_pool_config_set_offset: cfg is "
+				"NULL");
+	if (offset % PMG_PAGE_SIZE || offset > (size_t)LONG_MAX)
+		return _pmg_err(-EINVAL, "pool offset %zu is not a multiple "
+				"of the page size %lu (or too big)", offset,
+				PMG_PAGE_SIZE);
+	cfg->offset = offset;
+	return 0;
+}
+
+#define POOL_FLAGS (PMG_POOL_NOACCESS | PMG_POOL_UNPROTECTED | \
+		    PMG_POOL_OVERWRITE)
+
+PMG_API int pmg_pool_config_set_flags(struct pmg_pool_config *cfg,
+				      unsigned flags)
+{
+	if (!cfg)
+		return _pmg_err(-EINVAL, "pmg_pool_config_set_flags: cfg is "
+				"NULL");
+	if (flags & ~POOL_FLAGS)
+		return _pmg_err(-EINVAL, "unknown pool flags %#x",
+				flags & ~POOL_FLAGS);
+	if ((flags & PMG_POOL_NOACCESS) && (flags & PMG_POOL_UNPROTECTED))
+		return _pmg_err(-EINVAL, "PMG_POOL_NOACCESS and "
+				"PMG_POOL_UNPROTECTED contradict each other");
+	cfg->flags = flags;
+	return 0;
+}
+
+PMG_API int pmg_pool_config_set_mode(struct pmg_pool_config *cfg,
+				     mode_t mode)
+{
+	if (!cfg)
+		return _pmg_err(-EINVAL, "pmg_pool_config_set_mode: cfg is "
+				"NULL");
+	if (mode & ~(mode_t)07777)
+		return _pmg_err(-EINVAL, "file mode %#o has bits outside "
+				"07777", (unsigned)mode);
+	cfg->mode = mode;
+	return 0;
+}
+
+PMG_API int pmg_pool_config_set_domain(struct pmg_pool_config *cfg,
+				       struct pmg_domain *d)
+{
+	if (!cfg)
+		return _pmg_err(-EINVAL, "pmg_pool_config_set_domain: cfg is "
+				"NULL");
+	cfg->domain = d;
+	return 0;
+}
+
+/* ------------------------------------------------------ shared domains */
+
+static int domain_get(struct pmg_pool *p, const struct pmg_pool_config *c)
+{
+	int i = (c->flags & PMG_POOL_NOACCESS) ? 1 : 0, rc;
+
+	if (c->flags & PMG_POOL_UNPROTECTED) {
+		p->shared = -1;
+		return 0;
+	}
+	if (c->domain) {
+		p->dom = c->domain;
+		p->shared = -1;
+		p->noaccess = p->dom->_rd_bits != p->dom->_dflt_bits;
+		return 0;
+	}
+	if (!shared[i].d) {
+		rc = pmg_domain_new(&shared[i].d, i ? "pmem-noaccess" : "pmem",
+				    i ? PMG_DOMAIN_NOACCESS : 0);
+		if (rc)
+			return _pmg_err(rc, "creating the pool domain: %s",
+					pmg_errormsg());
+	}
+	shared[i].refs++;
+	p->dom = shared[i].d;
+	p->shared = i;
+	p->noaccess = i;
+	return 0;
+}
+
+static void domain_put(struct pmg_pool *p)
+{
+	int i = p->shared;
+
+	if (i < 0 || !shared[i].d)
+		return;
+	if (--shared[i].refs == 0)
+		(void)pmg_domain_delete(&shared[i].d);
+}
+
+/* ------------------------------------------------------------ mapping */
+
+static int sysfs_read(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, size - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* Device dax: size and alignment from sysfs, or -ENODEV. */
+static int devdax_probe(const char *path, const struct stat *st,
+			size_t *size, size_t *align)
+{
+	unsigned ma = major(st->st_rdev), mi = minor(st->st_rdev);
+	char sys[128], link[PATH_MAX], buf[64];
+	ssize_t n;
+	const char *tail;
+
+	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/subsystem", ma, mi);
+	n = readlink(sys, link, sizeof(link) - 1);
+	if (n < 0)
+		return _pmg_err(-ENODEV, "%s: character device %u:%u is not "
+				"device dax (no %s)", path, ma, mi, sys);
+	link[n] = '\0';
+	tail = strrchr(link, '/');
+	tail = tail ? tail + 1 : link;
+	if (strcmp(tail, "dax"))
+		return _pmg_err(-ENODEV, "%s: character device %u:%u is not "
+				"device dax (subsystem %s)", path, ma, mi,
+				tail);
+	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/size", ma, mi);
+	if (sysfs_read(sys, buf, sizeof(buf)))
+		return _pmg_err(-ENODEV, "%s: cannot read %s", path, sys);
+	*size = strtoull(buf, NULL, 0);
+	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/device/align", ma,
+		 mi);
+	if (sysfs_read(sys, buf, sizeof(buf))) {
+		snprintf(sys, sizeof(sys),
+			 "/sys/dev/char/%u:%u/device/dax_region/align", ma,
+			 mi);
+		if (sysfs_read(sys, buf, sizeof(buf)))
+			snprintf(buf, sizeof(buf), "%lu", HUGE_ALIGN);
+	}
+	*align = strtoull(buf, NULL, 0);
+	if (!*align || (*align & (*align - 1)))
+		return _pmg_err(-ENODEV, "%s: bad device alignment '%s'",
+				path, buf);
+	return 0;
+}
+
+int _pmg_pool_check_align(const char *path, size_t offset, size_t size,
+			  size_t align)
+{
+	if (offset % align)
+		return _pmg_err(-EINVAL, "%s: offset %zu is not a multiple of "
+				"the device-dax alignment %zu", path, offset,
+				align);
+	if (size % align)
+		return _pmg_err(-EINVAL, "%s: size %zu is not a multiple of "
+				"the device-dax alignment %zu", path, size,
+				align);
+	return 0;
+}
+
+/* Map @p->maplen bytes of @fd at @p->offset, aligned to @p->align. */
+static int map_pool(struct pmg_pool *p, const char *path)
+{
+	size_t resv = p->maplen + p->align;
+	char *r, *a, *m;
+
+	r = mmap(NULL, resv, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+		 MAP_NORESERVE, -1, 0);
+	if (r == MAP_FAILED)
+		return _pmg_err(-errno, "%s: reserving %zu bytes of address "
+				"space: %s", path, resv, strerror(errno));
+	a = (char *)(((uintptr_t)r + p->align - 1) & ~(p->align - 1));
+	m = mmap(a, p->maplen, PROT_READ | PROT_WRITE,
+		 MAP_SHARED_VALIDATE | MAP_SYNC | MAP_FIXED, p->fd,
+		 (off_t)p->offset);
+	p->map_sync = m != MAP_FAILED;
+	if (m == MAP_FAILED && (errno == EOPNOTSUPP || errno == EINVAL))
+		m = mmap(a, p->maplen, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, p->fd, (off_t)p->offset);
+	if (m == MAP_FAILED) {
+		int e = errno;
+
+		munmap(r, resv);
+		return _pmg_err(-e, "%s: mmap of %zu bytes at offset %zu: %s",
+				path, p->maplen, p->offset, strerror(e));
+	}
+	if (a > r)
+		munmap(r, (size_t)(a - r));
+	if (a + p->maplen < r + resv)
+		munmap(a + p->maplen, (size_t)(r + resv - (a + p->maplen)));
+	p->addr = a;
+	return 0;
+}
+
+/* Map, register, protect.  On failure everything is undone but the fd. */
+static int pool_finish(struct pmg_pool *p, const char *path,
+		       const struct pmg_pool_config *c)
+{
+	const struct _pmg_persist *pp = _pmg_persist_get();
+	int rc;
+
+	p->maplen = (p->size + PMG_PAGE_SIZE - 1) & ~(PMG_PAGE_SIZE - 1);
+	if (!p->devdax)
+		p->align = p->maplen >= HUGE_ALIGN ? HUGE_ALIGN : PMG_PAGE_SIZE;
+	rc = map_pool(p, path);
+	if (rc)
+		return rc;
+	p->pmem = pp->force >= 0 ? pp->force == 1 : (p->devdax || p->map_sync);
+	pthread_mutex_lock(&pool_lock);
+	rc = domain_get(p, c);
+	if (rc)
+		goto err_unmap;
+	if (p->dom) {
+		rc = pmg_protect(p->dom, p->addr, p->maplen);
+		if (rc) {
+			rc = _pmg_err(rc, "%s: protecting the mapping: %s",
+				      path, pmg_errormsg());
+			goto err_dom;
+		}
+	}
+	rc = ptab_insert(p);
+	if (rc)
+		goto err_prot;
+	pthread_mutex_unlock(&pool_lock);
+	return 0;
+err_prot:
+	if (p->dom)
+		(void)pmg_unprotect(p->addr, p->maplen);
+err_dom:
+	domain_put(p);
+err_unmap:
+	pthread_mutex_unlock(&pool_lock);
+	munmap(p->addr, p->maplen);
+	p->addr = NULL;
+	return rc;
+}
+
+static int stat_err(const char *path, int e, const char *what)
+{
+	return _pmg_err(-e, "%s: %s: %s", path, what, strerror(e));
+}
+
+/* Open @path read-write; fill @p->fd, size/offset/devdax from @c. */
+static int pool_open_fd(struct pmg_pool *p, const char *path,
+			const struct pmg_pool_config *c)
+{
+	struct stat st;
+	size_t total;
+	int rc;
+
+	if (stat(path, &st))
+		return stat_err(path, errno, "cannot open the pool");
+	if (S_ISDIR(st.st_mode))
+		return _pmg_err(-EISDIR, "%s: is a directory, not a pool "
+				"file", path);
+	if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
+		return _pmg_err(-ENODEV, "%s: not a regular file or a "
+				"device-dax device", path);
+	p->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (p->fd < 0) {
+		int e = errno;
+
+		return _pmg_err(-e, "%s: cannot open read-write (pools are "
+				"mapped writable): %s", path, strerror(e));
+	}
+	if (fstat(p->fd, &st))
+		return stat_err(path, errno, "fstat");
+	p->offset = c->offset;
+	if (S_ISCHR(st.st_mode)) {
+		rc = devdax_probe(path, &st, &total, &p->align);
+		if (rc)
+			return rc;
+		p->devdax = true;
+	} else if (S_ISREG(st.st_mode)) {
+		total = (size_t)st.st_size;
+		if (!total)
+			return _pmg_err(-EINVAL, "%s: the file is empty", path);
+	} else {
+		return _pmg_err(-ENODEV, "%s: not a regular file or a "
+				"device-dax device", path);
+	}
+	if (p->offset >= total)
+		return _pmg_err(-ERANGE, "%s: offset %zu is past the end (%zu "
+				"bytes)", path, p->offset, total);
+	p->size = c->size ? c->size : total - p->offset;
+	if (c->size > total - p->offset)
+		return _pmg_err(-ERANGE, "%s: the %s is %zu bytes, smaller "
+				"than the %zu asked at offset %zu", path,
+				p->devdax ? "device" : "file", total,
+				c->size, p->offset);
+	if (p->devdax)
+		return _pmg_pool_check_align(path, p->offset, p->size,
+					     p->align);
+	return 0;
+}
+
+static const struct pmg_pool_config defaults = { .mode = 0600 };
+
+static struct pmg_pool *pool_alloc(void)
+{
+	struct pmg_pool *p = calloc(1, sizeof(*p));
+
+	if (p)
+		p->fd = -1;
+	return p;
+}
+
+static void pool_free(struct pmg_pool *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p);
+}
+
+static int common_checks(struct pmg_pool **pp, const char *path,
+			 const char *fn)
+{
+	int rc;
+
+	if (!pp)
+		return _pmg_err(-EINVAL, "%s: pp is NULL", fn);
+	*pp = NULL;
+	if (!path || !*path)
+		return _pmg_err(-EINVAL, "%s: path is NULL or empty", fn);
+	rc = _pmg_persist_env_check();
+	if (rc)
+		return rc;
+	return _pmg_ensure_init();
+}
+
+PMG_API int pmg_pool_open(struct pmg_pool **pp, const char *path,
+			  const struct pmg_pool_config *cfg)
+{
+	struct pmg_pool *p;
+	int rc;
+
+	rc = common_checks(pp, path, "pmg_pool_open");
+	if (rc)
+		return rc;
+	if (!cfg)
+		cfg = &defaults;
+	p = pool_alloc();
+	if (!p)
+		return _pmg_err(-ENOMEM, "pmg_pool_open: out of memory");
+	rc = pool_open_fd(p, path, cfg);
+	if (!rc)
+		rc = pool_finish(p, path, cfg);
+	if (rc) {
+		pool_free(p);
+		return rc;
+	}
+	*pp = p;
+	return 0;
+}
+
+/* A fresh name next to @path: "<dir>/.<base>.pmg-<pid>-<n>". */
+static int temp_name(char *buf, size_t size, const char *path)
+{
+	static unsigned counter;
+	const char *slash = strrchr(path, '/');
+	int dlen = slash ? (int)(slash - path + 1) : 0;
+	int n;
+
+	n = snprintf(buf, size, "%.*s.%s.pmg-%d-%u", dlen, path,
+		     slash ? slash + 1 : path, (int)getpid(),
+		     __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+	return n > 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
+}
+
+static int allocate(int fd, off_t len)
+{
+	if (fallocate(fd, 0, 0, len) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOSYS)
+		return -errno;
+	return -posix_fallocate(fd, 0, len);
+}
+
+static void fsync_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int fd;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+}
+
+/* Build the file under the temporary name @tmp, blocks allocated. */
+static int create_file(struct pmg_pool *p, const char *path, const char *tmp,
+		       const struct pmg_pool_config *c)
+{
+	off_t total = (off_t)(c->offset + c->size);
+	int rc, e;
+
+	p->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, c->mode);
+	if (p->fd < 0) {
+		e = errno;
+		return _pmg_err(-e, "%s: cannot create a file in its "
+				"directory: %s", path, strerror(e));
+	}
+	rc = allocate(p->fd, total);
+	if (rc)
+		return _pmg_err(rc, "%s: allocating %lld bytes: %s", path,
+				(long long)total, strerror(-rc));
+	if (fsync(p->fd))
+		return _pmg_err(-errno, "%s: fsync: %s", path,
+				strerror(errno));
+	p->offset = c->offset;
+	p->size = c->size;
+	return 0;
+}
+
+/* Move @tmp into place: atomically, replacing only if @overwrite. */
+static int publish(const char *tmp, const char *path, bool overwrite)
+{
+	int e;
+
+	if (overwrite) {
+		if (rename(tmp, path) == 0)
+			goto done;
+		e = errno;
+		return _pmg_err(-e, "%s: replacing it: %s", path, strerror(e));
+	}
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+		goto done;
+	e = errno;
+	if (e == EINVAL || e == ENOSYS) {
+		/* no RENAME_NOREPLACE here: link() never replaces either */
+		if (link(tmp, path) == 0) {
+			unlink(tmp);
+			goto done;
+		}
+		e = errno;
+	}
+	if (e == EEXIST)
+		return _pmg_err(-e, "%s: exists (use PMG_POOL_OVERWRITE to "
+				"replace it)", path);
+	return _pmg_err(-e, "%s: putting the new file in place: %s", path,
+			strerror(e));
+done:
+	fsync_dir(path);
+	return 0;
+}
+
+/* Undo pool_finish(): unregister, unprotect, unmap.  First error. */
+static int pool_teardown(struct pmg_pool *p)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&pool_lock);
+	ptab_remove(p);
+	if (p->dom)
+		rc = pmg_unprotect(p->addr, p->maplen);
+	domain_put(p);
+	pthread_mutex_unlock(&pool_lock);
+	if (munmap(p->addr, p->maplen) && !rc)
+		rc = _pmg_err(-errno, "munmap: %s", strerror(errno));
+	p->addr = NULL;
+	return rc;
+}
+
+PMG_API int pmg_pool_create(struct pmg_pool **pp, const char *path,
+			    const struct pmg_pool_config *cfg)
+{
+	char tmp[PATH_MAX];
+	struct pmg_pool *p;
+	struct stat st;
+	int rc;
+
+	rc = common_checks(pp, path, "pmg_pool_create");
+	if (rc)
+		return rc;
+	if (!cfg)
+		return _pmg_err(-EINVAL, "pmg_pool_create(%s): cfg is NULL "
+				"(the size is required)", path);
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return _pmg_err(-EISDIR, "%s: is a directory", path);
+		if (S_ISCHR(st.st_mode)) {
+			/* device dax: the device is the pool */
+			if (!(cfg->flags & PMG_POOL_OVERWRITE))
+				return _pmg_err(-EEXIST, "%s: a device exists "
+						"there (use PMG_POOL_OVERWRITE "
+						"to take it as a new pool)",
+						path);
+			return pmg_pool_open(pp, path, cfg);
+		}
+		if (!S_ISREG(st.st_mode))
+			return _pmg_err(-ENODEV, "%s: exists and is not a "
+					"regular file", path);
+		if (!(cfg->flags & PMG_POOL_OVERWRITE))
+			return _pmg_err(-EEXIST, "%s: exists (use "
+					"PMG_POOL_OVERWRITE to replace it)",
+					path);
+	} else if (errno != ENOENT) {
+		return stat_err(path, errno, "cannot create the pool");
+	}
+	if (!cfg->size)
+		return _pmg_err(-EINVAL, "pmg_pool_create(%s): size 0 (set it "
+				"with pmg_pool_config_set_size)", path);
+	if (temp_name(tmp, sizeof(tmp), path))
+		return _pmg_err(-ENAMETOOLONG, "%s: path too long", path);
+	p = pool_alloc();
+	if (!p)
+		return _pmg_err(-ENOMEM, "pmg_pool_create: out of memory");
+	/* map and protect first: @path is touched only when all worked */
+	rc = create_file(p, path, tmp, cfg);
+	if (!rc) {
+		rc = pool_finish(p, path, cfg);
+		if (!rc) {
+			rc = publish(tmp, path,
+				     cfg->flags & PMG_POOL_OVERWRITE);
+			if (rc)
+				(void)pool_teardown(p);
+		}
+	}
+	if (rc) {
+		if (p->fd >= 0)
+			unlink(tmp);
+		pool_free(p);
+		return rc;
+	}
+	*pp = p;
+	return 0;
+}
+
+PMG_API int pmg_pool_close(struct pmg_pool **pp)
+{
+	int rc;
+
+	if (!pp || !*pp)
+		return 0;
+	rc = pool_teardown(*pp);
+	pool_free(*pp);
+	*pp = NULL;
+	return rc;
+}
+
+PMG_API void *pmg_pool_address(const struct pmg_pool *pool)
+{
+	return pool ? pool->addr : NULL;
+}
+
+PMG_API size_t pmg_pool_size(const struct pmg_pool *pool)
+{
+	return pool ? pool->size : 0;
+}
+
+PMG_API struct pmg_domain *pmg_pool_domain(const struct pmg_pool *pool)
+{
+	return pool ? pool->dom : NULL;
+}
+
+PMG_API int pmg_pool_is_pmem(const struct pmg_pool *pool)
+{
+	if (!pool)
+		return _pmg_err_s(-EINVAL, "pmg_pool_is_pmem: pool is NULL");
+	return pool->pmem;
+}
+
+PMG_API int pmg_pool_get_info(const struct pmg_pool *pool,
+			      struct pmg_pool_info *info)
+{
+	if (!pool || !info)
+		return _pmg_err_s(-EINVAL, "pmg_pool_get_info: NULL argument");
+	info->addr = pool->addr;
+	info->size = pool->size;
+	info->offset = pool->offset;
+	info->align = pool->align;
+	info->is_pmem = pool->pmem;
+	info->map_sync = pool->map_sync;
+	info->devdax = pool->devdax;
+	info->guarded = pool->dom != NULL;
+	info->noaccess = pool->dom && pool->noaccess;
+	return 0;
+}
+
+/* ------------------------------------------------------ direct access */
+
+PMG_API ssize_t pmg_dax_direct_access(const struct pmg_pool *pool,
+				      size_t offset, size_t len, void **addr)
+{
+	if (!pool || !addr)
+		return _pmg_err_s(-EINVAL, "pmg_dax_direct_access: NULL "
+				  "argument");
+	*addr = NULL;
+	if (!len)
+		return _pmg_err_s(-EINVAL, "pmg_dax_direct_access: length 0");
+	if (offset >= pool->size || len > pool->size - offset)
+		return _pmg_err_s(-ERANGE, "pmg_dax_direct_access: range "
+				  "passes the end of the pool");
+	*addr = pool->addr + offset;
+	return (ssize_t)(pool->size - offset);
+}
+
+PMG_API int pmg_dax_mk_readwrite(const struct pmg_pool *pool)
+{
+	if (!pool)
+		return _pmg_err_s(-EINVAL, "pmg_dax_mk_readwrite: NULL pool");
+	return pool->dom ? pmg_open(pool->dom, PMG_WRITE) : 0;
+}
+
+PMG_API int pmg_dax_mk_noaccess(const struct pmg_pool *pool)
+{
+	if (!pool)
+		return _pmg_err_s(-EINVAL, "pmg_dax_mk_noaccess: NULL pool");
+	return pool->dom ? pmg_close(pool->dom, PMG_WRITE) : 0;
+}
+
+PMG_API int pmg_dax_map_protected(const struct pmg_pool *pool)
+{
+	if (!pool)
+		return _pmg_err_s(-EINVAL, "pmg_dax_map_protected: NULL pool");
+	return pool->dom != NULL;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pools and persistence internals (never installed): the contract between
+ * pool.c (pools, direct access), persist.c (libpmem-style calls, options,
+ * dispatch) and persist_x86.c (CPU-specific loops).
+ */
+#ifndef PMG_POOL_H
+#define PMG_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+#define PMG_CL 64UL			/* cache line */
+
+/* ---- persist.c */
+
+/* Picked once, from CPUID and the PMGUARD_* variables. */
+struct _pmg_persist {
+	void (*flush)(const void *addr, size_t len);
+	/* d 64-byte aligned, n a multiple of 64 */
+	void (*movnt)(char *d, const char *s, size_t n);
+	void (*setnt)(char *d, int c, size_t n);
+	const char *flush_name, *movnt_name;
+	size_t threshold;
+	int force;			/* PMGUARD_IS_PMEM_FORCE, -1 unset */
+	int auto_flush;
+	int env_err;			/* 0 or -EINVAL */
+	char env_msg[256];
+};
+
+extern struct _pmg_persist _pmg_p;
+extern int _pmg_p_ready;
+
+void _pmg_persist_init_once(void);
+
+static inline const struct _pmg_persist *_pmg_persist_get(void)
+{
+	if (__builtin_expect(!__atomic_load_n(&_pmg_p_ready, __ATOMIC_ACQUIRE),
+			     0))
+		_pmg_persist_init_once();
+	return &_pmg_p;
+}
+
+/* 0, or -EINVAL with the message naming the bad variable. */
+int _pmg_persist_env_check(void);
+
+/* Parse one persistence variable into @p (tests).  @value NULL: unset. */
+int _pmg_persist_opt(struct _pmg_persist *p, const char *name,
+		     const char *value);
+
+/* eADR from @dir (normally /sys/bus/nd/devices): 1, 0, -errno. */
+int _pmg_auto_flush_at(const char *dir);
+
+/* ---- persist_x86.c */
+void _pmg_flush_clwb(const void *addr, size_t len);
+void _pmg_flush_clflushopt(const void *addr, size_t len);
+void _pmg_flush_clflush(const void *addr, size_t len);
+void _pmg_flush_none(const void *addr, size_t len);
+void _pmg_movnt_sse2(char *d, const char *s, size_t n);
+void _pmg_movnt_avx2(char *d, const char *s, size_t n);
+void _pmg_movnt_avx512f(char *d, const char *s, size_t n);
+void _pmg_setnt_sse2(char *d, int c, size_t n);
+void _pmg_setnt_avx2(char *d, int c, size_t n);
+void _pmg_setnt_avx512f(char *d, int c, size_t n);
+
+static inline void _pmg_sfence(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ volatile("sfence" ::: "memory");
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* ---- pool.c: the pool table, for "is this address in a non-pmem pool" */
+
+/* Number of open pools that are not pmem (their flushes are msync). */
+extern int _pmg_nonpmem_pools;
+
+/*
+ * 1 if [addr, addr+len) touches a non-pmem pool, 0 if not.  Lock-free
+ * (sequence count), no allocation.
+ */
+int _pmg_pool_find_nonpmem(const void *addr, size_t len);
+
+/* 1 if [addr, addr+len) lies within one pmem pool.  AS-safe. */
+int _pmg_pool_range_pmem(const void *addr, size_t len);
+
+/* Device-dax alignment rule: 0 or -EINVAL with a message. */
+int _pmg_pool_check_align(const char *path, size_t offset, size_t size,
+			  size_t align);
+
+#endif /* PMG_POOL_H */
