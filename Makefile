@@ -87,7 +87,8 @@ $(O)/vm/bin/%: tests/%.c tests/tap.h $(STATIC)
 		$(LDLIBS)
 
 # ---- tests -----------------------------------------------------------
-check: host-check vm-check kernel-check
+check: all
+	@scripts/check-all
 
 # The host has no PKU: the host suite runs the mprotect backend, the pure
 # core and the bad-input tests; PKU tests say SKIP here and run in the VM.
