@@ -253,21 +253,23 @@ PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
 	if (end < base)
 		return _pmg_err(-EINVAL, "pmg_protect(%p, %zu): range wraps",
 				addr, len);
-	rc = check_mapping(base, end);
-	if (rc)
-		return rc;
 	pthread_mutex_lock(&_pmg.lock);
 	d = dom_of(dom);
 	if (!d) {
 		rc = _pmg_err(-EINVAL, "pmg_protect: not a live domain");
 		goto out;
 	}
-	rc = _pmg_reg_insert(base, end, d->pub._key);
+	/* overlap first: a protected range is not read-write on mprotect */
+	rc = _pmg_reg_overlaps(base, end) ? -EEXIST : check_mapping(base, end);
+	if (!rc)
+		rc = _pmg_reg_insert(base, end, d->pub._key);
 	if (rc == -EEXIST) {
 		rc = _pmg_err(-EEXIST, "range %p-%#lx overlaps a protected "
 			      "range", addr, (unsigned long)end);
 		goto out;
 	}
+	if (rc == -ENOMEM || rc == -EACCES)
+		goto out;	/* check_mapping() said why */
 	if (rc) {
 		rc = _pmg_err(rc, "registering %p-%#lx: %s", addr,
 			      (unsigned long)end, strerror(-rc));

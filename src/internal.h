@@ -64,6 +64,7 @@ struct _pmg_range {
 	uintptr_t base, end;
 	int key;
 };
+bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end);
 int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key);
 int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key);
 int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out);

@@ -52,6 +52,17 @@ static size_t search(const struct _pmg_range *r, size_t n, uintptr_t addr)
 	return lo;
 }
 
+/* Whether [base, end) overlaps a registered range (lock held). */
+bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end)
+{
+	size_t i;
+
+	if (!reg.t)
+		return false;
+	i = search(reg.t->r, reg.n, base);
+	return i < reg.n && reg.t->r[i].base < end;
+}
+
 int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key)
 {
 	struct table *t = reg.t;

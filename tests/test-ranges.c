@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The protected-range registry (the seeds' pgmap/devmap_protected) and the
+ * kmap analogs: many ranges protected and unprotected in random order,
+ * every lookup checked against a plain model; pmg_map_local opens a
+ * window only for protected addresses; pmg_map of a protected address is
+ * flagged.  Runs on both backends.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+
+#include "tap.h"
+#include "probe.h"
+
+#define PAGE 4096
+#define NPAGES 512
+
+static char *base;
+static struct pmg_domain *dom[3];
+static int model[NPAGES];	/* domain index + 1 of each page's range, 0 */
+static int start_of[NPAGES];	/* first page of the range it is in */
+static int len_of[NPAGES];
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static unsigned rnd(unsigned n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (unsigned)(rng % n);
+}
+
+/* Check pmg_lookup() on every page (first and last byte) and page gap. */
+static int check_model(void)
+{
+	int i, bad = 0;
+
+	for (i = 0; i < NPAGES; i++) {
+		char *a[2] = { base + (size_t)i * PAGE,
+			       base + (size_t)i * PAGE + PAGE - 1 };
+		int j;
+
+		for (j = 0; j < 2; j++) {
+			void *rb = NULL;
+			size_t rl = 0;
+			struct pmg_domain *d = pmg_lookup(a[j], &rb, &rl);
+
+			if (!model[i]) {
+				bad += d != NULL;
+				continue;
+			}
+			bad += d != dom[model[i] - 1] ||
+			       rb != base + (size_t)start_of[i] * PAGE ||
+			       rl != (size_t)len_of[i] * PAGE;
+		}
+	}
+	return bad;
+}
+
+static void test_registry(void)
+{
+	int ranges = 0, removed = 0, i, bad, rc, fails = 0;
+
+	/* protect random runs of 1-4 free pages with random domains */
+	for (i = 0; i < 400; i++) {
+		int p = (int)rnd(NPAGES), n = 1 + (int)rnd(4), k, free_run = 1;
+		int di = (int)rnd(3);
+
+		if (p + n > NPAGES)
+			continue;
+		for (k = p; k < p + n; k++)
+			free_run &= !model[k];
+		rc = pmg_protect(dom[di], base + (size_t)p * PAGE,
+				 (size_t)n * PAGE);
+		if (free_run != (rc == 0) || (!free_run && rc != -EEXIST)) {
+			fails++;
+			continue;
+		}
+		if (rc)
+			continue;
+		for (k = p; k < p + n; k++) {
+			model[k] = di + 1;
+			start_of[k] = p;
+			len_of[k] = n;
+		}
+		ranges++;
+	}
+	bad = check_model();
+	tap_ok(!bad && !fails, "registry: %d ranges protected in random "
+	       "order, overlaps refused with -EEXIST, %d wrong lookups",
+	       ranges, bad);
+
+	/* unprotect about half of them, in random order */
+	for (i = 0; i < NPAGES / 4; i++) {
+		int p = (int)rnd(NPAGES), s, n, k;
+
+		if (!model[p] || rnd(2))
+			continue;
+		s = start_of[p];
+		n = len_of[p];
+		if (n > 1 && pmg_unprotect(base + (size_t)s * PAGE,
+					   (size_t)(n - 1) * PAGE) != -ENOENT)
+			fails++;	/* a part of a range is not a range */
+		if (pmg_unprotect(base + (size_t)s * PAGE, (size_t)n * PAGE))
+			fails++;
+		for (k = s; k < s + n; k++)
+			model[k] = 0;
+		removed++;
+	}
+	bad = check_model();
+	tap_ok(!bad && !fails, "registry: %d ranges unprotected, partial "
+	       "unprotect refused, %d wrong lookups", removed, bad);
+
+	/* the memory of unprotected ranges is plainly writable again */
+	bad = 0;
+	for (i = 0; i < NPAGES; i++)
+		if (!model[i])
+			bad += probe(dom[0], base + (size_t)i * PAGE,
+				     PMG_WRITE) != 0;
+	tap_ok(!bad, "registry: unprotected pages take writes without a "
+	       "window (%d faulted)", bad);
+
+	/* and protected ones still fault */
+	bad = 0;
+	for (i = 0; i < NPAGES; i++)
+		if (model[i])
+			bad += probe(dom[model[i] - 1],
+				     base + (size_t)i * PAGE + 5,
+				     PMG_WRITE) != 1;
+	tap_ok(!bad, "registry: protected pages still fault (%d did not)",
+	       bad);
+}
+
+static void test_map_local(void)
+{
+	struct pmg_domain *d = NULL;
+	char *p = NULL, *plain;
+	struct pmg_stats s0, s1;
+	int i, ok = 1;
+
+	for (i = 0; i < NPAGES && !p; i++) {
+		if (model[i]) {
+			p = base + (size_t)i * PAGE;
+			d = dom[model[i] - 1];
+		}
+	}
+	plain = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!p) {
+		tap_ok(0, "map_local: no protected page left to test");
+		return;
+	}
+	CHECK(ok, pmg_map_local(plain, PMG_WRITE) == 0);
+	CHECK(ok, pmg_unmap_local(plain, PMG_WRITE) == 0);
+	CHECK(ok, pmg_map_local(p + 10, PMG_WRITE) == 1);
+	CHECK(ok, probe(d, p + 10, PMG_WRITE) == 0);
+	CHECK(ok, pmg_map_local(p + 20, PMG_WRITE) == 1);	/* nests */
+	CHECK(ok, pmg_unmap_local(p + 20, PMG_WRITE) == 1);
+	CHECK(ok, probe(d, p + 10, PMG_WRITE) == 0);
+	CHECK(ok, pmg_unmap_local(p + 10, PMG_WRITE) == 1);
+	CHECK(ok, probe(d, p + 10, PMG_WRITE) == 1);
+	CHECK(ok, pmg_unmap_local(p, PMG_WRITE) == -EPERM);
+	tap_ok(ok, "map_local: opens a nested window only on protected "
+	       "addresses, unmap_local closes it");
+
+	ok = 1;
+	pmg_stats_get(&s0);
+	pmg_set_report_fd(-1);
+	CHECK(ok, pmg_map(plain) == 0);
+	CHECK(ok, pmg_map(p) == 1);
+	pmg_stats_get(&s1);
+	CHECK(ok, s1.long_term_maps == s0.long_term_maps + 1);
+	CHECK(ok, probe(d, p, PMG_WRITE) == 1);	/* grants nothing */
+	tap_ok(ok, "map (kmap analog): a long-term map of protected memory "
+	       "is flagged and grants nothing");
+	munmap(plain, PAGE);
+}
+
+int main(void)
+{
+	static const char *names[3] = { "ranges-a", "ranges-b", "ranges-c" };
+	int i;
+
+	tap_init(6);
+	base = mmap(NULL, (size_t)NPAGES * PAGE, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	for (i = 0; i < 3; i++)
+		if (pmg_domain_new(&dom[i], names[i], 0)) {
+			tap_diag("set-up: %s", pmg_errormsg());
+			return 1;
+		}
+	tap_diag("backend: %s", pmg_backend_name(pmg_backend()));
+	probe_begin();
+	test_registry();
+	test_map_local();
+	probe_end();
+	return tap_done();
+}
