@@ -158,6 +158,7 @@ struct pmg_fault {
 	uint32_t new_pkval;	/* out: value to load for ACT_* that say so */
 	unsigned mode;		/* enum pmg_core_mode in force */
 	int action;		/* out: enum pmg_core_action */
+	int code;		/* port's own: si_code, #PF error code */
 };
 
 #define PMG_KEY_NAME_MAX 32

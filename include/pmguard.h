@@ -381,6 +381,8 @@ struct pmg_fault_info {
 	pid_t tid;			/* faulting thread */
 	int mode;			/* enum pmg_fault_mode in force */
 	int action;			/* enum pmg_fault_action (observers) */
+	int si_code;			/* SEGV_PKUERR (PKU) or SEGV_ACCERR
+					   (mprotect) */
 };
 
 /**

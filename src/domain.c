@@ -451,6 +451,7 @@ static bool cb_bridge(const struct pmg_fault *f, void *arg)
 		.pkru = f->saved_pkval,
 		.tid = (pid_t)syscall(SYS_gettid),
 		.mode = (int)f->mode,
+		.si_code = f->code,
 	};
 
 	return u->cb(&fi, u->arg);

@@ -315,6 +315,7 @@ static void notify(const struct pmg_fault *f, pid_t tid, int action)
 	fi.tid = tid;
 	fi.mode = (int)f->mode;
 	fi.action = action;
+	fi.si_code = f->code;
 	fn(&fi, __atomic_load_n(&_pmg.observer_arg, __ATOMIC_ACQUIRE));
 }
 
@@ -364,6 +365,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	f.acc = PMG_ACC_WRITE;
 #endif
 	f.mode = (unsigned)pmg_get_fault_mode();
+	f.code = si->si_code;
 	if (p->id == PMG_BACKEND_PKU) {
 		if (si->si_code != SEGV_PKUERR)
 			goto not_ours;

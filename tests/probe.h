@@ -6,7 +6,7 @@
  * stray access is recorded, allowed once, and protection re-armed at once,
  * so a probe leaves the rights exactly as they were.  probe() makes one
  * access and says whether it faulted, after checking that the fault named
- * the right address, access kind and key.
+ * the right address, access kind, key (si_pkey on PKU) and si_code.
  */
 #ifndef PMG_PROBE_H
 #define PMG_PROBE_H
@@ -23,6 +23,7 @@ struct probe_log {
 	volatile int access;
 	volatile int key;
 	volatile unsigned pkru;
+	volatile int si_code;
 };
 
 static struct probe_log probe_log;
@@ -55,6 +56,7 @@ static void probe_observer(const struct pmg_fault_info *fi, void *arg)
 	l->access = fi->access;
 	l->key = fi->key;
 	l->pkru = fi->pkru;
+	l->si_code = fi->si_code;
 	l->strays++;
 }
 
@@ -70,6 +72,13 @@ static inline void probe_end(void)
 	pmg_set_fault_observer(NULL, NULL);
 	pmg_set_fault_mode(PMG_FAULT_RELAXED);
 	pmg_set_report_fd(2);
+}
+
+/* The si_code a stray access must arrive with on this backend. */
+static inline int probe_si_code(void)
+{
+	return pmg_backend() == PMG_BACKEND_PKU ? 4 /* SEGV_PKUERR */
+						: 2 /* SEGV_ACCERR */;
 }
 
 /*
@@ -89,12 +98,14 @@ static inline int probe(struct pmg_domain *d, volatile char *p, int acc)
 	if (probe_log.strays == before)
 		return 0;
 	if (probe_log.strays != before + 1 || probe_log.addr != (void *)p ||
-	    probe_log.access != acc || probe_log.key != pmg_domain_key(d)) {
+	    probe_log.access != acc || probe_log.key != pmg_domain_key(d) ||
+	    probe_log.si_code != probe_si_code()) {
 		printf("# probe: fault details wrong: %d faults, addr %p "
-		       "(want %p), access %d (want %d), key %d (want %d)\n",
+		       "(want %p), access %d (want %d), key %d (want %d), "
+		       "si_code %d (want %d)\n",
 		       probe_log.strays - before, probe_log.addr, (void *)p,
 		       probe_log.access, acc, probe_log.key,
-		       pmg_domain_key(d));
+		       pmg_domain_key(d), probe_log.si_code, probe_si_code());
 		return -1;
 	}
 	return 1;
