@@ -67,7 +67,13 @@ $(O)/pmguard: $(CLI_SRC) $(CLI_HDR) $(STATIC)
 	$(CC) $(BASE) $(CFLAGS) -Itools -Itests -o $@ $(CLI_SRC) $(STATIC) $(WRAP) \
 		$(LDLIBS) -lm
 
-tests: $(TESTS)
+tests: $(TESTS) $(O)/tests/test-shared
+
+# The shared library as users link it: no --wrap, pthread_create interposed.
+$(O)/tests/test-shared: tests/shared/test-shared.c tests/tap.h $(SHARED)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) -Itests -o $@ $< -L$(O) -lpmguard \
+		-Wl,-rpath,$(abspath $(O)) -lpthread -ldl
 
 $(O)/tests/%: tests/%.c tests/tap.h $(STATIC)
 	@mkdir -p $(dir $@)
@@ -94,7 +100,7 @@ check: all
 # core and the bad-input tests; PKU tests say SKIP here and run in the VM.
 host-check: all
 	PMGUARD_BACKEND=mprotect O=$(O) tests/runtests.sh -n host \
-		$(TESTS) "$(O)/pmguard selftest"
+		$(TESTS) $(O)/tests/test-shared "$(O)/pmguard selftest"
 
 vm-check: vm-bins
 	O=$(O) scripts/vm-suite
