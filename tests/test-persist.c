@@ -1,0 +1,536 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test-persist: the libpmem-compatible calls.  Copy/move/set results
+ * against a reference for every flag combination, sizes and alignments
+ * around the line size and the non-temporal threshold, overlapping moves;
+ * each CPU path (flush instructions, SSE2/AVX2/AVX-512 streams) run
+ * directly where the CPU has it; windows opened by the calls themselves
+ * (and closed: a later plain store still faults); unprotected memory;
+ * option parsing and eADR detection; bad arguments.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "pmguard.h"
+#include "tap.h"
+#include "../src/pool.h"
+
+static char dir[256];
+static int skipped;
+
+#define tap_skip(n, w) (skipped++, tap_skip(n, w))
+
+static uint64_t rng = 88172645463325252ULL;
+
+static uint64_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void fill(unsigned char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (unsigned char)next();
+}
+
+static const unsigned flag_sets[] = {
+	0, PMG_F_MEM_NODRAIN, PMG_F_MEM_NONTEMPORAL, PMG_F_MEM_TEMPORAL,
+	PMG_F_MEM_WC, PMG_F_MEM_WB, PMG_F_MEM_NOFLUSH,
+	PMG_F_MEM_NONTEMPORAL | PMG_F_MEM_NODRAIN,
+	PMG_F_MEM_TEMPORAL | PMG_F_MEM_WB | PMG_F_MEM_NODRAIN,
+};
+
+static const size_t sizes[] = {
+	1, 7, 63, 64, 65, 127, 128, 255, 256, 257, 511, 1000, 4096, 4161,
+	9000,
+};
+
+#define NFLAGS (sizeof(flag_sets) / sizeof(flag_sets[0]))
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+/*
+ * Copy, set and move into @dst (a pool or plain memory, @cap bytes) with
+ * every flag set, size and a few alignments; compare with a reference.
+ * @stride thins the combinations (the guest is slow).
+ */
+static int exercise(unsigned char *dst, size_t cap, int stride)
+{
+	static unsigned char src[16384], ref[16384], got[16384];
+	size_t si, fi, k = 0;
+	int bad = 0;
+
+	for (fi = 0; fi < NFLAGS; fi++)
+		for (si = 0; si < NSIZES; si++) {
+			unsigned fl = flag_sets[fi];
+			size_t n = sizes[si] & 0x3fff, sa, da, base;
+			int c;
+
+			if (k++ % (size_t)stride || n + 128 > sizeof(ref))
+				continue;
+			sa = next() % 64;
+			da = next() % 64;
+			base = 4096 + da;
+			if (base + n + 4200 > cap)
+				continue;
+			fill(src, n + sa);
+			/* copy */
+			if (pmg_memcpy(dst + base, src + sa, n, fl) !=
+			    dst + base || memcmp(dst + base, src + sa, n)) {
+				tap_diag("memcpy n=%zu flags=%#x da=%zu sa=%zu",
+					 n, fl, da, sa);
+				bad++;
+			}
+			/* set; the bytes around it are untouched */
+			c = (int)(next() & 0xff);
+			memcpy(ref, dst + base - 64, n + 128);
+			memset(ref + 64, c, n);
+			if (pmg_memset(dst + base, c, n, fl) != dst + base ||
+			    memcmp(dst + base - 64, ref, n + 128)) {
+				tap_diag("memset n=%zu flags=%#x", n, fl);
+				bad++;
+			}
+			/* overlapping moves, both directions */
+			fill(ref, n + 128);
+			pmg_memcpy(dst + base, ref, n + 128, fl);
+			memmove(got, ref, n + 128);
+			memmove(got + 37, got, n);
+			pmg_memmove(dst + base + 37, dst + base, n, fl);
+			if (memcmp(dst + base, got, n + 128)) {
+				tap_diag("memmove up n=%zu flags=%#x", n, fl);
+				bad++;
+			}
+			memmove(got, got + 29, n);
+			pmg_memmove(dst + base, dst + base + 29, n, fl);
+			if (memcmp(dst + base, got, n + 128)) {
+				tap_diag("memmove down n=%zu flags=%#x", n, fl);
+				bad++;
+			}
+		}
+	if (!(flag_sets[0] & PMG_F_MEM_NODRAIN))
+		pmg_drain();
+	return bad;
+}
+
+static void t_info(void)
+{
+	struct pmg_persist_info pi;
+	struct pmg_info in;
+	int ok = 1;
+
+	CHECK(ok, pmg_persist_get_info(&pi) == 0);
+	CHECK(ok, pmg_persist_get_info(NULL) == -EINVAL);
+	pmg_get_info(&in);
+	tap_diag("flush %s, movnt %s, threshold %zu, auto_flush %d, force %d",
+		 pi.flush, pi.movnt, pi.movnt_threshold, pi.auto_flush,
+		 pi.is_pmem_force);
+	CHECK(ok, pi.auto_flush == 0 || pi.auto_flush == 1);
+	CHECK(ok, pmg_has_auto_flush() == pi.auto_flush);
+	if (!pi.auto_flush && !getenv("PMGUARD_NO_FLUSH") &&
+	    !getenv("PMGUARD_NO_CLWB") && !getenv("PMGUARD_NO_CLFLUSHOPT"))
+		CHECK(ok, !strcmp(pi.flush, in.cpu_clwb ? "clwb" :
+				  in.cpu_clflushopt ? "clflushopt" :
+				  "clflush"));
+	CHECK(ok, !strcmp(pi.movnt, "avx512f") || !strcmp(pi.movnt, "avx2") ||
+		  !strcmp(pi.movnt, "sse2") || !strcmp(pi.movnt, "none"));
+	tap_ok(ok, "paths picked by CPUID: flush %s, movnt %s", pi.flush,
+	       pi.movnt);
+}
+
+static void t_plain_memory(void)
+{
+	size_t cap = 64 << 10;
+	unsigned char *m = aligned_alloc(4096, cap);
+	int bad;
+
+	memset(m, 0, cap);
+	bad = exercise(m, cap, 1);
+	free(m);
+	tap_ok(bad == 0, "copy/set/move on unprotected memory: %zu flag sets "
+	       "x %zu sizes x alignments, overlaps both ways (%d bad)",
+	       NFLAGS, NSIZES, bad);
+}
+
+static void t_pool_memory(struct pmg_pool *p)
+{
+	int bad, stride = pmg_backend() == PMG_BACKEND_PKU ? 3 : 1;
+
+	bad = exercise(pmg_pool_address(p), pmg_pool_size(p), stride);
+	tap_ok(bad == 0, "the same on a protected pool, no guards by the "
+	       "caller (%d bad)", bad);
+}
+
+/* Each CPU loop, called directly where the CPU has it. */
+static void t_paths(void)
+{
+	static unsigned char s[8192 + 64], d[8192 + 64]
+		__attribute__((aligned(64)));
+	struct {
+		const char *name, *feat;
+		void (*mv)(char *, const char *, size_t);
+		void (*st)(char *, int, size_t);
+	} v[] = {
+		{ "sse2", "sse2", _pmg_movnt_sse2, _pmg_setnt_sse2 },
+		{ "avx2", "avx2", _pmg_movnt_avx2, _pmg_setnt_avx2 },
+		{ "avx512f", "avx512f", _pmg_movnt_avx512f,
+		  _pmg_setnt_avx512f },
+	};
+	struct pmg_info in;
+	size_t i, n;
+	int ok;
+
+	__builtin_cpu_init();
+	for (i = 0; i < 3; i++) {
+		bool has = i == 0 ? __builtin_cpu_supports("sse2") :
+			   i == 1 ? __builtin_cpu_supports("avx2") :
+				    __builtin_cpu_supports("avx512f");
+
+		if (!has) {
+			char why[64];
+
+			snprintf(why, sizeof(why), "this CPU has no %s",
+				 v[i].feat);
+			tap_skip(v[i].name, why);
+			continue;
+		}
+		ok = 1;
+		for (n = 64; n <= 8192; n += n < 1024 ? 64 : 1472) {
+			size_t k = n & ~63UL;
+
+			fill(s, n + 64);
+			memset(d, 0, sizeof(d));
+			v[i].mv((char *)d, (char *)s + 3, k);
+			_pmg_sfence();
+			CHECK(ok, !memcmp(d, s + 3, k) && d[k] == 0);
+			v[i].st((char *)d, 0xa7, k);
+			_pmg_sfence();
+			CHECK(ok, d[0] == 0xa7 && d[k - 1] == 0xa7 &&
+				  d[k] == 0);
+		}
+		tap_ok(ok, "%s non-temporal copy and set loops", v[i].name);
+	}
+	pmg_get_info(&in);
+	ok = 1;
+	memset(d, 1, 256);
+	_pmg_flush_clflush(d + 1, 200);
+	if (in.cpu_clflushopt)
+		_pmg_flush_clflushopt(d + 1, 200);
+	if (in.cpu_clwb)
+		_pmg_flush_clwb(d + 1, 200);
+	_pmg_flush_none(d, 1);
+	CHECK(ok, d[0] == 1 && d[255] == 1);
+	tap_ok(ok, "flush instructions run: clflush%s%s", in.cpu_clflushopt ?
+	       ", clflushopt" : "", in.cpu_clwb ? ", clwb" : "");
+}
+
+struct child_arg {
+	struct pmg_pool *p;
+	int what;
+};
+
+/* After a copy call returns, its window is closed: a store faults. */
+static int window_closed(void *v)
+{
+	struct child_arg *a = v;
+	char *x = pmg_pool_address(a->p);
+
+	pmg_set_report_fd(-1);
+	pmg_set_fault_mode(PMG_FAULT_STRICT);
+	if (a->what == 0)
+		pmg_memcpy_persist(x + 64, "abc", 3);
+	else if (a->what == 1)
+		pmg_memset_nodrain(x + 64, 'q', 5000);
+	else
+		pmg_memmove(x + 64, x + 70, 300, PMG_F_MEM_NONTEMPORAL);
+	x[1] = 'Z';
+	return 0;
+}
+
+static void t_windows(struct pmg_pool *p)
+{
+	struct child_arg a = { p, 0 };
+	char *x = pmg_pool_address(p);
+	int ok = 1, st;
+
+	(void)*(volatile char *)&x[1];	/* reads need no window */
+	for (a.what = 0; a.what < 3; a.what++) {
+		pmg_memset_persist(x, 0, 2);
+		st = tap_child(window_closed, &a);
+		CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+		CHECK(ok, x[1] == 0);
+	}
+	tap_ok(ok, "the copy calls close their window: a plain store after "
+	       "them still faults (strict: SIGABRT, byte unchanged)");
+}
+
+/* A range the caller protected with its own domain (not a pool). */
+static void t_own_domain(void)
+{
+	struct pmg_domain *d = NULL;
+	char *m = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int ok = 1, rc;
+
+	rc = pmg_domain_new(&d, "test-persist", 0);
+	if (rc || m == MAP_FAILED) {
+		tap_ok(0, "own domain: %s", pmg_errormsg());
+		return;
+	}
+	CHECK(ok, pmg_protect(d, m + 4096, 4096) == 0);
+	/* spans unprotected, protected, unprotected: both ends checked */
+	CHECK(ok, pmg_memset_persist(m + 4000, 7, 100) == m + 4000);
+	CHECK(ok, pmg_memset_persist(m + 8100, 8, 200) == m + 8100);
+	CHECK(ok, m[4096] == 7 && m[4095] == 7 && m[8191] == 8 &&
+		  m[8192] == 8);
+	CHECK(ok, pmg_unprotect(m + 4096, 4096) == 0);
+	CHECK(ok, pmg_domain_delete(&d) == 0);
+	munmap(m, 3 * 4096);
+	tap_ok(ok, "copy calls find windows for ranges the caller protected "
+	       "(pmg_lookup), across range edges");
+}
+
+static void t_bad_args(struct pmg_pool *p)
+{
+	char buf[64] = "untouched", *x = pmg_pool_address(p);
+	int ok = 1;
+
+	errno = 0;
+	CHECK(ok, pmg_memcpy(buf, "abc", 3, 0x40) == NULL && errno == EINVAL &&
+		  strstr(pmg_errormsg(), "0x40"));
+	CHECK(ok, !strcmp(buf, "untouched"));
+	CHECK(ok, pmg_memset(buf, 0, 3, ~0u) == NULL && buf[0] == 'u');
+	CHECK(ok, pmg_memcpy_persist(buf, NULL, 3) == NULL && errno == EINVAL);
+	CHECK(ok, pmg_memset_persist(NULL, 0, 3) == NULL);
+	CHECK(ok, pmg_memcpy_persist(buf, NULL, 0) == buf);
+	CHECK(ok, pmg_memmove_nodrain(NULL, NULL, 0) == NULL);	/* dest */
+	CHECK(ok, pmg_persist(x, 0) == 0 && pmg_msync(x, 0) == 0);
+	pmg_flush(x, 0);
+	pmg_flush(x, 1);
+	CHECK(ok, pmg_persist(x + 17, 100) == 0);
+	CHECK(ok, pmg_msync(x + 17, 100) == 0);
+	{
+		char *m = mmap(NULL, 8192, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		munmap(m, 8192);
+		CHECK(ok, pmg_msync(m + 10, 10) == -ENOMEM &&
+			  *pmg_errormsg());
+	}
+	tap_ok(ok, "bad flags and NULL pointers refused before any store; "
+	       "length 0 is a no-op; msync of unmapped memory -ENOMEM");
+}
+
+static void t_is_pmem(struct pmg_pool *p)
+{
+	struct pmg_persist_info pi;
+	struct pmg_pool_info in;
+	char *x = pmg_pool_address(p);
+	int ok = 1, want;
+
+	pmg_persist_get_info(&pi);
+	pmg_pool_get_info(p, &in);
+	want = pi.is_pmem_force >= 0 ? pi.is_pmem_force : in.map_sync;
+	CHECK(ok, pmg_pool_is_pmem(p) == want);
+	CHECK(ok, pmg_is_pmem(x, pmg_pool_size(p)) == want);
+	CHECK(ok, pmg_is_pmem(x + 10, 100) == want);
+	if (pi.is_pmem_force < 0) {
+		char local;
+
+		CHECK(ok, pmg_is_pmem(&local, 1) == 0);
+		CHECK(ok, pmg_is_pmem(x, pmg_pool_size(p) + 4096) == 0);
+	}
+	tap_ok(ok, "pmg_is_pmem/pmg_pool_is_pmem = %d (map_sync %d, force "
+	       "%d): pmem_is_pmem's rules", want, in.map_sync,
+	       pi.is_pmem_force);
+}
+
+static int mkfile(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fputs(text, f);
+	fclose(f);
+	return 0;
+}
+
+static void t_eadr(void)
+{
+	char a[512], b[512], nd[300];
+	int ok = 1;
+
+	snprintf(nd, sizeof(nd), "%s/nd", dir);
+	CHECK(ok, _pmg_auto_flush_at(nd) == 0);	/* missing: no regions */
+	mkdir(nd, 0700);
+	CHECK(ok, _pmg_auto_flush_at(nd) == 0);	/* no regions */
+	snprintf(a, sizeof(a), "%s/region0", nd);
+	mkdir(a, 0700);
+	snprintf(a, sizeof(a), "%s/region0/persistence_domain", nd);
+	mkfile(a, "cpu_cache\n");
+	CHECK(ok, _pmg_auto_flush_at(nd) == 1);
+	snprintf(b, sizeof(b), "%s/region1", nd);
+	mkdir(b, 0700);
+	snprintf(b, sizeof(b), "%s/region1/persistence_domain", nd);
+	mkfile(b, "memory_controller\n");
+	CHECK(ok, _pmg_auto_flush_at(nd) == 0);
+	mkfile(b, "cpu_cache");
+	CHECK(ok, _pmg_auto_flush_at(nd) == 1);
+	snprintf(b, sizeof(b), "%s/ndbus0", nd);
+	mkdir(b, 0700);			/* not a region: ignored */
+	CHECK(ok, _pmg_auto_flush_at(nd) == 1);
+	tap_ok(ok, "eADR: all regions cpu_cache -> 1; one not, or none -> 0");
+}
+
+/* Options: bad values named; each variable steers the pick. */
+static void t_options(void)
+{
+	struct _pmg_persist t;
+	struct pmg_info in;
+	int ok = 1;
+
+	memset(&t, 0, sizeof(t));
+	pmg_get_info(&in);
+	_pmg_persist_opt(NULL, NULL, NULL);
+	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_MOVNT_THRESHOLD", "-1") ==
+		  -EINVAL && strstr(pmg_errormsg(), "PMGUARD_MOVNT_THRESHOLD") &&
+		  strstr(pmg_errormsg(), "'-1'"));
+	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_NO_MOVNT", "true") == -EINVAL &&
+		  strstr(pmg_errormsg(), "'true'"));
+	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_NO_SUCH", "1") == -EINVAL);
+	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_MOVNT_THRESHOLD", "1024") == 0
+		  && t.threshold == 1024);
+	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_NO_MOVNT", "1") == 0 &&
+		  !strcmp(t.movnt_name, "none") && !t.movnt);
+	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_NO_MOVNT", "0") == 0 &&
+		  t.movnt);
+	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_NO_AVX512F", "1") == 0 &&
+		  strcmp(t.movnt_name, "avx512f"));
+	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_NO_AVX2", "1") == 0 &&
+		  !strcmp(t.movnt_name, "sse2"));
+	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_NO_CLWB", "1") == 0 &&
+		  strcmp(t.flush_name, "clwb"));
+	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_NO_CLFLUSHOPT", "1") == 0 &&
+		  !strcmp(t.flush_name, "clflush"));
+	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_NO_FLUSH", "1") == 0 &&
+		  !strcmp(t.flush_name, "none"));
+	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_IS_PMEM_FORCE", "1") == 0 &&
+		  t.force == 1);
+	_pmg_persist_opt(NULL, NULL, NULL);
+	tap_ok(ok, "options: bad values named with their value; NO_MOVNT, "
+	       "NO_AVX512F, NO_AVX2, NO_CLWB, NO_CLFLUSHOPT, NO_FLUSH, "
+	       "MOVNT_THRESHOLD, IS_PMEM_FORCE steer the pick");
+}
+
+/* The environment, read once: a fresh child per setting. */
+struct envt {
+	const char *name, *value;
+	const char *want_flush, *want_movnt;
+	int want_rc;
+};
+
+static int env_child(void *v)
+{
+	struct envt *t = v;
+	struct pmg_persist_info pi;
+	char buf[600];
+	int rc;
+
+	setenv(t->name, t->value, 1);
+	fclose(stderr);
+	rc = pmg_persist_get_info(&pi);
+	if (rc != t->want_rc)
+		return 1;
+	if (rc && (!strstr(pmg_errormsg(), t->name) ||
+		   !strstr(pmg_errormsg(), t->value)))
+		return 2;
+	if (t->want_flush && strcmp(pi.flush, t->want_flush))
+		return 3;
+	if (t->want_movnt && strcmp(pi.movnt, t->want_movnt))
+		return 4;
+	/* the calls still work with the defaults */
+	memset(buf, 1, sizeof(buf));
+	if (pmg_memcpy_persist(buf, buf + 300, 300) != buf)
+		return 5;
+	return 0;
+}
+
+static void t_env(void)
+{
+	static struct envt ts[] = {
+		{ "PMGUARD_NO_MOVNT", "1", NULL, "none", 0 },
+		{ "PMGUARD_NO_FLUSH", "1", "none", NULL, 0 },
+		{ "PMGUARD_NO_CLWB", "1", NULL, NULL, 0 },
+		{ "PMGUARD_MOVNT_THRESHOLD", "lots", NULL, NULL, -EINVAL },
+		{ "PMGUARD_NO_AVX512F", "on", NULL, NULL, -EINVAL },
+		{ "PMGUARD_NO_FLUSH", "", NULL, NULL, -EINVAL },
+	};
+	size_t i;
+	int ok = 1, st;
+
+	for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+		st = tap_child(env_child, &ts[i]);
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			tap_diag("%s='%s': child status %#x", ts[i].name,
+				 ts[i].value, st);
+			ok = 0;
+		}
+	}
+	tap_ok(ok, "environment: PMGUARD_NO_MOVNT/NO_FLUSH/NO_CLWB honoured; "
+	       "bad values -> -EINVAL naming variable and value, defaults "
+	       "used");
+}
+
+int main(void)
+{
+	struct pmg_pool_config *c;
+	struct pmg_pool *p = NULL;
+	const char *tmp = getenv("TMPDIR");
+	char path[300];
+	int rc;
+
+	tap_init(14);
+	snprintf(dir, sizeof(dir), "%s/pmg-persist-XXXXXX", tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir))
+		tap_skip_all("no temporary directory");
+	t_env();		/* first: the children read the variables */
+	t_info();
+	t_options();
+	t_eadr();
+	t_paths();
+	t_plain_memory();
+	snprintf(path, sizeof(path), "%s/persist.pool", dir);
+	pmg_pool_config_new(&c);
+	pmg_pool_config_set_size(c, 256 << 10);
+	rc = pmg_pool_create(&p, path, c);
+	pmg_pool_config_delete(&c);
+	if (rc) {
+		tap_diag("pool: %s", pmg_errormsg());
+		return tap_done() | 1;
+	}
+	tap_diag("backend %s", pmg_backend_name(pmg_backend()));
+	t_pool_memory(p);
+	t_windows(p);
+	t_own_domain();
+	t_bad_args(p);
+	t_is_pmem(p);
+	pmg_pool_close(&p);
+	unlink(path);
+	{
+		char cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd))
+			tap_diag("could not remove %s", dir);
+	}
+	printf("%d passed, %d failed, %d skipped\n",
+	       tap_n - tap_failed - skipped, tap_failed, skipped);
+	return tap_done();
+}
