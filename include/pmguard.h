@@ -158,6 +158,7 @@ extern int _pmg_fast;	/* 1: PKU, windows are inline */
 int _pmg_open_slow(struct pmg_domain *d, int acc);
 int _pmg_close_slow(struct pmg_domain *d, int acc);
 int _pmg_unbalanced(struct pmg_domain *d, int acc, void *caller);
+int _pmg_overflow(struct pmg_domain *d);
 int _pmg_ctx_open(struct pmg_domain *d, int acc, uint32_t reg);
 bool _pmg_ctx_close(struct pmg_domain *d, int acc);
 
@@ -213,7 +214,7 @@ _PMG_INLINE int _pmg_open_edge(struct pmg_domain *d, int acc,
 	if (__builtin_expect(w | r, 0)) {
 		/* nested: check the register still holds our windows */
 		if (__builtin_expect(*n == UINT16_MAX, 0))
-			return -EOVERFLOW;
+			return _pmg_overflow(d);
 		if ((v & d->_mask) != _pmg_bits(d, w, r))
 			return _pmg_ctx_open(d, acc, v);
 		++*n;

@@ -344,8 +344,7 @@ static int mp_edge(struct _pmg_dom *d, int acc, bool open, void *caller)
 		pthread_mutex_unlock(&_pmg.lock);
 		if (rc == -PMG_E_PERM)
 			return _pmg_unbalanced(&d->pub, acc, caller);
-		return _pmg_err(-EOVERFLOW, "windows on '%s' nest deeper "
-				"than 65535", _pmg.core.key[key].name);
+		return _pmg_overflow(&d->pub);
 	}
 	before = global_rights(d);
 	if (open)
@@ -389,6 +388,13 @@ PMG_API int _pmg_close_slow(struct pmg_domain *d, int acc)
 	if (_pmg_fast)
 		return _pmg_close_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
 	return mp_edge(x, acc, false, __builtin_return_address(0));
+}
+
+PMG_API int _pmg_overflow(struct pmg_domain *d)
+{
+	(void)d;
+	return _pmg_err_s(-EOVERFLOW, "windows on this domain nest deeper "
+			  "than 65535 in this thread");
 }
 
 PMG_API int _pmg_unbalanced(struct pmg_domain *d, int acc, void *caller)

@@ -250,7 +250,7 @@ PMG_API int pmg_stats_get(struct pmg_stats *st)
 	size_t i;
 
 	if (!st)
-		return -EINVAL;
+		return _pmg_err_s(-EINVAL, "pmg_stats_get: st is NULL");
 	for (i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 	return 0;
