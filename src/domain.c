@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -17,14 +18,18 @@
 /* The _pmg_dom behind a handle, or NULL if it is not a live one of ours. */
 static struct _pmg_dom *dom_of(const struct pmg_domain *d)
 {
-	uintptr_t p = (uintptr_t)d, lo = (uintptr_t)&_pmg.dom[0];
 	struct _pmg_dom *x;
+	int k;
 
-	if (!d || p < lo || p >= (uintptr_t)&_pmg.dom[PMG_NR_KEYS] ||
-	    (p - lo) % sizeof(_pmg.dom[0]))
+	if (!d)
 		return NULL;
-	x = (struct _pmg_dom *)d;
-	return __atomic_load_n(&x->live, __ATOMIC_ACQUIRE) ? x : NULL;
+	k = __atomic_load_n(&d->_key, __ATOMIC_ACQUIRE);
+	if (k < 1 || k >= PMG_NR_KEYS)
+		return NULL;
+	x = &_pmg.dom[k];
+	if (!__atomic_load_n(&x->live, __ATOMIC_ACQUIRE) || x->h != d)
+		return NULL;
+	return x;
 }
 
 static int check_name(const char *name)
@@ -61,6 +66,7 @@ static void describe_holders(char *buf, size_t size)
 PMG_API int pmg_domain_new(struct pmg_domain **dp, const char *name,
 			   unsigned flags)
 {
+	struct pmg_domain *h;
 	struct _pmg_dom *d;
 	unsigned dflt;
 	int key, rc, k;
@@ -78,6 +84,9 @@ PMG_API int pmg_domain_new(struct pmg_domain **dp, const char *name,
 	if (rc)
 		return rc;
 	dflt = (flags & PMG_DOMAIN_NOACCESS) ? PMG_RIGHTS_AD : PMG_RIGHTS_WD;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return _pmg_err(-ENOMEM, "pmg_domain_new: out of memory");
 
 	pthread_mutex_lock(&_pmg.lock);
 	for (k = 1; k < PMG_NR_KEYS; k++) {
@@ -119,11 +128,13 @@ PMG_API int pmg_domain_new(struct pmg_domain **dp, const char *name,
 		goto out;
 	}
 	d = &_pmg.dom[key];
-	d->pub._key = key;
-	d->pub._mask = PMG_PKR_MASK(key);
-	d->pub._rd_bits = pmg_window_rights(dflt, PMG_ACC_READ)
-			  << PMG_PKR_SHIFT(key);
-	d->pub._dflt_bits = dflt << PMG_PKR_SHIFT(key);
+	d->h = h;
+	d->key = key;
+	h->_mask = PMG_PKR_MASK(key);
+	h->_rd_bits = pmg_window_rights(dflt, PMG_ACC_READ)
+		      << PMG_PKR_SHIFT(key);
+	h->_dflt_bits = dflt << PMG_PKR_SHIFT(key);
+	__atomic_store_n(&h->_key, key, __ATOMIC_RELEASE);
 	d->flags = flags;
 	d->nranges = 0;
 	d->gw = d->gr = 0;
@@ -132,9 +143,11 @@ PMG_API int pmg_domain_new(struct pmg_domain **dp, const char *name,
 	if (_pmg.prim->thread_local)
 		_pmg.prim->set_rights(key, dflt);
 	__atomic_store_n(&d->live, true, __ATOMIC_RELEASE);
-	*dp = &d->pub;
+	*dp = h;
+	h = NULL;
 out:
 	pthread_mutex_unlock(&_pmg.lock);
+	free(h);	/* NULL once handed out */
 	return rc;
 }
 
@@ -151,7 +164,7 @@ PMG_API int pmg_domain_delete(struct pmg_domain **dp)
 		rc = _pmg_err(-EINVAL, "pmg_domain_delete: not a live domain");
 		goto out;
 	}
-	key = d->pub._key;
+	key = d->key;
 	if (d->nranges) {
 		rc = _pmg_err(-EBUSY, "domain '%s' still protects %u "
 			      "range(s): unprotect them first",
@@ -163,7 +176,9 @@ PMG_API int pmg_domain_delete(struct pmg_domain **dp)
 		_pmg.prim->set_rights(key, PMG_RIGHTS_AD);
 	pmg_core_key_release(&_pmg.core, (unsigned)key);
 	_pmg.prim->key_free(key);
-	__atomic_store_n(&d->pub._key, 0, __ATOMIC_RELEASE);
+	/* the handle stays allocated: a stale copy reads key 0 */
+	__atomic_store_n(&d->h->_key, 0, __ATOMIC_RELEASE);
+	d->h = NULL;
 	*dp = NULL;
 out:
 	pthread_mutex_unlock(&_pmg.lock);
@@ -174,14 +189,14 @@ PMG_API int pmg_domain_key(const struct pmg_domain *d)
 {
 	struct _pmg_dom *x = dom_of(d);
 
-	return x ? x->pub._key : -EINVAL;
+	return x ? x->key : _pmg_err_s(-EINVAL, "pmg_domain_key: not a live domain");
 }
 
 PMG_API const char *pmg_domain_name(const struct pmg_domain *d)
 {
 	struct _pmg_dom *x = dom_of(d);
 
-	return x ? _pmg.core.key[x->pub._key].name : NULL;
+	return x ? _pmg.core.key[x->key].name : NULL;
 }
 
 /*
@@ -262,7 +277,7 @@ PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
 	/* overlap first: a protected range is not read-write on mprotect */
 	rc = _pmg_reg_overlaps(base, end) ? -EEXIST : check_mapping(base, end);
 	if (!rc)
-		rc = _pmg_reg_insert(base, end, d->pub._key);
+		rc = _pmg_reg_insert(base, end, d->key);
 	if (rc == -EEXIST) {
 		rc = _pmg_err(-EEXIST, "range %p-%#lx overlaps a protected "
 			      "range", addr, (unsigned long)end);
@@ -275,11 +290,11 @@ PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
 			      (unsigned long)end, strerror(-rc));
 		goto out;
 	}
-	rc = _pmg.prim->tag(addr, len, d->pub._key, global_rights(d));
+	rc = _pmg.prim->tag(addr, len, d->key, global_rights(d));
 	if (rc) {
 		_pmg_reg_remove(base, end, &dummy);
 		rc = _pmg_err(rc, "tagging %p-%#lx with key %d: %s", addr,
-			      (unsigned long)end, d->pub._key, strerror(-rc));
+			      (unsigned long)end, d->key, strerror(-rc));
 		goto out;
 	}
 	d->nranges++;
@@ -326,14 +341,14 @@ PMG_API struct pmg_domain *pmg_lookup(const void *addr, void **base,
 		*base = (void *)r.base;
 	if (len)
 		*len = r.end - r.base;
-	return &_pmg.dom[r.key].pub;
+	return _pmg.dom[r.key].h;
 }
 
 /* Window edge on the mprotect backend: process-wide, under the lock. */
 static int mp_edge(struct _pmg_dom *d, int acc, bool open, void *caller)
 {
 	struct pmg_ws *ws = (struct pmg_ws *)&_pmg_tls;
-	unsigned key = (unsigned)d->pub._key, before, after;
+	unsigned key = (unsigned)d->key, before, after;
 	unsigned *g = acc ? &d->gw : &d->gr;
 	int rc;
 
@@ -343,8 +358,8 @@ static int mp_edge(struct _pmg_dom *d, int acc, bool open, void *caller)
 	if (rc) {
 		pthread_mutex_unlock(&_pmg.lock);
 		if (rc == -PMG_E_PERM)
-			return _pmg_unbalanced(&d->pub, acc, caller);
-		return _pmg_overflow(&d->pub);
+			return _pmg_unbalanced(d->h, acc, caller);
+		return _pmg_overflow(d->h);
 	}
 	before = global_rights(d);
 	if (open)
@@ -451,7 +466,7 @@ static bool cb_bridge(const struct pmg_fault *f, void *arg)
 	struct pmg_fault_info fi = {
 		.addr = (void *)f->addr,
 		.ip = (void *)f->ip,
-		.domain = &_pmg.dom[f->key].pub,
+		.domain = _pmg.dom[f->key].h,
 		.key = (int)f->key,
 		.access = (int)f->acc,
 		.pkru = f->saved_pkval,
@@ -477,12 +492,12 @@ PMG_API int pmg_domain_set_callback(struct pmg_domain *dom, pmg_fault_cb cb,
 				"live domain");
 	}
 	/* Detach first so the fault path never sees a half-set pair. */
-	pmg_core_set_callback(&_pmg.core, (unsigned)d->pub._key, NULL, NULL);
-	ucbs[d->pub._key].cb = cb;
-	ucbs[d->pub._key].arg = arg;
-	rc = pmg_core_set_callback(&_pmg.core, (unsigned)d->pub._key,
+	pmg_core_set_callback(&_pmg.core, (unsigned)d->key, NULL, NULL);
+	ucbs[d->key].cb = cb;
+	ucbs[d->key].arg = arg;
+	rc = pmg_core_set_callback(&_pmg.core, (unsigned)d->key,
 				   cb ? cb_bridge : NULL,
-				   cb ? &ucbs[d->pub._key] : NULL);
+				   cb ? &ucbs[d->key] : NULL);
 	pthread_mutex_unlock(&_pmg.lock);
 	return rc;
 }

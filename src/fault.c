@@ -308,7 +308,7 @@ static void notify(const struct pmg_fault *f, pid_t tid, int action)
 		return;
 	fi.addr = (void *)f->addr;
 	fi.ip = (void *)f->ip;
-	fi.domain = &_pmg.dom[f->key].pub;
+	fi.domain = _pmg.dom[f->key].h;
 	fi.key = (int)f->key;
 	fi.access = (int)f->acc;
 	fi.pkru = f->saved_pkval;

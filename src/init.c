@@ -101,7 +101,7 @@ static unsigned xsave_pkru_offset(void)
 /* Register bits of @d's key with no window open. */
 uint32_t _pmg_domain_rights(const struct _pmg_dom *d)
 {
-	return _pmg.core.key[d->pub._key].dflt;
+	return _pmg.core.key[d->key].dflt;
 }
 
 PMG_API int pmg_init(void)

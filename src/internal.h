@@ -25,9 +25,15 @@ _Static_assert((int)PMG_FAULT_STRICT == (int)PMG_MODE_STRICT &&
 _Static_assert(PMG_READ == PMG_ACC_READ && PMG_WRITE == PMG_ACC_WRITE,
 	       "access kinds differ");
 
-/* A domain: the public head first (the inline code reads it). */
+/*
+ * A domain slot, one per key.  The handle users hold (h) is allocated per
+ * pmg_domain_new() and never freed: a stale handle still points to valid
+ * memory whose _key is 0, and a slot reused by a newer domain has another
+ * handle, so stale handles are refused instead of acting on the new one.
+ */
 struct _pmg_dom {
-	struct pmg_domain pub;
+	struct pmg_domain *h;
+	int key;
 	bool live;
 	unsigned flags;
 	unsigned nranges;

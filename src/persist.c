@@ -376,6 +376,9 @@ static int guard_range(struct guard *g, const void *addr, size_t len,
 			return rc;
 		if ((size_t)(a - (char *)base) + len <= blen)
 			return 0;
+	} else if ((((uintptr_t)a ^ ((uintptr_t)a + len - 1)) &
+		    ~(PMG_PAGE_SIZE - 1)) == 0) {
+		return 0;	/* ranges are whole pages: same answer */
 	}
 	d = pmg_lookup(a + len - 1, NULL, NULL);
 	return d ? guard_add(g, d, acc) : 0;

@@ -11,6 +11,13 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+/*
+ * Keep the streaming stores in address order, a line at a time: the
+ * compiler would otherwise interleave lines, and a write-combining buffer
+ * left half full is flushed as a partial (slow) write.
+ */
+#define LINE_DONE() __asm__ volatile("" ::: "memory")
+
 #define LINES(addr, len, p, e)						\
 	uintptr_t p = (uintptr_t)(addr) & ~(PMG_CL - 1),		\
 		  e = (uintptr_t)(addr) + (len)
@@ -61,6 +68,7 @@ void _pmg_movnt_sse2(char *d, const char *s, size_t n)
 		_mm_stream_si128((__m128i *)(d + 16), b);
 		_mm_stream_si128((__m128i *)(d + 32), c);
 		_mm_stream_si128((__m128i *)(d + 48), x);
+		LINE_DONE();
 		_mm_stream_si128((__m128i *)(d + 64), e);
 		_mm_stream_si128((__m128i *)(d + 80), f);
 		_mm_stream_si128((__m128i *)(d + 96), g);
@@ -108,10 +116,13 @@ void _pmg_movnt_avx2(char *d, const char *s, size_t n)
 
 		_mm256_stream_si256((__m256i *)d, a);
 		_mm256_stream_si256((__m256i *)(d + 32), b);
+		LINE_DONE();
 		_mm256_stream_si256((__m256i *)(d + 64), c);
 		_mm256_stream_si256((__m256i *)(d + 96), x);
+		LINE_DONE();
 		_mm256_stream_si256((__m256i *)(d + 128), e);
 		_mm256_stream_si256((__m256i *)(d + 160), f);
+		LINE_DONE();
 		_mm256_stream_si256((__m256i *)(d + 192), g);
 		_mm256_stream_si256((__m256i *)(d + 224), h);
 	}
@@ -133,6 +144,7 @@ void _pmg_setnt_avx2(char *d, int c, size_t n)
 	for (; n >= 128; n -= 128, d += 128) {
 		_mm256_stream_si256((__m256i *)d, v);
 		_mm256_stream_si256((__m256i *)(d + 32), v);
+		LINE_DONE();
 		_mm256_stream_si256((__m256i *)(d + 64), v);
 		_mm256_stream_si256((__m256i *)(d + 96), v);
 	}
@@ -155,8 +167,11 @@ void _pmg_movnt_avx512f(char *d, const char *s, size_t n)
 		__m512i x = _mm512_loadu_si512((const void *)(s + 192));
 
 		_mm512_stream_si512((void *)d, a);
+		LINE_DONE();
 		_mm512_stream_si512((void *)(d + 64), b);
+		LINE_DONE();
 		_mm512_stream_si512((void *)(d + 128), c);
+		LINE_DONE();
 		_mm512_stream_si512((void *)(d + 192), x);
 	}
 	for (; n >= 64; n -= 64, d += 64, s += 64)

@@ -22,7 +22,7 @@
 #include "pmguard.h"
 #include "probe.h"
 
-#define PLAN 68
+#define PLAN 69
 #define PAGE 4096UL
 
 /* ------------------------------------------------------------ helpers */
@@ -435,6 +435,21 @@ static void test_domain_delete(void)
 	tap_ok(err_is(rc, -EINVAL, "domain", NULL) &&
 	       !pmg_lookup(p, NULL, NULL) && intact(p, PAGE),
 	       "protect with a deleted domain: -EINVAL, nothing registered");
+
+	/* The slot reused by a newer domain: the stale handle is not it. */
+	{
+		struct pmg_domain *newer = NULL;
+
+		ok = pmg_domain_new(&newer, "bad-reuse", 0) == 0 &&
+		     newer != stale;
+		rc = TRY(pmg_domain_delete(&stale));
+		ok &= err_is(rc, -EINVAL, "live", NULL);
+		ok &= pmg_domain_key(newer) > 0 &&
+		      !strcmp(pmg_domain_name(newer), "bad-reuse");
+		ok &= pmg_domain_delete(&newer) == 0;
+		tap_ok(ok, "a stale handle whose key was reused cannot delete "
+		       "the newer domain");
+	}
 	munmap(p, PAGE);
 }
 
