@@ -117,6 +117,9 @@ format:
 clean: kernel-clean
 	rm -rf $(O)
 
+# Fragments: install (mk/install.mk), sanitizers, fuzzing, examples.
+-include $(sort $(wildcard mk/*.mk))
+
 -include kernel/kernel.mk
 ifeq ($(wildcard kernel/kernel.mk),)
 .PHONY: kernel-check kernel-clean
