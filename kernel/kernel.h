@@ -64,6 +64,10 @@ void console_bust_locks(void);
 #define pr_warn(...)	printk(__VA_ARGS__)
 #define pr_err(...)	printk(__VA_ARGS__)
 
+/* ksyms.c: "func+0xoff" for a text address, else the number. */
+#define KSYM_LEN 64
+const char *ksym(unsigned long addr, char *buf, size_t size);
+
 /* Exit status through isa-debug-exit (QEMU exits with (v << 1) | 1). */
 enum kexit {
 	KEXIT_PASS = 0,		/* qemu status 1 */

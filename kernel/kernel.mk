@@ -18,6 +18,7 @@ _k_pre := $(filter-out ./,$(dir $(_k_dir)))
 KERNEL_CC ?= gcc
 KERNEL_LD ?= ld
 KERNEL_OBJCOPY ?= objcopy
+KERNEL_NM ?= nm
 KERNEL_BUILD ?= $(_k_pre)build/kernel
 KERNEL_QEMU ?= qemu-system-x86_64
 
@@ -33,7 +34,7 @@ _k_cflags := $(KERNEL_CFLAGS) -std=gnu11 -Wall -Wextra -Werror \
 	-MMD -MP
 
 _k_csrc := main.c console.c lib.c mm.c traps.c pks.c sched.c smp.c \
-	memremap.c dax.c pks_test.c
+	memremap.c dax.c pks_test.c ksyms.c
 _k_asrc := head.S entry.S trampoline.S
 
 _k_objs := $(addprefix $(KERNEL_BUILD)/,$(_k_asrc:.S=.o) $(_k_csrc:.c=.o)) \
@@ -50,9 +51,38 @@ kernel: $(KERNEL_IMAGE)
 $(KERNEL_IMAGE): $(KERNEL_ELF64)
 	$(KERNEL_OBJCOPY) -O elf32-i386 $< $@
 
-$(KERNEL_ELF64): $(_k_objs) $(_k_dir)/kernel.ld
-	$(KERNEL_LD) -nostdlib -static -z max-page-size=0x1000 \
-		-z noexecstack -T $(_k_dir)/kernel.ld -o $@ $(_k_objs)
+_k_ld = $(KERNEL_LD) -nostdlib -static -z max-page-size=0x1000 \
+	-z noexecstack -T $(_k_dir)/kernel.ld
+_k_textsyms = $(KERNEL_NM) -n $(1) | awk '$$2 ~ /^[tT]$$/' >$(2)
+
+# Two links, as Linux does for kallsyms: the first with an empty symbol
+# table, the second with the table of the first's text symbols.  The table
+# sits after .rodata, so .text cannot move; checked, not assumed.
+$(KERNEL_BUILD)/ksymtab0.S: $(_k_dir)/ksyms.awk
+	@mkdir -p $(dir $@)
+	awk -f $(_k_dir)/ksyms.awk </dev/null >$@
+
+$(KERNEL_BUILD)/pass1.elf: $(_k_objs) $(KERNEL_BUILD)/ksymtab0.o \
+		$(_k_dir)/kernel.ld
+	$(_k_ld) -o $@ $(_k_objs) $(KERNEL_BUILD)/ksymtab0.o
+
+$(KERNEL_BUILD)/ksymtab.S: $(KERNEL_BUILD)/pass1.elf $(_k_dir)/ksyms.awk
+	$(KERNEL_NM) -n $< | awk -f $(_k_dir)/ksyms.awk >$@
+
+$(KERNEL_BUILD)/ksymtab0.o: $(KERNEL_BUILD)/ksymtab0.S
+	$(KERNEL_CC) $(_k_cflags) -c $< -o $@
+
+$(KERNEL_BUILD)/ksymtab.o: $(KERNEL_BUILD)/ksymtab.S
+	$(KERNEL_CC) $(_k_cflags) -c $< -o $@
+
+$(KERNEL_ELF64): $(_k_objs) $(KERNEL_BUILD)/ksymtab.o $(_k_dir)/kernel.ld
+	$(_k_ld) -o $@ $(_k_objs) $(KERNEL_BUILD)/ksymtab.o
+	@$(call _k_textsyms,$(KERNEL_BUILD)/pass1.elf,$@.syms1)
+	@$(call _k_textsyms,$@,$@.syms2)
+	@cmp -s $@.syms1 $@.syms2 || { \
+		echo "kernel: .text moved between the links" >&2; \
+		rm -f $@; exit 1; }
+	@rm -f $@.syms1 $@.syms2
 
 $(KERNEL_BUILD)/%.o: $(_k_dir)/%.c
 	@mkdir -p $(dir $@)

@@ -227,10 +227,11 @@ static void pks_report(const char *what, const struct pmg_fault *f,
 		       const struct task *t)
 {
 	const struct pmg_core_key *e = &pks_core.key[f->key];
+	char sym[KSYM_LEN];
 
-	printk("WARNING: CPU: %d PID: %d Comm: %s at ip 0x%lx\n",
-	       this_cpu()->id, t ? t->id : -1, t ? t->name : "?",
-	       (unsigned long)f->ip);
+	printk("WARNING: CPU: %d PID: %d Comm: %s at %s\n", this_cpu()->id,
+	       t ? t->id : -1, t ? t->name : "?",
+	       ksym(f->ip, sym, sizeof(sym)));
 	printk("pks: stray %s of 0x%lx, pkey %u (%s): %s\n",
 	       f->acc == PMG_ACC_WRITE ? "write" : "read",
 	       (unsigned long)f->addr, f->key, e->name, what);

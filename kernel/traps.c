@@ -143,12 +143,13 @@ static void show_trace(unsigned long bp)
 	printk("Call Trace:\n");
 	for (depth = 0; bp && depth < 16; depth++) {
 		unsigned long frame[2];
+		char sym[KSYM_LEN];
 
 		if (copy_from_kernel_nofault(frame, (void *)bp, sizeof(frame)))
 			break;
 		if (!frame[1])
 			break;
-		printk(" [<%016lx>]\n", frame[1]);
+		printk(" %s\n", ksym(frame[1], sym, sizeof(sym)));
 		bp = frame[0];
 	}
 }
@@ -157,11 +158,12 @@ static void show_regs(struct pt_regs *regs)
 {
 	struct cpu *c = this_cpu();
 	struct task *t = c->curr;
+	char sym[KSYM_LEN];
 
 	printk("CPU: %d PID: %d Comm: %s\n", c->id, t ? t->id : -1,
 	       t ? t->name : "?");
-	printk("RIP: %04lx:%016lx RSP: %016lx EFLAGS: %08lx\n", regs->cs,
-	       regs->ip, regs->sp, regs->flags);
+	printk("RIP: %04lx:%s\n", regs->cs, ksym(regs->ip, sym, sizeof(sym)));
+	printk("RSP: %016lx EFLAGS: %08lx\n", regs->sp, regs->flags);
 	printk("RAX: %016lx RBX: %016lx RCX: %016lx\n", regs->ax, regs->bx,
 	       regs->cx);
 	printk("RDX: %016lx RSI: %016lx RDI: %016lx\n", regs->dx, regs->si,
@@ -224,12 +226,14 @@ static void exc_page_fault(struct pt_regs *regs, unsigned long error_code)
 		/* A nofault access denied by a key: still worth a report. */
 		if (error_code & X86_PF_PK) {
 			pteval_t *pte = lookup_pte(address);
+			char sym[KSYM_LEN];
 
-			printk("pks: stray %s of 0x%lx denied, pkey %u, "
-			       "ip 0x%lx fixed up; PKRS: 0x%08x\n",
+			printk("pks: stray %s of 0x%lx denied, pkey %u, at "
+			       "%s (fixed up); PKRS: 0x%08x\n",
 			       (error_code & X86_PF_WRITE) ? "write" : "read",
 			       address, pte ? pte_pkey(*pte) : 0,
-			       regs->ip, pks_saved_pkrs(regs));
+			       ksym(regs->ip, sym, sizeof(sym)),
+			       pks_saved_pkrs(regs));
 		}
 		return;
 	}
@@ -309,13 +313,13 @@ void __noreturn panic(const char *fmt, ...)
 void warn_slowpath(const char *file, int line, void *caller,
 		   const char *fmt, ...)
 {
-	char buf[256];
+	char buf[256], sym[KSYM_LEN];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	printk("WARNING: CPU: %d at %s:%d caller %p\n", this_cpu()->id, file,
-	       line, caller);
+	printk("WARNING: CPU: %d at %s:%d, caller %s\n", this_cpu()->id, file,
+	       line, ksym((unsigned long)caller, sym, sizeof(sym)));
 	printk("%s", buf);
 }
