@@ -19,7 +19,8 @@ KERNEL_CC ?= gcc
 KERNEL_LD ?= ld
 KERNEL_OBJCOPY ?= objcopy
 KERNEL_NM ?= nm
-KERNEL_BUILD ?= $(_k_pre)build/kernel
+# Under the includer's build directory O when it has one.
+KERNEL_BUILD ?= $(if $(O),$(O)/kernel,$(_k_pre)build/kernel)
 KERNEL_QEMU ?= qemu-system-x86_64
 
 # Linked at 1 MiB, so the small code model fits; no PIC, no red zone (the

@@ -1065,6 +1065,8 @@ static bool pmem_exception(void)
 	      "handler read pmem through the thread's window\n");
 	CHECK(ok, es.outer_handler == pks_init_value, "handler PKRS 0x%08x\n",
 	      es.outer_handler);
+	/* The thread's count still says open: only the register decides. */
+	CHECK(ok, es.win == 1, "count in the handler %u\n", es.win);
 	CHECK(ok, try_write(a, 5), "window lost after the exception\n");
 	kunmap_local(a);
 	mode_pop();

@@ -54,12 +54,6 @@ static inline void preempt_disable(void)
 	barrier();
 }
 
-static inline void preempt_enable_no_resched(void)
-{
-	barrier();
-	this_cpu()->preempt_count--;
-}
-
 void preempt_enable(void);
 
 /* Timer probe for the exception test: what the tick handler saw. */
