@@ -360,27 +360,53 @@ static void guard_close(struct guard *g)
 	}
 }
 
+/* The domain of the protected range holding @addr, and its end. */
+static struct pmg_domain *range_of(uintptr_t addr, uintptr_t *end)
+{
+	struct _pmg_range r;
+
+	if (_pmg_reg_find(addr, &r))
+		return NULL;
+	*end = r.end;
+	return _pmg.dom[r.key].h;
+}
+
+/*
+ * Is any live domain access-disabled by default?  Reads need windows only
+ * there; without one the source lookups are skipped.  A racy read is fine:
+ * a domain created concurrently has no ranges in this call's source yet.
+ */
+static bool any_noaccess(void)
+{
+	unsigned k;
+
+	for (k = 1; k < PMG_NR_KEYS; k++)
+		if (__atomic_load_n(&_pmg.dom[k].live, __ATOMIC_RELAXED) &&
+		    (_pmg.dom[k].flags & PMG_DOMAIN_NOACCESS))
+			return true;
+	return false;
+}
+
 static int guard_range(struct guard *g, const void *addr, size_t len,
 		       int acc)
 {
-	const char *a = addr;
+	uintptr_t a = (uintptr_t)addr, last = a + len - 1, end = 0;
 	struct pmg_domain *d;
-	void *base;
-	size_t blen;
 	int rc;
 
-	d = pmg_lookup(a, &base, &blen);
+	if (acc == PMG_READ && !any_noaccess())
+		return 0;
+	d = range_of(a, &end);
 	if (d) {
 		rc = guard_add(g, d, acc);
 		if (rc)
 			return rc;
-		if ((size_t)(a - (char *)base) + len <= blen)
+		if (last < end)
 			return 0;
-	} else if ((((uintptr_t)a ^ ((uintptr_t)a + len - 1)) &
-		    ~(PMG_PAGE_SIZE - 1)) == 0) {
+	} else if (((a ^ last) & ~(PMG_PAGE_SIZE - 1)) == 0) {
 		return 0;	/* ranges are whole pages: same answer */
 	}
-	d = pmg_lookup(a + len - 1, NULL, NULL);
+	d = range_of(last, &end);
 	return d ? guard_add(g, d, acc) : 0;
 }
 
