@@ -172,7 +172,9 @@ uint32_t pmg_ws_apply(const struct pmg_core *c, const struct pmg_ws *ws,
  *  2. The saved register is stricter than the context's windows and the
  *     key's default say, and those allow the access: the context predates
  *     the key or runs with a reset register (a signal handler).  Sync it
- *     and retry; this is no stray access.
+ *     and retry; this is no stray access.  Skipped when f->no_sync says
+ *     the port's register is never stale (then an explicit noaccess on a
+ *     key whose default allows access is honoured).
  *  3. Otherwise the access is stray.  The key's callback may grant it
  *     (pks_update_exception()); else the mode decides: strict stops,
  *     relaxed reports once per key and grants, audit reports and grants
@@ -198,7 +200,8 @@ void pmg_core_fault_decide(struct pmg_core *c, const struct pmg_ws *ws,
 	expect = pmg_ws_rights(ws, f->key, e->dflt);
 	saved = pmg_pkval_rights(f->saved_pkval, f->key);
 
-	if (saved != expect && pmg_rights_allow(expect, f->acc)) {
+	if (!f->no_sync && saved != expect &&
+	    pmg_rights_allow(expect, f->acc)) {
 		f->new_pkval = pmg_pkval_update(f->saved_pkval, f->key, expect);
 		f->action = PMG_ACT_SYNC;
 		return;

@@ -159,6 +159,8 @@ struct pmg_fault {
 	unsigned mode;		/* enum pmg_core_mode in force */
 	int action;		/* out: enum pmg_core_action */
 	int code;		/* port's own: si_code, #PF error code */
+	bool no_sync;		/* the port's saved register is never stale:
+				   skip the sync step (the kernel's PKRS) */
 };
 
 #define PMG_KEY_NAME_MAX 32

@@ -266,6 +266,8 @@ bool pks_handle_key_fault(struct pt_regs *regs, unsigned long hw_error_code,
 	f.key = pte ? pte_pkey(*pte) : PKS_KEY_DEFAULT;
 	f.acc = (hw_error_code & 2) ? PMG_ACC_WRITE : PMG_ACC_READ;
 	f.saved_pkval = *saved;
+	f.code = (int)hw_error_code;
+	f.no_sync = true;	/* PKRS is only ever what we wrote */
 	f.mode = f.key == PKS_KEY_PGMAP_PROTECTION ? pks_fault_mode
 						   : PMG_MODE_STRICT;
 

@@ -366,6 +366,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 #endif
 	f.mode = (unsigned)pmg_get_fault_mode();
 	f.code = si->si_code;
+	f.no_sync = false;	/* older threads and handlers are stale */
 	if (p->id == PMG_BACKEND_PKU) {
 		if (si->si_code != SEGV_PKUERR)
 			goto not_ours;

@@ -12,7 +12,7 @@
 #include "tap.h"
 #include "../core/pmg_core.h"
 
-#define PLAN 65
+#define PLAN 66
 
 /* Register values the math is tried on. */
 static const uint32_t pkvals[] = {
@@ -409,6 +409,15 @@ static void test_decide(void)
 		  PMG_PKR_WD_KEY(3));
 	tap_ok(ok, "stale register (AD, default WD) + read: SYNC to WD for "
 	       "that key only (%#x)", (unsigned)f.new_pkval);
+
+	/* A port whose register is never stale opts out of the sync. */
+	ok = 1;
+	f = mkfault(3, PMG_ACC_READ, 0x55555554u, PMG_MODE_STRICT);
+	f.no_sync = true;
+	CHECK(ok, decide(&c, NULL, &f) == PMG_ACT_STRICT);
+	CHECK(ok, f.new_pkval == 0x55555554u);
+	tap_ok(ok, "no_sync: the same fault is a stray access (strict), "
+	       "register unchanged");
 
 	/* The register already allows it: retrying would fault forever. */
 	ok = 1;
