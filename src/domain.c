@@ -15,6 +15,8 @@
 
 #include "internal.h"
 
+int _pmg_noaccess_domains;
+
 /* The _pmg_dom behind a handle, or NULL if it is not a live one of ours. */
 static struct _pmg_dom *dom_of(const struct pmg_domain *d)
 {
@@ -142,6 +144,8 @@ PMG_API int pmg_domain_new(struct pmg_domain **dp, const char *name,
 	_pmg_tls.w[key] = _pmg_tls.r[key] = 0;
 	if (_pmg.prim->thread_local)
 		_pmg.prim->set_rights(key, dflt);
+	if (flags & PMG_DOMAIN_NOACCESS)
+		__atomic_add_fetch(&_pmg_noaccess_domains, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->live, true, __ATOMIC_RELEASE);
 	*dp = h;
 	h = NULL;
@@ -172,6 +176,8 @@ PMG_API int pmg_domain_delete(struct pmg_domain **dp)
 		goto out;
 	}
 	__atomic_store_n(&d->live, false, __ATOMIC_RELEASE);
+	if (d->flags & PMG_DOMAIN_NOACCESS)
+		__atomic_sub_fetch(&_pmg_noaccess_domains, 1, __ATOMIC_RELAXED);
 	if (_pmg.prim->thread_local)
 		_pmg.prim->set_rights(key, PMG_RIGHTS_AD);
 	pmg_core_key_release(&_pmg.core, (unsigned)key);

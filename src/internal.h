@@ -56,6 +56,7 @@ struct _pmg_state {
 };
 
 extern struct _pmg_state _pmg;
+extern int _pmg_noaccess_domains;	/* live PMG_DOMAIN_NOACCESS domains */
 
 /* init.c */
 int _pmg_ensure_init(void);
@@ -74,6 +75,7 @@ bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end);
 int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key);
 int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key);
 int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out);
+int _pmg_reg_find_cached(uintptr_t addr, struct _pmg_range *out);
 /* Call fn for each range of @key (lock held by the caller). */
 int _pmg_reg_each(int key, int (*fn)(const struct _pmg_range *, void *),
 		  void *arg);

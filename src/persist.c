@@ -365,7 +365,7 @@ static struct pmg_domain *range_of(uintptr_t addr, uintptr_t *end)
 {
 	struct _pmg_range r;
 
-	if (_pmg_reg_find(addr, &r))
+	if (_pmg_reg_find_cached(addr, &r))
 		return NULL;
 	*end = r.end;
 	return _pmg.dom[r.key].h;
@@ -378,13 +378,7 @@ static struct pmg_domain *range_of(uintptr_t addr, uintptr_t *end)
  */
 static bool any_noaccess(void)
 {
-	unsigned k;
-
-	for (k = 1; k < PMG_NR_KEYS; k++)
-		if (__atomic_load_n(&_pmg.dom[k].live, __ATOMIC_RELAXED) &&
-		    (_pmg.dom[k].flags & PMG_DOMAIN_NOACCESS))
-			return true;
-	return false;
+	return __atomic_load_n(&_pmg_noaccess_domains, __ATOMIC_RELAXED) != 0;
 }
 
 static int guard_range(struct guard *g, const void *addr, size_t len,

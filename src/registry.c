@@ -146,6 +146,67 @@ int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
 	return -EAGAIN;
 }
 
+/*
+ * _pmg_reg_find() with a per-thread one-entry cache of the last answer: the
+ * range that held the address, or the gap between ranges that did not.
+ * The cache is valid while the sequence count has not moved.  For the
+ * persistence calls, which look up the same destinations over and over;
+ * not for signal handlers (a handler could interrupt a cache update).
+ */
+static __thread struct {
+	unsigned seq;		/* even: valid for this registry version */
+	uintptr_t lo, hi;	/* [lo, hi): the range or the gap */
+	int key;		/* 0 for a gap */
+} cache = { 1, 0, 0, 0 };
+
+int _pmg_reg_find_cached(uintptr_t addr, struct _pmg_range *out)
+{
+	int tries;
+
+	if (cache.seq == __atomic_load_n(&reg.seq, __ATOMIC_ACQUIRE) &&
+	    addr >= cache.lo && addr < cache.hi)
+		goto answer;
+	for (tries = 0; tries < 1000; tries++) {
+		unsigned s1 = __atomic_load_n(&reg.seq, __ATOMIC_ACQUIRE);
+		struct table *t = __atomic_load_n(&reg.t, __ATOMIC_ACQUIRE);
+		size_t n = __atomic_load_n(&reg.n, __ATOMIC_RELAXED), i = 0;
+		uintptr_t lo = 0, hi = UINTPTR_MAX;
+		int key = 0;
+
+		if (s1 & 1)
+			continue;
+		if (t) {
+			if (n > t->cap)
+				n = t->cap;
+			i = search(t->r, n, addr);
+			if (i < n && t->r[i].base <= addr) {
+				lo = t->r[i].base;
+				hi = t->r[i].end;
+				key = t->r[i].key;
+			} else {
+				lo = i ? t->r[i - 1].end : 0;
+				hi = i < n ? t->r[i].base : UINTPTR_MAX;
+			}
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&reg.seq, __ATOMIC_RELAXED) != s1)
+			continue;
+		cache.seq = s1;
+		cache.lo = lo;
+		cache.hi = hi;
+		cache.key = key;
+		goto answer;
+	}
+	return -EAGAIN;
+answer:
+	if (!cache.key)
+		return -ENOENT;
+	out->base = cache.lo;
+	out->end = cache.hi;
+	out->key = cache.key;
+	return 0;
+}
+
 int _pmg_reg_each(int key, int (*fn)(const struct _pmg_range *, void *),
 		  void *arg)
 {
