@@ -112,8 +112,12 @@ int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key)
 	return 0;
 }
 
-/* AS-safe.  0 and *out filled, or -ENOENT. */
-int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
+/*
+ * The range holding @addr, or the gap between ranges around it (*key 0),
+ * read under the sequence count; *seq is the version read.  AS-safe.
+ */
+static int lookup(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, int *key,
+		  unsigned *seq)
 {
 	int tries;
 
@@ -121,29 +125,49 @@ int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
 		unsigned s1 = __atomic_load_n(&reg.seq, __ATOMIC_ACQUIRE);
 		struct table *t = __atomic_load_n(&reg.t, __ATOMIC_ACQUIRE);
 		size_t n = __atomic_load_n(&reg.n, __ATOMIC_RELAXED), i;
-		struct _pmg_range r = { 0, 0, 0 };
-		bool hit = false;
 
 		if (s1 & 1)
 			continue;
+		*lo = 0;
+		*hi = UINTPTR_MAX;
+		*key = 0;
 		if (t) {
 			if (n > t->cap)
 				n = t->cap;
 			i = search(t->r, n, addr);
-			if (i < n) {
-				r = t->r[i];
-				hit = r.base <= addr && addr < r.end;
+			if (i < n && t->r[i].base <= addr) {
+				*lo = t->r[i].base;
+				*hi = t->r[i].end;
+				*key = t->r[i].key;
+			} else {
+				*lo = i ? t->r[i - 1].end : 0;
+				*hi = i < n ? t->r[i].base : UINTPTR_MAX;
 			}
 		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&reg.seq, __ATOMIC_RELAXED) != s1)
 			continue;
-		if (!hit)
-			return -ENOENT;
-		*out = r;
+		*seq = s1;
 		return 0;
 	}
 	return -EAGAIN;
+}
+
+/* AS-safe.  0 and *out filled, or -ENOENT. */
+int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
+{
+	uintptr_t lo, hi;
+	unsigned seq;
+	int key, rc = lookup(addr, &lo, &hi, &key, &seq);
+
+	if (rc)
+		return rc;
+	if (!key)
+		return -ENOENT;
+	out->base = lo;
+	out->end = hi;
+	out->key = key;
+	return 0;
 }
 
 /*
@@ -161,44 +185,16 @@ static __thread struct {
 
 int _pmg_reg_find_cached(uintptr_t addr, struct _pmg_range *out)
 {
-	int tries;
+	if (cache.seq != __atomic_load_n(&reg.seq, __ATOMIC_ACQUIRE) ||
+	    addr < cache.lo || addr >= cache.hi) {
+		int rc = lookup(addr, &cache.lo, &cache.hi, &cache.key,
+				&cache.seq);
 
-	if (cache.seq == __atomic_load_n(&reg.seq, __ATOMIC_ACQUIRE) &&
-	    addr >= cache.lo && addr < cache.hi)
-		goto answer;
-	for (tries = 0; tries < 1000; tries++) {
-		unsigned s1 = __atomic_load_n(&reg.seq, __ATOMIC_ACQUIRE);
-		struct table *t = __atomic_load_n(&reg.t, __ATOMIC_ACQUIRE);
-		size_t n = __atomic_load_n(&reg.n, __ATOMIC_RELAXED), i = 0;
-		uintptr_t lo = 0, hi = UINTPTR_MAX;
-		int key = 0;
-
-		if (s1 & 1)
-			continue;
-		if (t) {
-			if (n > t->cap)
-				n = t->cap;
-			i = search(t->r, n, addr);
-			if (i < n && t->r[i].base <= addr) {
-				lo = t->r[i].base;
-				hi = t->r[i].end;
-				key = t->r[i].key;
-			} else {
-				lo = i ? t->r[i - 1].end : 0;
-				hi = i < n ? t->r[i].base : UINTPTR_MAX;
-			}
+		if (rc) {
+			cache.seq = 1;
+			return rc;
 		}
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&reg.seq, __ATOMIC_RELAXED) != s1)
-			continue;
-		cache.seq = s1;
-		cache.lo = lo;
-		cache.hi = hi;
-		cache.key = key;
-		goto answer;
 	}
-	return -EAGAIN;
-answer:
 	if (!cache.key)
 		return -ENOENT;
 	out->base = cache.lo;
