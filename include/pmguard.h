@@ -44,11 +44,15 @@ enum pmg_backend {
 /**
  * pmg_init() - initialise the library (idempotent, thread-safe).
  *
- * Reads PMGUARD_BACKEND (auto|pku|mprotect) and PMGUARD_FAULT_MODE
- * (strict|relaxed|audit), picks the backend and installs the SIGSEGV and
- * SIGTRAP handlers.  Called implicitly by pmg_domain_new().
- * Returns 0, -ENOTSUP (pku asked for but missing), -EINVAL (a bad
- * environment value; pmg_errormsg() names it).  Not AS-safe.
+ * Reads PMGUARD_BACKEND (auto|pku|mprotect), PMGUARD_FAULT_MODE
+ * (strict|relaxed|audit) and PMGUARD_REPORT_FD (-1 or a descriptor), picks
+ * the backend and installs the SIGSEGV and SIGTRAP handlers (the ones
+ * installed before are chained to).  A fault mode or report fd set through
+ * the API before pmg_init() wins over the environment.  Called implicitly
+ * by pmg_domain_new() and pmg_get_info().  After a failure it may be
+ * called again.  Returns 0, -ENOTSUP (pku asked for but missing), -EINVAL
+ * (a bad environment value; pmg_errormsg() names it), or what
+ * sigaction()/pthread_atfork() returned.  Not AS-safe.
  */
 int pmg_init(void);
 
@@ -94,15 +98,22 @@ struct pmg_domain {
  *
  * The calling thread and every thread created later see the default rights
  * at once; threads that already exist pick them up on their first access.
- * Returns 0, -EINVAL (bad name or flags), -EEXIST (name in use), -ENOSPC
- * (no protection key left: the message says how many exist and who holds
- * them), -ENOTSUP (backend init failed).  Not AS-safe.
+ * Returns 0, -EINVAL (bad name or flags, or a bad PMGUARD_* value at the
+ * implicit pmg_init()), -EEXIST (name in use), -ENOSPC (no protection key
+ * left: the message says how many exist and who holds them), -ENOTSUP
+ * (PMGUARD_BACKEND=pku where PKU is missing), -ENOMEM, -EBUSY (the kernel
+ * gave a key pmguard cannot use), or another pkey_alloc() error.  Not
+ * AS-safe.
  */
 int pmg_domain_new(struct pmg_domain **dp, const char *name, unsigned flags);
 
 /**
  * pmg_domain_delete() - free a domain and its key; NULL-safe, clears *dp.
- * Returns 0, -EBUSY (ranges are still protected by it), -EINVAL.  Not
+ * All windows on it must be closed first: the calling thread's are seen
+ * (and on mprotect every thread's), other threads' on PKU are not, and a
+ * thread that still holds one would keep rights on the key's next domain.
+ * Returns 0, -EBUSY (ranges are still protected by it, or windows are
+ * open), -EINVAL (not a live domain: also a stale copy of a handle).  Not
  * AS-safe.
  */
 int pmg_domain_delete(struct pmg_domain **dp);
@@ -121,15 +132,18 @@ const char *pmg_domain_name(const struct pmg_domain *d);
  * The range must be page-aligned, mapped, readable and writable, and must
  * not overlap a protected range.  Unprotecting restores PROT_READ |
  * PROT_WRITE.  Returns 0, -EINVAL (NULL domain, unaligned or zero length,
- * wrapping), -ENOMEM (not mapped), -EEXIST (overlaps a protected range),
- * or what pkey_mprotect()/mprotect() returned.  Not AS-safe.
+ * wrapping), -EEXIST (overlaps a protected range), -ENOMEM (not entirely
+ * mapped, or no memory to grow the registry), -EACCES (part of it is not
+ * mapped read-write), or what pkey_mprotect()/mprotect() returned.  Not
+ * AS-safe.
  */
 int pmg_protect(struct pmg_domain *d, void *addr, size_t len);
 
 /**
  * pmg_unprotect() - remove the range that starts at @addr, of length @len,
- * exactly as it was protected.  Returns 0, -EINVAL, -ENOENT (no such
- * range).  Not AS-safe.
+ * exactly as it was protected.  Returns 0, -EINVAL (zero or wrapping
+ * length), -ENOENT (no such range), or what pkey_mprotect()/mprotect()
+ * returned (the range then stays protected and registered).  Not AS-safe.
  */
 int pmg_unprotect(void *addr, size_t len);
 
@@ -264,9 +278,12 @@ _PMG_INLINE bool _pmg_valid(const struct pmg_domain *d, int acc)
  * Windows nest (up to 65535 deep per kind); each pmg_open() needs one
  * pmg_close() of the same kind.  On PKU the window is this thread's only:
  * no syscall, no lock.  On the mprotect backend it is process-wide.
- * Returns 0, -EINVAL (bad domain or kind), -EOVERFLOW (nesting too deep).
- * AS-safe on PKU; a window opened in a signal handler works there, and the
- * interrupted context's rights are restored when the handler returns.
+ * Returns 0, -EINVAL (bad domain or kind), -EOVERFLOW (nesting too deep,
+ * or more than 16 nested signal handlers with windows), and on mprotect
+ * what mprotect() returned (the edge is then undone).  AS-safe on PKU (a
+ * window opened in a signal handler is that handler's own; the
+ * interrupted context's rights come back when it returns); not AS-safe on
+ * mprotect, where it takes the library lock.
  */
 static inline int pmg_open(struct pmg_domain *d, int acc)
 {
@@ -278,8 +295,8 @@ static inline int pmg_open(struct pmg_domain *d, int acc)
 /**
  * pmg_close() - close a window opened by pmg_open() with the same @acc.
  * Returns 0, -EINVAL, -EPERM (no such window is open in this thread: the
- * unbalanced close is reported with its caller and nothing changes).
- * AS-safe on PKU.
+ * unbalanced close is reported with a backtrace and nothing changes), and
+ * on mprotect what mprotect() returned.  AS-safe on PKU only.
  */
 static inline int pmg_close(struct pmg_domain *d, int acc)
 {
@@ -336,18 +353,21 @@ static inline void _pmg_scope_end(struct _pmg_scope *s)
  * pmg_map_local() - the kmap_local_page() analog: if @addr is protected,
  * open a window of kind @acc on its domain for this thread.
  * Returns 1 (a window was opened: pair with pmg_unmap_local()), 0 (@addr is
- * not protected; nothing to undo), or a negative errno.  O(log n).  AS-safe.
+ * not protected; nothing to undo), or pmg_open()'s errors.  O(log n).
+ * AS-safe on PKU only (as pmg_open()).
  */
 int pmg_map_local(const void *addr, int acc);
 
-/** pmg_unmap_local() - undo pmg_map_local(); same return values. AS-safe. */
+/** pmg_unmap_local() - undo pmg_map_local(); returns 1, 0 or pmg_close()'s
+ * errors.  AS-safe on PKU only. */
 int pmg_unmap_local(const void *addr, int acc);
 
 /**
  * pmg_map() - the kmap() analog: a long-term mapping is not supported for
  * protected memory (windows are thread-local).  If @addr is protected, a
  * warning naming the caller is reported and 1 returned; access still needs a
- * window.  Returns 0 for unprotected addresses.  AS-safe.
+ * window.  Returns 0 for unprotected addresses.  AS-safe once pmg_init()
+ * has run (it loads backtrace()'s unwinder beforehand).
  */
 int pmg_map(const void *addr);
 
@@ -395,7 +415,11 @@ struct pmg_fault_info {
  */
 typedef bool (*pmg_fault_cb)(const struct pmg_fault_info *fi, void *arg);
 
-/** Set or clear (@cb NULL) @d's fault callback.  0 or -EINVAL. */
+/**
+ * Set or clear (@cb NULL) @d's fault callback.  The (callback, argument)
+ * pair is replaced whole: a fault in flight uses the old pair or the new.
+ * Returns 0, -EINVAL (not a live domain), -ENOMEM.  Not AS-safe.
+ */
 int pmg_domain_set_callback(struct pmg_domain *d, pmg_fault_cb cb,
 			    void *arg);
 
@@ -407,7 +431,10 @@ int pmg_domain_set_callback(struct pmg_domain *d, pmg_fault_cb cb,
 typedef void (*pmg_fault_observer)(const struct pmg_fault_info *fi,
 				   void *arg);
 
-/** Install (or clear with NULL) the process-wide observer.  Returns 0. */
+/**
+ * Install (or clear with NULL) the process-wide observer; the pair is
+ * replaced whole.  Returns 0 or -ENOMEM.  Not AS-safe.
+ */
 int pmg_set_fault_observer(pmg_fault_observer fn, void *arg);
 
 /** Set the fault mode (enum pmg_fault_mode).  0 or -EINVAL.  AS-safe. */
@@ -462,7 +489,11 @@ struct pmg_info {
 	unsigned xsave_pkru_offset;	/* 0 when not known */
 };
 
-/** Fill @info.  0 or -EINVAL.  Not AS-safe. */
+/**
+ * Fill @info; initialises the library if needed (the backend shown is the
+ * one in use).  Returns 0, -EINVAL (@info NULL), or pmg_init()'s error
+ * (then @info still holds the CPU facts, backend "none").  Not AS-safe.
+ */
 int pmg_get_info(struct pmg_info *info);
 
 /* ----------------------------------------------------------------- pools */

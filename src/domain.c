@@ -17,6 +17,8 @@
 
 int _pmg_noaccess_domains;
 
+static struct ucb *ucbs[PMG_NR_KEYS];
+
 /* The _pmg_dom behind a handle, or NULL if it is not a live one of ours. */
 static struct _pmg_dom *dom_of(const struct pmg_domain *d)
 {
@@ -146,6 +148,7 @@ PMG_API int pmg_domain_new(struct pmg_domain **dp, const char *name,
 		_pmg.prim->set_rights(key, dflt);
 	if (flags & PMG_DOMAIN_NOACCESS)
 		__atomic_add_fetch(&_pmg_noaccess_domains, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&ucbs[key], NULL, __ATOMIC_RELEASE);
 	__atomic_store_n(&d->live, true, __ATOMIC_RELEASE);
 	*dp = h;
 	h = NULL;
@@ -169,6 +172,11 @@ PMG_API int pmg_domain_delete(struct pmg_domain **dp)
 		goto out;
 	}
 	key = d->key;
+	if (d->gw || d->gr || _pmg_tls.w[key] || _pmg_tls.r[key]) {
+		rc = _pmg_err(-EBUSY, "domain '%s' has open windows: close "
+			      "them first", _pmg.core.key[key].name);
+		goto out;
+	}
 	if (d->nranges) {
 		rc = _pmg_err(-EBUSY, "domain '%s' still protects %u "
 			      "range(s): unprotect them first",
@@ -312,25 +320,30 @@ out:
 PMG_API int pmg_unprotect(void *addr, size_t len)
 {
 	uintptr_t base = (uintptr_t)addr;
+	struct _pmg_range r;
 	int rc, key;
 
 	if (!len || base + len < base)
 		return _pmg_err(-EINVAL, "pmg_unprotect(%p, %zu): bad length",
 				addr, len);
-	if (_pmg_ensure_init())
-		return -EINVAL;
+	if (!__atomic_load_n(&_pmg.inited, __ATOMIC_ACQUIRE))
+		return _pmg_err(-ENOENT, "pmg_unprotect(%p, %zu): nothing is "
+				"protected", addr, len);
 	pthread_mutex_lock(&_pmg.lock);
-	rc = _pmg_reg_remove(base, base + len, &key);
-	if (rc) {
+	if (_pmg_reg_find(base, &r) || r.base != base || r.end != base + len) {
 		rc = _pmg_err(-ENOENT, "pmg_unprotect(%p, %zu): no protected "
 			      "range starts there with that length", addr,
 			      len);
 		goto out;
 	}
-	_pmg.dom[key].nranges--;
+	/* untag first: on failure the range stays registered and handled */
 	rc = _pmg.prim->untag(addr, len);
-	if (rc)
+	if (rc) {
 		rc = _pmg_err(rc, "untagging %p: %s", addr, strerror(-rc));
+		goto out;
+	}
+	_pmg_reg_remove(base, base + len, &key);
+	_pmg.dom[key].nranges--;
 out:
 	pthread_mutex_unlock(&_pmg.lock);
 	return rc;
@@ -375,6 +388,19 @@ static int mp_edge(struct _pmg_dom *d, int acc, bool open, void *caller)
 	after = global_rights(d);
 	if (before != after)
 		rc = _pmg.prim->set_rights((int)key, after);
+	if (rc) {
+		/* undo: the edge did not happen */
+		if (open) {
+			(*g)--;
+			pmg_ws_close(ws, key, (unsigned)acc);
+		} else {
+			(*g)++;
+			pmg_ws_open(ws, key, (unsigned)acc);
+		}
+		(void)_pmg.prim->set_rights((int)key, before);
+		rc = _pmg_err(rc, "mprotect for a window on '%s': %s",
+			      _pmg.core.key[key].name, strerror(-rc));
+	}
 	pthread_mutex_unlock(&_pmg.lock);
 	return rc;
 }
@@ -459,51 +485,65 @@ PMG_API int pmg_map(const void *addr)
 	return 1;
 }
 
-/* Bridge from the core's callback to the public one. */
+/*
+ * Bridge from the core's callback to the public one.  Each key's
+ * (callback, argument) pair is immutable once published and swapped whole
+ * with one atomic store, so a fault in flight sees the old pair or the new
+ * one, never a mix or a half-cleared one.  Replaced pairs are retired, not
+ * freed: a handler may still be reading one.
+ */
 struct ucb {
 	pmg_fault_cb cb;
 	void *arg;
 };
-static struct ucb ucbs[PMG_NR_KEYS];
 
-static bool cb_bridge(const struct pmg_fault *f, void *arg)
+static bool cb_bridge(const struct pmg_fault *f, void *unused)
 {
-	struct ucb *u = arg;
-	struct pmg_fault_info fi = {
-		.addr = (void *)f->addr,
-		.ip = (void *)f->ip,
-		.domain = _pmg.dom[f->key].h,
-		.key = (int)f->key,
-		.access = (int)f->acc,
-		.pkru = f->saved_pkval,
-		.tid = (pid_t)syscall(SYS_gettid),
-		.mode = (int)f->mode,
-		.si_code = f->code,
-	};
+	struct ucb *u = __atomic_load_n(&ucbs[f->key], __ATOMIC_ACQUIRE);
+	struct pmg_fault_info fi;
 
+	(void)unused;
+	if (!u)
+		return false;
+	fi.addr = (void *)f->addr;
+	fi.ip = (void *)f->ip;
+	fi.domain = _pmg.dom[f->key].h;
+	fi.key = (int)f->key;
+	fi.access = (int)f->acc;
+	fi.pkru = f->saved_pkval;
+	fi.tid = (pid_t)syscall(SYS_gettid);
+	fi.mode = (int)f->mode;
+	fi.action = 0;
+	fi.si_code = f->code;
 	return u->cb(&fi, u->arg);
 }
 
 PMG_API int pmg_domain_set_callback(struct pmg_domain *dom, pmg_fault_cb cb,
 				    void *arg)
 {
+	struct ucb *u = NULL;
 	struct _pmg_dom *d;
 	int rc;
 
+	if (cb) {
+		u = malloc(sizeof(*u));
+		if (!u)
+			return _pmg_err(-ENOMEM, "pmg_domain_set_callback: "
+					"out of memory");
+		u->cb = cb;
+		u->arg = arg;
+	}
 	pthread_mutex_lock(&_pmg.lock);
 	d = dom_of(dom);
 	if (!d) {
 		pthread_mutex_unlock(&_pmg.lock);
+		free(u);
 		return _pmg_err(-EINVAL, "pmg_domain_set_callback: not a "
 				"live domain");
 	}
-	/* Detach first so the fault path never sees a half-set pair. */
-	pmg_core_set_callback(&_pmg.core, (unsigned)d->key, NULL, NULL);
-	ucbs[d->key].cb = cb;
-	ucbs[d->key].arg = arg;
-	rc = pmg_core_set_callback(&_pmg.core, (unsigned)d->key,
-				   cb ? cb_bridge : NULL,
-				   cb ? &ucbs[d->key] : NULL);
+	__atomic_store_n(&ucbs[d->key], u, __ATOMIC_RELEASE);
+	rc = pmg_core_set_callback(&_pmg.core, (unsigned)d->key, cb_bridge,
+				   NULL);
 	pthread_mutex_unlock(&_pmg.lock);
 	return rc;
 }

@@ -171,6 +171,7 @@ void _pmg_report_unbalanced(struct pmg_domain *d, int acc, void *caller)
 	_pmg_bx(&b, (uintptr_t)caller);
 	_pmg_bs(&b, ": no such window is open; nothing changed\n");
 	_pmg_bflush(&b, report_fd());
+	backtrace_to(report_fd());
 }
 
 void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
@@ -300,11 +301,11 @@ static void chain(int sig, siginfo_t *si, void *uc, const struct sigaction *old)
 
 static void notify(const struct pmg_fault *f, pid_t tid, int action)
 {
-	pmg_fault_observer fn = __atomic_load_n(&_pmg.observer,
-						__ATOMIC_ACQUIRE);
+	struct _pmg_observer *o = __atomic_load_n(&_pmg.observer,
+						  __ATOMIC_ACQUIRE);
 	struct pmg_fault_info fi;
 
-	if (!fn)
+	if (!o)
 		return;
 	fi.addr = (void *)f->addr;
 	fi.ip = (void *)f->ip;
@@ -316,7 +317,7 @@ static void notify(const struct pmg_fault *f, pid_t tid, int action)
 	fi.mode = (int)f->mode;
 	fi.action = action;
 	fi.si_code = f->code;
-	fn(&fi, __atomic_load_n(&_pmg.observer_arg, __ATOMIC_ACQUIRE));
+	o->fn(&fi, o->arg);
 }
 
 static int prot_for(unsigned rights)

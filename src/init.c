@@ -140,8 +140,11 @@ PMG_API int pmg_init(void)
 		prim = &_pmg_prim_mprotect;
 	}
 	pmg_core_init(&_pmg.core);
-	_pmg.mode = o.mode;
-	_pmg.report_fd = o.report_fd;
+	/* the environment, unless the API set a value before init */
+	if (!_pmg.mode_set)
+		_pmg.mode = o.mode;
+	if (!_pmg.fd_set)
+		_pmg.report_fd = o.report_fd;
 	_pmg.xsave_pkru_off = xsave_pkru_offset();
 	{
 		/* backtrace() loads libgcc on first use: not in a handler. */
@@ -149,10 +152,11 @@ PMG_API int pmg_init(void)
 
 		(void)backtrace(bt, 2);
 	}
-	rc = _pmg_fault_install();
+	/* atfork first: once the handlers are in, init must not fail */
+	rc = _pmg_thread_install();
 	if (rc)
 		goto out;
-	rc = _pmg_thread_install();
+	rc = _pmg_fault_install();
 	if (rc)
 		goto out;
 	__atomic_store_n(&_pmg.prim, prim, __ATOMIC_RELEASE);
@@ -175,6 +179,7 @@ PMG_API int pmg_set_fault_mode(int mode)
 		return _pmg_err_s(-EINVAL,
 			"fault mode must be PMG_FAULT_STRICT, _RELAXED or _AUDIT");
 	__atomic_store_n(&_pmg.mode, mode, __ATOMIC_RELAXED);
+	_pmg.mode_set = true;	/* wins over PMGUARD_FAULT_MODE */
 	return 0;
 }
 
@@ -187,14 +192,25 @@ PMG_API int pmg_set_report_fd(int fd)
 {
 	if (fd < -1)
 		fd = -1;
+	_pmg.fd_set = true;	/* wins over PMGUARD_REPORT_FD */
 	return __atomic_exchange_n(&_pmg.report_fd, fd, __ATOMIC_RELAXED);
 }
 
+/* The pair is swapped whole; a replaced one is retired, never freed: a
+ * handler in flight may still read it. */
 PMG_API int pmg_set_fault_observer(pmg_fault_observer fn, void *arg)
 {
-	__atomic_store_n(&_pmg.observer, NULL, __ATOMIC_RELEASE);
-	__atomic_store_n(&_pmg.observer_arg, arg, __ATOMIC_RELEASE);
-	__atomic_store_n(&_pmg.observer, fn, __ATOMIC_RELEASE);
+	struct _pmg_observer *o = NULL;
+
+	if (fn) {
+		o = malloc(sizeof(*o));
+		if (!o)
+			return _pmg_err_s(-ENOMEM, "pmg_set_fault_observer: "
+					  "out of memory");
+		o->fn = fn;
+		o->arg = arg;
+	}
+	__atomic_store_n(&_pmg.observer, o, __ATOMIC_RELEASE);
 	return 0;
 }
 

@@ -41,6 +41,11 @@ struct _pmg_dom {
 	unsigned gw, gr;
 };
 
+struct _pmg_observer {
+	pmg_fault_observer fn;
+	void *arg;
+};
+
 /* Process state.  Mutations hold .lock; the fault path only reads. */
 struct _pmg_state {
 	pthread_mutex_t lock;
@@ -49,8 +54,8 @@ struct _pmg_state {
 	struct _pmg_dom dom[PMG_NR_KEYS];
 	int mode;			/* enum pmg_fault_mode */
 	int report_fd;
-	pmg_fault_observer observer;
-	void *observer_arg;
+	struct _pmg_observer *observer;	/* immutable pair, swapped whole */
+	bool mode_set, fd_set;		/* set by the API before pmg_init() */
 	unsigned xsave_pkru_off;	/* CPUID.(0xD,9).EBX, 0 if none */
 	bool inited;
 };

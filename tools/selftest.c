@@ -558,6 +558,7 @@ static const struct {
 int cmd_selftest(int argc, char **argv)
 {
 	int list[64], n = 0, i, j, failed = 0, nines = 0, rc;
+	int passed = 0, skipped = 0;
 	bool armed = false;
 
 	for (i = 1; i < argc; i++) {
@@ -608,6 +609,7 @@ int cmd_selftest(int argc, char **argv)
 		} else if (list[i] == 9) {
 			printf("ok %d - test 9: crash test # SKIP armed "
 			       "only: give 9 twice to run it\n", ++j);
+			skipped++;
 			continue;
 		}
 		for (t = 0; t < sizeof(tests) / sizeof(tests[0]); t++)
@@ -623,13 +625,17 @@ int cmd_selftest(int argc, char **argv)
 			printf("ok %d - test 2: %s # SKIP mprotect backend: "
 			       "windows are process-wide, no per-thread "
 			       "state to switch\n", ++j, tests[t].name);
+			skipped++;
 			continue;
 		}
 		ok = tests[t].fn();
 		printf("%s %d - test %d: %s\n", ok ? "ok" : "not ok", ++j,
 		       list[i], tests[t].name);
 		failed += !ok;
+		passed += ok;
 	}
 	probe_end();
+	printf("selftest: %d passed, %d failed, %d skipped\n", passed, failed,
+	       skipped);
 	return failed ? 1 : 0;
 }

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+/*
+ * API contracts that span calls: settings made before pmg_init() win over
+ * the environment; a domain with open windows cannot be deleted; callbacks
+ * and observers can be swapped while other threads fault.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+
+#include "tap.h"
+#include "probe.h"
+
+#define PAGE 4096
+
+static int before_init_child(void *arg)
+{
+	struct pmg_domain *d;
+
+	(void)arg;
+	setenv("PMGUARD_FAULT_MODE", "strict", 1);
+	setenv("PMGUARD_REPORT_FD", "2", 1);
+	pmg_set_fault_mode(PMG_FAULT_AUDIT);
+	pmg_set_report_fd(-1);
+	if (pmg_domain_new(&d, "before-init", 0))
+		return 3;
+	if (pmg_get_fault_mode() != PMG_FAULT_AUDIT)
+		return 1;
+	if (pmg_set_report_fd(-1) != -1)
+		return 2;
+	return 0;
+}
+
+static void *hold_window(void *arg)
+{
+	struct pmg_domain *d = arg;
+
+	pmg_open(d, PMG_WRITE);
+	return NULL;		/* exits holding it */
+}
+
+static void test_delete_busy(void)
+{
+	struct pmg_domain *d = NULL;
+	pthread_t t;
+	int ok = 1;
+
+	CHECK(ok, pmg_domain_new(&d, "api-busy", 0) == 0);
+	CHECK(ok, pmg_open(d, PMG_WRITE) == 0);
+	CHECK(ok, pmg_domain_delete(&d) == -EBUSY && d != NULL);
+	CHECK(ok, strstr(pmg_errormsg(), "open windows") != NULL);
+	CHECK(ok, pmg_close(d, PMG_WRITE) == 0);
+	CHECK(ok, pmg_domain_delete(&d) == 0 && d == NULL);
+	tap_ok(ok, "delete refuses -EBUSY while this thread holds a window");
+
+	ok = 1;
+	CHECK(ok, pmg_domain_new(&d, "api-busy2", 0) == 0);
+	pthread_create(&t, NULL, hold_window, d);
+	pthread_join(t, NULL);
+	if (pmg_backend() == PMG_BACKEND_MPROTECT) {
+		CHECK(ok, pmg_domain_delete(&d) == -EBUSY);
+		tap_ok(ok, "mprotect: delete refuses -EBUSY while another "
+		       "thread holds a window");
+	} else {
+		tap_skip("delete refuses while another thread holds a window",
+			 "PKU: other threads' windows are thread-local state "
+			 "the library cannot see (documented)");
+	}
+}
+
+/* ---- swapping callbacks and observers under faults ---- */
+static struct pmg_domain *sd;
+static char *spage;
+static volatile int stop;
+static volatile int cb_a, cb_b, obs_a, obs_b;
+
+static bool cba(const struct pmg_fault_info *fi, void *arg)
+{
+	(void)fi;
+	if (arg != (void *)&cb_a)
+		__builtin_trap();	/* a mixed pair */
+	__atomic_add_fetch(&cb_a, 1, __ATOMIC_RELAXED);
+	return false;
+}
+
+static bool cbb(const struct pmg_fault_info *fi, void *arg)
+{
+	(void)fi;
+	if (arg != (void *)&cb_b)
+		__builtin_trap();
+	__atomic_add_fetch(&cb_b, 1, __ATOMIC_RELAXED);
+	return false;
+}
+
+static void oba(const struct pmg_fault_info *fi, void *arg)
+{
+	(void)fi;
+	if (arg != (void *)&obs_a)
+		__builtin_trap();
+	__atomic_add_fetch(&obs_a, 1, __ATOMIC_RELAXED);
+}
+
+static void obb(const struct pmg_fault_info *fi, void *arg)
+{
+	(void)fi;
+	if (arg != (void *)&obs_b)
+		__builtin_trap();
+	__atomic_add_fetch(&obs_b, 1, __ATOMIC_RELAXED);
+}
+
+static __attribute__((noinline)) void stray(volatile char *p)
+{
+	*p = 1;
+}
+
+static void *faulter(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED))
+		stray(spage + 17);
+	return NULL;
+}
+
+static void test_swap(void)
+{
+	pthread_t t[2];
+	int i, n = 0;
+
+	pmg_domain_new(&sd, "api-swap", 0);
+	spage = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	pmg_protect(sd, spage, PAGE);
+	pmg_set_report_fd(-1);
+	pmg_set_fault_mode(PMG_FAULT_AUDIT);
+	for (i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, faulter, NULL);
+	for (i = 0; i < 2000; i++) {
+		switch (i % 4) {
+		case 0:
+			pmg_domain_set_callback(sd, cba, (void *)&cb_a);
+			pmg_set_fault_observer(oba, (void *)&obs_a);
+			break;
+		case 1:
+			pmg_domain_set_callback(sd, NULL, NULL);
+			pmg_set_fault_observer(NULL, NULL);
+			break;
+		case 2:
+			pmg_domain_set_callback(sd, cbb, (void *)&cb_b);
+			pmg_set_fault_observer(obb, (void *)&obs_b);
+			break;
+		default:
+			sched_yield();
+		}
+		n++;
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	pmg_domain_set_callback(sd, NULL, NULL);
+	pmg_set_fault_observer(NULL, NULL);
+	tap_ok(cb_a + cb_b > 0 && obs_a + obs_b > 0, "%d callback and "
+	       "observer swaps while 2 threads fault: no mixed pair, no "
+	       "crash (callbacks %d+%d, observers %d+%d)", n, cb_a, cb_b,
+	       obs_a, obs_b);
+	pmg_set_fault_mode(PMG_FAULT_RELAXED);
+}
+
+int main(void)
+{
+	int st;
+
+	tap_init(4);
+	st = tap_child(before_init_child, NULL);
+	tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fault mode and report "
+	       "fd set before pmg_init() win over PMGUARD_* (status %#x)", st);
+	if (pmg_init()) {
+		printf("Bail out! %s\n", pmg_errormsg());
+		return 1;
+	}
+	tap_diag("backend: %s", pmg_backend_name(pmg_backend()));
+	test_delete_busy();
+	test_swap();
+	return tap_done();
+}
