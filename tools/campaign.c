@@ -172,7 +172,6 @@ struct trial_shm {
 	uint64_t abort_inj;	/* strict: 1 + the injection that aborted */
 	uint64_t done[CAMPAIGN_MAX_THREADS]; /* puts finished per log */
 	uint32_t reopens, moved;
-	struct pmg_stats stats;
 	char msg[256];		/* why the child failed */
 };
 
@@ -782,7 +781,6 @@ static void child_run(struct trial *t)
 			pthread_join(th[i], NULL);
 		nb_unmap(t);
 	}
-	pmg_stats_get(&t->shm->stats);
 	if (store_close(&t->st))
 		child_fail(t, "closing the pool: %s", pmg_errormsg());
 	_exit(0);

@@ -136,9 +136,10 @@ static void print_text(const struct campaign_opts *o,
 	const char *why = campaign_by_design_reason();
 	int k;
 
-	printf("pmguard inject: mode %s, backend %s, seed %llu, %u threads, "
+	printf("pmguard inject: mode %s, backend %s, seed %llu, %u thread%s, "
 	       "%u trial%s\n", campaign_mode_name(r->mode), r->backend,
-	       (unsigned long long)o->seed, o->threads, o->trials,
+	       (unsigned long long)o->seed, o->threads,
+	       o->threads == 1 ? "" : "s", o->trials,
 	       o->trials == 1 ? "" : "s");
 	printf("  stray writes: %llu planned, %llu made, %llu skipped\n",
 	       (unsigned long long)r->planned,
