@@ -18,6 +18,7 @@
 #      ATTRIBUTES (async-signal-safety per function).
 #   5. Cross references to our pages (pmg_*(3), PMG_*(3), pmguard(1|7))
 #      resolve.
+#   6. Every long option (--name) in tools/*.c appears in pmguard(1).
 # Prints each problem, then "man-check: ..." and exits 1 if there were any.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -197,6 +198,15 @@ if [ -s "${TMPDIR:-/tmp}/check-man.$$" ]; then
 	fail "references to pages that do not exist: $(tr '\n' ' ' <"${TMPDIR:-/tmp}/check-man.$$")"
 fi
 rm -f "${TMPDIR:-/tmp}/check-man.$$"
+
+# ---- 6. every long option the CLI's sources mention is in pmguard(1)
+if [ -e man/pmguard.1 ]; then
+	for opt in $(grep -oh -- '--[a-z][a-z0-9-]*' tools/*.c | sort -u); do
+		esc=${opt//-/\\-}
+		grep -qF -- "$esc" man/pmguard.1 ||
+			fail "man/pmguard.1 does not mention $opt (tools/*.c do)"
+	done
+fi
 
 nfn=$(printf '%s\n' "$api" | grep -c .)
 if [ $bad = 0 ]; then
