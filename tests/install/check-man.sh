@@ -201,6 +201,7 @@ rm -f "${TMPDIR:-/tmp}/check-man.$$"
 
 # ---- 6. every long option the CLI's sources mention is in pmguard(1)
 if [ -e man/pmguard.1 ]; then
+	# shellcheck disable=SC2013 # one option per word
 	for opt in $(grep -oh -- '--[a-z][a-z0-9-]*' tools/*.c | sort -u); do
 		esc=${opt//-/\\-}
 		grep -qF -- "$esc" man/pmguard.1 ||
