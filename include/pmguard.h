@@ -709,7 +709,9 @@ int pmg_dax_map_protected(const struct pmg_pool *pool);
  * @addr+@len) with the instruction picked at start-up (CLWB > CLFLUSHOPT >
  * CLFLUSH; none with eADR).  On a non-pmem pool it is msync(MS_SYNC).
  * Opens a read window itself on an access-disabled domain.  AS-safe on
- * PKU with pmem (no lock, no allocation).
+ * PKU with pmem (no lock, no allocation) once the persistence layer has
+ * initialised (the first persistence call in the process reads the
+ * environment and sysfs; call pmg_persist_get_info() early to do it).
  */
 void pmg_flush(const void *addr, size_t len);
 
@@ -756,7 +758,9 @@ int pmg_has_auto_flush(void);
  * Differences from libpmem: unknown @flags, or a NULL pointer with @len >
  * 0, copy nothing and return NULL with errno EINVAL; a window or msync
  * failure returns NULL with errno set (the data may have been written).
- * pmg_errormsg() says what failed.  AS-safe on PKU with pmem.
+ * pmg_errormsg() says what failed.  AS-safe on PKU with pmem after the
+ * first persistence call (see pmg_flush()); the per-thread lookup cache
+ * they use is itself safe against signal handlers.
  */
 void *pmg_memmove(void *dest, const void *src, size_t len, unsigned flags);
 void *pmg_memcpy(void *dest, const void *src, size_t len, unsigned flags);

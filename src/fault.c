@@ -510,15 +510,22 @@ int _pmg_fault_install(void)
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
+	struct sigaction prev;
+
 	sa.sa_sigaction = segv_handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSEGV, &sa, &old_segv))
+	/* a retried init must not chain to itself */
+	if (sigaction(SIGSEGV, &sa, &prev))
 		return _pmg_err(-errno, "installing the SIGSEGV handler: %s",
 				strerror(errno));
+	if (prev.sa_sigaction != segv_handler)
+		old_segv = prev;
 	sa.sa_sigaction = trap_handler;
-	if (sigaction(SIGTRAP, &sa, &old_trap))
+	if (sigaction(SIGTRAP, &sa, &prev))
 		return _pmg_err(-errno, "installing the SIGTRAP handler: %s",
 				strerror(errno));
+	if (prev.sa_sigaction != trap_handler)
+		old_trap = prev;
 	return 0;
 }

@@ -173,33 +173,61 @@ int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
 /*
  * _pmg_reg_find() with a per-thread one-entry cache of the last answer: the
  * range that held the address, or the gap between ranges that did not.
- * The cache is valid while the sequence count has not moved.  For the
- * persistence calls, which look up the same destinations over and over;
- * not for signal handlers (a handler could interrupt a cache update).
+ * The entry is valid while the registry's sequence count has not moved.
+ * For the persistence calls, which look up the same destinations over and
+ * over.  AS-safe: the entry has its own sequence count (odd while being
+ * written); a signal handler that finds it odd neither trusts nor writes
+ * it, and a reader whose entry changed under it (a handler wrote it)
+ * treats that as a miss.
  */
 static __thread struct {
-	unsigned seq;		/* even: valid for this registry version */
+	unsigned sc;		/* odd while the entry is being written */
+	unsigned seq;		/* registry version it is valid for */
 	uintptr_t lo, hi;	/* [lo, hi): the range or the gap */
 	int key;		/* 0 for a gap */
-} cache = { 1, 0, 0, 0 };
+} cache = { 0, 1, 0, 0, 0 };
+
+#define SIGFENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
 int _pmg_reg_find_cached(uintptr_t addr, struct _pmg_range *out)
 {
-	if (cache.seq != __atomic_load_n(&reg.seq, __ATOMIC_ACQUIRE) ||
-	    addr < cache.lo || addr >= cache.hi) {
-		int rc = lookup(addr, &cache.lo, &cache.hi, &cache.key,
-				&cache.seq);
+	unsigned sc = cache.sc, seq;
+	uintptr_t lo, hi;
+	int key, rc;
 
-		if (rc) {
-			cache.seq = 1;
-			return rc;
-		}
+	SIGFENCE();
+	if (!(sc & 1)) {
+		seq = cache.seq;
+		lo = cache.lo;
+		hi = cache.hi;
+		key = cache.key;
+		SIGFENCE();
+		if (cache.sc == sc &&
+		    seq == __atomic_load_n(&reg.seq, __ATOMIC_ACQUIRE) &&
+		    addr >= lo && addr < hi)
+			goto answer;
 	}
-	if (!cache.key)
+	rc = lookup(addr, &lo, &hi, &key, &seq);
+	if (rc)
+		return rc;
+	sc = cache.sc;
+	SIGFENCE();
+	if (!(sc & 1)) {
+		cache.sc = sc + 1;
+		SIGFENCE();
+		cache.seq = seq;
+		cache.lo = lo;
+		cache.hi = hi;
+		cache.key = key;
+		SIGFENCE();
+		cache.sc = sc + 2;
+	}
+answer:
+	if (!key)
 		return -ENOENT;
-	out->base = cache.lo;
-	out->end = cache.hi;
-	out->key = cache.key;
+	out->base = lo;
+	out->end = hi;
+	out->key = key;
 	return 0;
 }
 
