@@ -168,8 +168,6 @@ struct inj {
 struct trial_shm {
 	uint64_t progress;	/* puts done + injections made */
 	uint64_t false_positives;
-	uint64_t synced;
-	uint64_t abort_inj;	/* strict: 1 + the injection that aborted */
 	uint64_t done[CAMPAIGN_MAX_THREADS]; /* puts finished per log */
 	uint32_t reopens, moved;
 	char msg[256];		/* why the child failed */
@@ -237,10 +235,8 @@ static void observer(const struct pmg_fault_info *fi, void *arg)
 	struct inj *j = cur_inj;
 	uintptr_t a = (uintptr_t)fi->addr, lo;
 
-	if (fi->action == PMG_FAULT_SYNCED) {
-		__atomic_add_fetch(&t->shm->synced, 1, __ATOMIC_RELAXED);
-		return;
-	}
+	if (fi->action == PMG_FAULT_SYNCED)
+		return;		/* stale rights of a thread fixed: no stray */
 	if (!j) {
 		__atomic_add_fetch(&t->shm->false_positives, 1,
 				   __ATOMIC_RELAXED);
@@ -256,8 +252,6 @@ static void observer(const struct pmg_fault_info *fi, void *arg)
 	lo = (uintptr_t)t->st.base + j->off;
 	if (a < lo || a >= lo + j->len)
 		j->wrong_addr++;
-	if (fi->action == PMG_FAULT_STRICT_ABORT)
-		t->shm->abort_inj = (uint64_t)(j - t->inj) + 1;
 }
 
 /*
