@@ -109,7 +109,9 @@ static void fork_child(void)
 {
 	unsigned k;
 
-	pthread_mutex_init(&_pmg.lock, NULL);
+	/* locked by fork_prepare() in this very thread: unlock, as POSIX
+	 * intends (re-initialising a locked mutex confuses checkers) */
+	pthread_mutex_unlock(&_pmg.lock);
 	/* counts and the fresh-context depth (w[0]) of the forking thread */
 	memset(&_pmg_tls, 0, sizeof(_pmg_tls));
 	if (_pmg_fast) {
