@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fuzz-options - PMGUARD_* option parsing (src/options.c) against a model.
+ *
+ * Input: fields separated by NUL bytes.  Field 0's first byte picks what
+ * is fuzzed:
+ *   even  _pmg_opt_parse(o, name, value): name is one of the known options
+ *         (byte 1 of field 0 picks it) or, if that byte says so, field 1;
+ *         the value is the next field, or NULL (unset) if there is none
+ *   odd   _pmg_opts_from_env(): PMGUARD_BACKEND, PMGUARD_FAULT_MODE and
+ *         PMGUARD_REPORT_FD are set to fields 1, 2, 3 (a missing field
+ *         leaves the variable unset)
+ *
+ * The model is the documented grammar: PMGUARD_BACKEND auto|pku|mprotect,
+ * PMGUARD_FAULT_MODE strict|relaxed|audit (exact, case-sensitive),
+ * PMGUARD_REPORT_FD an integer -1..INT_MAX written as strtol(3) reads it
+ * (leading blanks and a sign allowed, nothing after the digits).  Every
+ * result is compared: return value, the struct (a failed parse leaves it
+ * unchanged), and the error message (it names the variable and, truncated
+ * to 64 bytes, the bad value).  Any mismatch aborts.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmguard.h"
+#include "options.h"
+
+static const char *const names[] = {
+	"PMGUARD_BACKEND", "PMGUARD_FAULT_MODE", "PMGUARD_REPORT_FD",
+};
+
+#define FAIL(...)							\
+	do {								\
+		fprintf(stderr, "fuzz-options: " __VA_ARGS__);		\
+		fputc('\n', stderr);					\
+		abort();						\
+	} while (0)
+
+/* The model: 0 and *out set, or -1. */
+static int model_backend(const char *v, int *out)
+{
+	if (!strcmp(v, "auto"))
+		*out = PMG_BACKEND_NONE;
+	else if (!strcmp(v, "pku"))
+		*out = PMG_BACKEND_PKU;
+	else if (!strcmp(v, "mprotect"))
+		*out = PMG_BACKEND_MPROTECT;
+	else
+		return -1;
+	return 0;
+}
+
+static int model_mode(const char *v, int *out)
+{
+	if (!strcmp(v, "strict"))
+		*out = PMG_FAULT_STRICT;
+	else if (!strcmp(v, "relaxed"))
+		*out = PMG_FAULT_RELAXED;
+	else if (!strcmp(v, "audit"))
+		*out = PMG_FAULT_AUDIT;
+	else
+		return -1;
+	return 0;
+}
+
+/* strtol's grammar, by hand: [blanks][+|-]digits, nothing after. */
+static int model_fd(const char *v, int *out)
+{
+	const char *s = v;
+	int neg = 0;
+	long long n = 0;
+
+	while (*s == ' ' || (*s >= '\t' && *s <= '\r'))
+		s++;
+	if (*s == '+' || *s == '-')
+		neg = *s++ == '-';
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	for (; isdigit((unsigned char)*s); s++) {
+		n = n * 10 + (*s - '0');
+		if (n > (long long)INT_MAX + 1)
+			n = (long long)INT_MAX + 2;	/* saturate: too big */
+	}
+	if (*s)
+		return -1;
+	if (neg)
+		n = -n;
+	if (n < -1 || n > INT_MAX)
+		return -1;
+	*out = (int)n;
+	return 0;
+}
+
+static int model_parse(struct _pmg_opts *o, int which, const char *v)
+{
+	switch (which) {
+	case 0:
+		return model_backend(v, &o->backend);
+	case 1:
+		return model_mode(v, &o->mode);
+	default:
+		return model_fd(v, &o->report_fd);
+	}
+}
+
+static int known(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return (int)i;
+	return -1;
+}
+
+static void same(const struct _pmg_opts *a, const struct _pmg_opts *b,
+		 const char *what)
+{
+	if (a->backend != b->backend || a->mode != b->mode ||
+	    a->report_fd != b->report_fd)
+		FAIL("%s: got {%d, %d, %d}, model {%d, %d, %d}", what,
+		     a->backend, a->mode, a->report_fd, b->backend, b->mode,
+		     b->report_fd);
+}
+
+/* The message names @name and the first 64 bytes of @value. */
+static void check_msg(const char *name, const char *value)
+{
+	const char *msg = pmg_errormsg();
+	char want[128];
+
+	if (!msg || !*msg)
+		FAIL("-EINVAL for %s without a message", name);
+	if (value) {
+		snprintf(want, sizeof(want), "%s='%.64s'", name, value);
+		if (strncmp(msg, want, strlen(want)))
+			FAIL("message '%s' does not start with \"%s\"", msg,
+			     want);
+	} else if (!strstr(msg, "unknown option")) {
+		FAIL("message '%s' for unknown option", msg);
+	}
+}
+
+static void one_parse(const char *name, const char *value)
+{
+	struct _pmg_opts o = { 7, 8, 9 }, m = o;
+	int which = known(name), rc, want;
+
+	rc = _pmg_opt_parse(&o, name, value);
+	if (which < 0) {
+		want = -EINVAL;
+	} else if (!value) {
+		want = 0;
+	} else {
+		struct _pmg_opts t = m;
+
+		want = model_parse(&t, which, value) ? -EINVAL : 0;
+		if (!want)
+			m = t;
+	}
+	if (rc != want)
+		FAIL("_pmg_opt_parse(%s, '%s') = %d, model %d", name,
+		     value ? value : "(null)", rc, want);
+	same(&o, &m, "_pmg_opt_parse");
+	if (rc) {
+		char cut[65];
+
+		if (which < 0) {
+			snprintf(cut, sizeof(cut), "%s", name);
+			if (!strstr(pmg_errormsg(), cut))
+				FAIL("message '%s' does not name '%s'",
+				     pmg_errormsg(), cut);
+			check_msg(name, NULL);
+		} else {
+			check_msg(name, value);
+		}
+	}
+}
+
+static void from_env(const char *const vals[3])
+{
+	struct _pmg_opts o, m = { PMG_BACKEND_NONE, PMG_FAULT_RELAXED, 2 };
+	int i, rc, want = 0, bad = -1;
+
+	for (i = 0; i < 3; i++) {
+		if (vals[i])
+			setenv(names[i], vals[i], 1);
+		else
+			unsetenv(names[i]);
+	}
+	for (i = 0; i < 3 && bad < 0; i++)
+		if (vals[i] && model_parse(&m, i, vals[i]))
+			bad = i;
+	if (bad >= 0)
+		want = -EINVAL;
+	rc = _pmg_opts_from_env(&o);
+	if (rc != want)
+		FAIL("_pmg_opts_from_env = %d, model %d", rc, want);
+	if (rc)
+		check_msg(names[bad], vals[bad]);
+	else
+		same(&o, &m, "_pmg_opts_from_env");
+	for (i = 0; i < 3; i++)
+		unsetenv(names[i]);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *f[4] = { NULL, NULL, NULL, NULL };
+	char *buf;
+	size_t i, nf = 0;
+
+	if (size < 1 || size > 4096)
+		return 0;
+	/* NUL-separated fields, each NUL-terminated */
+	buf = malloc(size + 1);
+	memcpy(buf, data, size);
+	buf[size] = '\0';
+	f[nf++] = buf;
+	for (i = 0; i < size && nf < 4; i++)
+		if (!buf[i])
+			f[nf++] = buf + i + 1;
+
+	if (!(buf[0] & 1)) {
+		unsigned pick = size > 1 ? (unsigned char)buf[1] : 0;
+
+		if (pick >= 0xc0)	/* the name from the input */
+			one_parse(f[1] ? f[1] : "", f[2]);
+		else
+			one_parse(names[pick % 3], f[1]);
+	} else {
+		from_env(&f[1]);
+	}
+	free(buf);
+	return 0;
+}
