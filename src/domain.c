@@ -505,16 +505,7 @@ static bool cb_bridge(const struct pmg_fault *f, void *unused)
 	(void)unused;
 	if (!u)
 		return false;
-	fi.addr = (void *)f->addr;
-	fi.ip = (void *)f->ip;
-	fi.domain = _pmg.dom[f->key].h;
-	fi.key = (int)f->key;
-	fi.access = (int)f->acc;
-	fi.pkru = f->saved_pkval;
-	fi.tid = (pid_t)syscall(SYS_gettid);
-	fi.mode = (int)f->mode;
-	fi.action = 0;
-	fi.si_code = f->code;
+	_pmg_fault_info(f, (pid_t)syscall(SYS_gettid), 0, &fi);
 	return u->cb(&fi, u->arg);
 }
 

@@ -299,6 +299,22 @@ static void chain(int sig, siginfo_t *si, void *uc, const struct sigaction *old)
 		raise(sig);
 }
 
+/* The public view of a core fault, for callbacks and observers. */
+void _pmg_fault_info(const struct pmg_fault *f, pid_t tid, int action,
+		     struct pmg_fault_info *fi)
+{
+	fi->addr = (void *)f->addr;
+	fi->ip = (void *)f->ip;
+	fi->domain = _pmg.dom[f->key].h;
+	fi->key = (int)f->key;
+	fi->access = (int)f->acc;
+	fi->pkru = f->saved_pkval;
+	fi->tid = tid;
+	fi->mode = (int)f->mode;
+	fi->action = action;
+	fi->si_code = f->code;
+}
+
 static void notify(const struct pmg_fault *f, pid_t tid, int action)
 {
 	struct _pmg_observer *o = __atomic_load_n(&_pmg.observer,
@@ -307,16 +323,7 @@ static void notify(const struct pmg_fault *f, pid_t tid, int action)
 
 	if (!o)
 		return;
-	fi.addr = (void *)f->addr;
-	fi.ip = (void *)f->ip;
-	fi.domain = _pmg.dom[f->key].h;
-	fi.key = (int)f->key;
-	fi.access = (int)f->acc;
-	fi.pkru = f->saved_pkval;
-	fi.tid = tid;
-	fi.mode = (int)f->mode;
-	fi.action = action;
-	fi.si_code = f->code;
+	_pmg_fault_info(f, tid, action, &fi);
 	o->fn(&fi, o->arg);
 }
 

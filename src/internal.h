@@ -87,6 +87,8 @@ int _pmg_reg_each(int key, int (*fn)(const struct _pmg_range *, void *),
 
 /* fault.c */
 int _pmg_fault_install(void);
+void _pmg_fault_info(const struct pmg_fault *f, pid_t tid, int action,
+		     struct pmg_fault_info *fi);
 void _pmg_report_unbalanced(struct pmg_domain *d, int acc, void *caller);
 void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
 			   void *caller);

@@ -153,6 +153,17 @@ static int lookup(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, int *key,
 	return -EAGAIN;
 }
 
+static int answer(uintptr_t lo, uintptr_t hi, int key,
+		  struct _pmg_range *out)
+{
+	if (!key)
+		return -ENOENT;
+	out->base = lo;
+	out->end = hi;
+	out->key = key;
+	return 0;
+}
+
 /* AS-safe.  0 and *out filled, or -ENOENT. */
 int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
 {
@@ -160,14 +171,7 @@ int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
 	unsigned seq;
 	int key, rc = lookup(addr, &lo, &hi, &key, &seq);
 
-	if (rc)
-		return rc;
-	if (!key)
-		return -ENOENT;
-	out->base = lo;
-	out->end = hi;
-	out->key = key;
-	return 0;
+	return rc ? rc : answer(lo, hi, key, out);
 }
 
 /*
@@ -223,12 +227,7 @@ int _pmg_reg_find_cached(uintptr_t addr, struct _pmg_range *out)
 		cache.sc = sc + 2;
 	}
 answer:
-	if (!key)
-		return -ENOENT;
-	out->base = lo;
-	out->end = hi;
-	out->key = key;
-	return 0;
+	return answer(lo, hi, key, out);
 }
 
 int _pmg_reg_each(int key, int (*fn)(const struct _pmg_range *, void *),
