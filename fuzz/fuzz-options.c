@@ -73,13 +73,12 @@ static int model_mode(const char *v, int *out)
 static int model_fd(const char *v, int *out)
 {
 	const char *s = v;
-	int neg = 0;
 	long long n = 0;
 
-	while (*s == ' ' || (*s >= '\t' && *s <= '\r'))
-		s++;
-	if (*s == '+' || *s == '-')
-		neg = *s++ == '-';
+	if (!strcmp(v, "-1")) {
+		*out = -1;
+		return 0;
+	}
 	if (!isdigit((unsigned char)*s))
 		return -1;
 	for (; isdigit((unsigned char)*s); s++) {
@@ -87,11 +86,7 @@ static int model_fd(const char *v, int *out)
 		if (n > (long long)INT_MAX + 1)
 			n = (long long)INT_MAX + 2;	/* saturate: too big */
 	}
-	if (*s)
-		return -1;
-	if (neg)
-		n = -n;
-	if (n < -1 || n > INT_MAX)
+	if (*s || n > INT_MAX)
 		return -1;
 	*out = (int)n;
 	return 0;

@@ -337,7 +337,7 @@ static inline void _pmg_scope_end(struct _pmg_scope *s)
  */
 #define PMG_WRITE_SCOPE(d)						\
 	struct _pmg_scope _PMG_CAT(_pmg_scope_, __LINE__)		\
-		__attribute__((cleanup(_pmg_scope_end))) =		\
+		__attribute__((cleanup(_pmg_scope_end), unused)) =	\
 		{ (d), pmg_open((d), PMG_WRITE) }
 
 /**

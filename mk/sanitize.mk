@@ -76,20 +76,13 @@ ASAN_ENV = PMGUARD_BACKEND=mprotect ASAN_OPTIONS=$(ASAN_OPTS) \
 #   hands back with SIG_DFL ends in TSan's "DEADLYSIGNAL" exit instead of
 #   death by SIGSEGV (test-modes: "a SIGSEGV that is not ours gets the
 #   default action" fails).
-# second_deadlock_stack=1 and the one suppression: the fork child handler
-#   (src/thread.c fork_child) re-initialises _pmg.lock, which the forking
-#   thread locked in fork_prepare, instead of unlocking it.  TSan keeps the
-#   lock as held in the child, so the child's first pool open (pool_lock,
-#   then _pmg.lock) looks like a lock-order inversion.  The suppression
-#   matches only cycles whose stacks run through fork_prepare; unlocking in
-#   the child would make it unnecessary.
+# second_deadlock_stack=1: both stacks of a lock-order report.
 # race_top:^stray$: tests/test-api.c (test_swap) has two threads make
 #   deliberate stray writes to the same byte, unsynchronised on purpose;
 #   only races whose top frame is a function named stray are ignored.
 # report_signal_unsafe (on by default) checks that the fault handlers
 #   call nothing async-signal-unsafe.
 define TSAN_SUPP
-deadlock:fork_prepare
 race_top:^stray$$
 endef
 export TSAN_SUPP

@@ -31,14 +31,25 @@ static int parse_mode(struct _pmg_opts *o, const char *v)
 	return 0;
 }
 
+/* "-1", or decimal digits only (no blanks, no sign) up to INT_MAX. */
 static int parse_fd(struct _pmg_opts *o, const char *v)
 {
+	const char *p;
 	char *end;
 	long n;
 
+	if (!strcmp(v, "-1")) {
+		o->report_fd = -1;
+		return 0;
+	}
+	for (p = v; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -1;
+	if (p == v)
+		return -1;
 	errno = 0;
 	n = strtol(v, &end, 10);
-	if (errno || end == v || *end || n < -1 || n > INT_MAX)
+	if (errno || *end || n > INT_MAX)
 		return -1;
 	o->report_fd = (int)n;
 	return 0;
@@ -51,7 +62,7 @@ static const struct {
 } table[] = {
 	{ "PMGUARD_BACKEND", "auto, pku or mprotect", parse_backend },
 	{ "PMGUARD_FAULT_MODE", "strict, relaxed or audit", parse_mode },
-	{ "PMGUARD_REPORT_FD", "a file descriptor number or -1",
+	{ "PMGUARD_REPORT_FD", "-1 or a file descriptor number (digits only)",
 	  parse_fd },
 };
 
