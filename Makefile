@@ -38,7 +38,7 @@ VM_BIN  := $(O)/vm/bin/pmguard $(patsubst tests/%.c,$(O)/vm/bin/%,$(TEST_SRC))
 
 .PHONY: all lib cli tests vm-bins check host-check vm-check demo clean \
 	format bench
-all: lib cli tests vm-bins
+all: lib cli tests vm-bins examples
 
 lib: $(STATIC) $(SHARED)
 
