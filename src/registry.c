@@ -6,7 +6,8 @@
  * lock: a sequence count tells them to retry a read that raced a write.
  * Arrays outgrown are retired, never freed, so a reader that still holds
  * one reads valid memory; growth doubles, so retired arrays add up to less
- * than the live one.
+ * than the live one.  Fields readers may see mid-write are stored and
+ * loaded with relaxed atomics, so the retried reads are not data races.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -36,6 +37,17 @@ static void write_end(void)
 	__atomic_store_n(&reg.seq, reg.seq + 1, __ATOMIC_RELEASE);
 }
 
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+static void put(struct _pmg_range *dst, uintptr_t base, uintptr_t end,
+		int key)
+{
+	STORE(dst->base, base);
+	STORE(dst->end, end);
+	STORE(dst->key, key);
+}
+
 /* First index whose end > addr. */
 static size_t search(const struct _pmg_range *r, size_t n, uintptr_t addr)
 {
@@ -44,7 +56,7 @@ static size_t search(const struct _pmg_range *r, size_t n, uintptr_t addr)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (r[mid].end <= addr)
+		if (LOAD(r[mid].end) <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -66,7 +78,7 @@ bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end)
 int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key)
 {
 	struct table *t = reg.t;
-	size_t i;
+	size_t i, j;
 
 	i = t ? search(t->r, reg.n, base) : 0;
 	if (t && i < reg.n && t->r[i].base < end)
@@ -85,10 +97,10 @@ int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key)
 		t = nt;
 	}
 	write_begin();
-	memmove(&t->r[i + 1], &t->r[i], (reg.n - i) * sizeof(t->r[0]));
-	t->r[i].base = base;
-	t->r[i].end = end;
-	t->r[i].key = key;
+	for (j = reg.n; j > i; j--)
+		put(&t->r[j], t->r[j - 1].base, t->r[j - 1].end,
+		    t->r[j - 1].key);
+	put(&t->r[i], base, end, key);
 	__atomic_store_n(&reg.n, reg.n + 1, __ATOMIC_RELAXED);
 	write_end();
 	return 0;
@@ -106,7 +118,9 @@ int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key)
 		return -ENOENT;
 	*key = t->r[i].key;
 	write_begin();
-	memmove(&t->r[i], &t->r[i + 1], (reg.n - i - 1) * sizeof(t->r[0]));
+	for (; i + 1 < reg.n; i++)
+		put(&t->r[i], t->r[i + 1].base, t->r[i + 1].end,
+		    t->r[i + 1].key);
 	__atomic_store_n(&reg.n, reg.n - 1, __ATOMIC_RELAXED);
 	write_end();
 	return 0;
@@ -135,13 +149,13 @@ static int lookup(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, int *key,
 			if (n > t->cap)
 				n = t->cap;
 			i = search(t->r, n, addr);
-			if (i < n && t->r[i].base <= addr) {
-				*lo = t->r[i].base;
-				*hi = t->r[i].end;
-				*key = t->r[i].key;
+			if (i < n && LOAD(t->r[i].base) <= addr) {
+				*lo = LOAD(t->r[i].base);
+				*hi = LOAD(t->r[i].end);
+				*key = LOAD(t->r[i].key);
 			} else {
-				*lo = i ? t->r[i - 1].end : 0;
-				*hi = i < n ? t->r[i].base : UINTPTR_MAX;
+				*lo = i ? LOAD(t->r[i - 1].end) : 0;
+				*hi = i < n ? LOAD(t->r[i].base) : UINTPTR_MAX;
 			}
 		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);

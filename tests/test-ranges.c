@@ -7,6 +7,7 @@
  * flagged.  Runs on both backends.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdint.h>
 
 #include "tap.h"
@@ -177,12 +178,68 @@ static void test_map_local(void)
 	munmap(plain, PAGE);
 }
 
+/* ---- lock-free lookups while another thread edits the registry ---- */
+#define CPAGES 64
+static char *cbase;
+static int cstop;
+
+static void *lookup_loop(void *arg)
+{
+	struct pmg_domain *want = arg;
+	uintptr_t bad = 0;
+
+	while (!__atomic_load_n(&cstop, __ATOMIC_RELAXED)) {
+		for (int i = 0; i < CPAGES; i++) {
+			char *a = cbase + (size_t)i * PAGE + 7;
+			void *rb = NULL;
+			size_t rl = 0;
+			struct pmg_domain *d = pmg_lookup(a, &rb, &rl);
+
+			/* absent, or exactly its own one-page range */
+			if (d && (d != want || rb != a - 7 || rl != PAGE))
+				bad++;
+		}
+	}
+	return (void *)bad;
+}
+
+static void test_concurrent_lookups(void)
+{
+	pthread_t t[2];
+	void *res;
+	uintptr_t bad = 0;
+	int r, i, edits = 0;
+
+	cbase = mmap(NULL, CPAGES * PAGE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	for (i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, lookup_loop, dom[2]);
+	for (r = 0; r < 3000; r++) {
+		char *a = cbase + (size_t)((r * 7) % CPAGES) * PAGE;
+
+		if (pmg_protect(dom[2], a, PAGE))
+			pmg_unprotect(a, PAGE);
+		edits++;
+	}
+	__atomic_store_n(&cstop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < 2; i++) {
+		pthread_join(t[i], &res);
+		bad += (uintptr_t)res;
+	}
+	tap_ok(bad == 0, "registry: %d protect/unprotect edits under 2 "
+	       "threads' lock-free lookups, %lu wrong answers", edits,
+	       (unsigned long)bad);
+	for (i = 0; i < CPAGES; i++)
+		pmg_unprotect(cbase + (size_t)i * PAGE, PAGE);
+	munmap(cbase, CPAGES * PAGE);
+}
+
 int main(void)
 {
 	static const char *names[3] = { "ranges-a", "ranges-b", "ranges-c" };
 	int i;
 
-	tap_init(6);
+	tap_init(7);
 	base = mmap(NULL, (size_t)NPAGES * PAGE, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	for (i = 0; i < 3; i++)
@@ -194,6 +251,7 @@ int main(void)
 	probe_begin();
 	test_registry();
 	test_map_local();
+	test_concurrent_lookups();
 	probe_end();
 	return tap_done();
 }
