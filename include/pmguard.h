@@ -608,8 +608,8 @@ int pmg_pool_open(struct pmg_pool **pp, const char *path,
 /**
  * pmg_pool_close() - unprotect, unmap and close a pool; NULL-safe, clears
  * *pp.  Does not persist anything: persist before closing.  The shared
- * domain is deleted with its last pool.  Returns 0, -EINVAL (not a pool),
- * or the first error of unprotect/munmap (the pool is closed anyway).
+ * domain is deleted with its last pool.  Returns 0, or the first error of
+ * unprotect/munmap (the pool is closed anyway).
  * Not AS-safe.
  */
 int pmg_pool_close(struct pmg_pool **pp);
@@ -736,7 +736,8 @@ int pmg_msync(const void *addr, size_t len);
 /**
  * pmg_is_pmem() - pmem_is_pmem(): 1 if [@addr, @addr+@len) lies in one
  * pool that pmg_pool_is_pmem() calls pmem, or if PMGUARD_IS_PMEM_FORCE=1;
- * 0 otherwise (always with PMGUARD_IS_PMEM_FORCE=0).  AS-safe.
+ * 0 otherwise (always with PMGUARD_IS_PMEM_FORCE=0).  AS-safe after the
+ * first persistence call (which reads the environment; see pmg_flush()).
  */
 int pmg_is_pmem(const void *addr, size_t len);
 

@@ -105,6 +105,10 @@ void _pmg_bx(struct _pmg_buf *b, uint64_t v);	/* 0x-prefixed hex */
 void _pmg_bd(struct _pmg_buf *b, int64_t v);
 void _pmg_bflush(struct _pmg_buf *b, int fd);
 
+/* pool.c: the pool lock is held across fork() (thread.c) */
+void _pmg_pool_fork_prepare(void);
+void _pmg_pool_fork_release(void);
+
 /* thread.c */
 void _pmg_thread_reset(void);
 int _pmg_thread_install(void);

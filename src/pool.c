@@ -50,6 +50,18 @@ struct pmg_pool {
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* fork: held across it (before _pmg.lock, the usual order), so a child
+ * never inherits it locked or the pool table half-written. */
+void _pmg_pool_fork_prepare(void)
+{
+	pthread_mutex_lock(&pool_lock);
+}
+
+void _pmg_pool_fork_release(void)
+{
+	pthread_mutex_unlock(&pool_lock);
+}
+
 /* The shared domains: [0] "pmem" (write-disabled), [1] "pmem-noaccess". */
 static struct {
 	struct pmg_domain *d;
@@ -70,6 +82,19 @@ static struct {
 
 int _pmg_nonpmem_pools;
 
+#define PLOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define PSTORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/* Entries change field by field with relaxed atomics: lock-free readers
+ * retry on the sequence count, and their loads are not data races. */
+static void pent_put(struct pent *d, uintptr_t base, uintptr_t end,
+		     bool pmem)
+{
+	PSTORE(d->base, base);
+	PSTORE(d->end, end);
+	PSTORE(d->pmem, pmem);
+}
+
 static size_t ptab_search(size_t n, uintptr_t addr)
 {
 	size_t lo = 0, hi = n;
@@ -88,17 +113,17 @@ static size_t ptab_search(size_t n, uintptr_t addr)
 static int ptab_insert(const struct pmg_pool *p)
 {
 	uintptr_t base = (uintptr_t)p->addr, end = base + p->maplen;
-	size_t i;
+	size_t i, j;
 
 	if (ptab.n == POOL_MAX)
 		return _pmg_err(-EMFILE, "too many pools open (%d)", POOL_MAX);
 	i = ptab_search(ptab.n, base);
 	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	memmove(&ptab.e[i + 1], &ptab.e[i], (ptab.n - i) * sizeof(ptab.e[0]));
-	ptab.e[i].base = base;
-	ptab.e[i].end = end;
-	ptab.e[i].pmem = p->pmem;
+	for (j = ptab.n; j > i; j--)
+		pent_put(&ptab.e[j], ptab.e[j - 1].base, ptab.e[j - 1].end,
+			 ptab.e[j - 1].pmem);
+	pent_put(&ptab.e[i], base, end, p->pmem);
 	__atomic_store_n(&ptab.n, ptab.n + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELEASE);
 	if (!p->pmem)
@@ -115,8 +140,9 @@ static void ptab_remove(const struct pmg_pool *p)
 		return;
 	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	memmove(&ptab.e[i], &ptab.e[i + 1],
-		(ptab.n - i - 1) * sizeof(ptab.e[0]));
+	for (; i + 1 < ptab.n; i++)
+		pent_put(&ptab.e[i], ptab.e[i + 1].base, ptab.e[i + 1].end,
+			 ptab.e[i + 1].pmem);
 	__atomic_store_n(&ptab.n, ptab.n - 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELEASE);
 	if (!p->pmem)
@@ -143,7 +169,9 @@ static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
 		if (n > POOL_MAX)
 			n = POOL_MAX;
 		for (i = ptab_search(n, a); i < n; i++) {
-			struct pent e = ptab.e[i];
+			struct pent e = { PLOAD(ptab.e[i].base),
+					  PLOAD(ptab.e[i].end),
+					  PLOAD(ptab.e[i].pmem) };
 
 			if (e.base >= end)
 				break;
@@ -626,8 +654,13 @@ static void fsync_dir(const char *path)
 static int create_file(struct pmg_pool *p, const char *path, const char *tmp,
 		       const struct pmg_pool_config *c)
 {
-	off_t total = (off_t)(c->offset + c->size);
+	off_t total;
 	int rc, e;
+
+	if (c->offset > (size_t)LONG_MAX - c->size)
+		return _pmg_err(-EFBIG, "%s: offset %zu + size %zu does not "
+				"fit in off_t", path, c->offset, c->size);
+	total = (off_t)(c->offset + c->size);
 
 	p->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, c->mode);
 	if (p->fd < 0) {

@@ -97,12 +97,14 @@ PMG_API int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a,
 
 static void fork_prepare(void)
 {
+	_pmg_pool_fork_prepare();	/* lock order: pool, then library */
 	pthread_mutex_lock(&_pmg.lock);
 }
 
 static void fork_parent(void)
 {
 	pthread_mutex_unlock(&_pmg.lock);
+	_pmg_pool_fork_release();
 }
 
 static void fork_child(void)
@@ -112,6 +114,7 @@ static void fork_child(void)
 	/* locked by fork_prepare() in this very thread: unlock, as POSIX
 	 * intends (re-initialising a locked mutex confuses checkers) */
 	pthread_mutex_unlock(&_pmg.lock);
+	_pmg_pool_fork_release();
 	/* counts and the fresh-context depth (w[0]) of the forking thread */
 	memset(&_pmg_tls, 0, sizeof(_pmg_tls));
 	if (_pmg_fast) {

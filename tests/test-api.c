@@ -165,11 +165,75 @@ static void test_swap(void)
 	pmg_set_fault_mode(PMG_FAULT_RELAXED);
 }
 
+/* ---- fork while another thread opens and closes pools ---- */
+static char pool_path[64];
+
+static void *pool_churn(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		struct pmg_pool *p;
+
+		if (!pmg_pool_open(&p, pool_path, NULL))
+			pmg_pool_close(&p);
+	}
+	return NULL;
+}
+
+static void test_fork_pools(void)
+{
+	struct pmg_pool_config *c = NULL;
+	struct pmg_pool *p = NULL;
+	int i, ok = 0, hung = 0, other = 0;
+	pthread_t t;
+
+	snprintf(pool_path, sizeof(pool_path), "/tmp/pmg-api-%d.pool",
+		 (int)getpid());
+	unlink(pool_path);
+	if (pmg_pool_config_new(&c) || pmg_pool_config_set_size(c, 1 << 16) ||
+	    pmg_pool_create(&p, pool_path, c)) {
+		tap_ok(0, "fork during pool churn: set-up: %s", pmg_errormsg());
+		return;
+	}
+	pmg_pool_close(&p);
+	__atomic_store_n(&stop, 0, __ATOMIC_RELAXED);
+	pthread_create(&t, NULL, pool_churn, NULL);
+	for (i = 0; i < 20; i++) {
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0) {
+			struct pmg_pool *q;
+			int rc;
+
+			alarm(5);
+			rc = pmg_pool_open(&q, pool_path, NULL);
+			if (!rc)
+				rc = pmg_pool_close(&q);
+			_exit(rc ? 1 : 0);
+		}
+		waitpid(pid, &st, 0);
+		if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+			hung++;
+		else if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			ok++;
+		else
+			other++;
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	unlink(pool_path);
+	pmg_pool_config_delete(&c);
+	tap_ok(ok == 20, "fork while another thread opens and closes pools: "
+	       "%d children opened a pool, %d hung, %d failed", ok, hung,
+	       other);
+}
+
 int main(void)
 {
 	int st;
 
-	tap_init(4);
+	tap_init(5);
 	st = tap_child(before_init_child, NULL);
 	tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fault mode and report "
 	       "fd set before pmg_init() win over PMGUARD_* (status %#x)", st);
@@ -180,5 +244,6 @@ int main(void)
 	tap_diag("backend: %s", pmg_backend_name(pmg_backend()));
 	test_delete_busy();
 	test_swap();
+	test_fork_pools();
 	return tap_done();
 }
