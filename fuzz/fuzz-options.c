@@ -33,6 +33,10 @@
 
 static const char *const names[] = {
 	"PMGUARD_BACKEND", "PMGUARD_FAULT_MODE", "PMGUARD_REPORT_FD",
+	/* the persistence group: 0/1 flags, then a byte count */
+	"PMGUARD_IS_PMEM_FORCE", "PMGUARD_NO_CLWB", "PMGUARD_NO_CLFLUSHOPT",
+	"PMGUARD_NO_FLUSH", "PMGUARD_NO_MOVNT", "PMGUARD_NO_AVX512F",
+	"PMGUARD_NO_AVX2", "PMGUARD_MOVNT_THRESHOLD",
 };
 
 #define FAIL(...)							\
@@ -92,15 +96,49 @@ static int model_fd(const char *v, int *out)
 	return 0;
 }
 
+static int model_bool(const char *v, int *out)
+{
+	if (strcmp(v, "0") && strcmp(v, "1"))
+		return -1;
+	*out = v[0] - '0';
+	return 0;
+}
+
+static int model_size(const char *v, long *out)
+{
+	long long n = 0;
+	const char *s = v;
+
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	for (; isdigit((unsigned char)*s); s++) {
+		n = n * 10 + (*s - '0');
+		if (n > LONG_MAX)
+			return -1;	/* too big (before it can wrap) */
+	}
+	if (*s)
+		return -1;
+	*out = (long)n;
+	return 0;
+}
+
 static int model_parse(struct _pmg_opts *o, int which, const char *v)
 {
+	int *flags[] = { &o->force, &o->no_clwb, &o->no_clflushopt,
+			 &o->no_flush, &o->no_movnt, &o->no_avx512f,
+			 &o->no_avx2 };
+
 	switch (which) {
 	case 0:
 		return model_backend(v, &o->backend);
 	case 1:
 		return model_mode(v, &o->mode);
-	default:
+	case 2:
 		return model_fd(v, &o->report_fd);
+	case 10:
+		return model_size(v, &o->threshold);
+	default:
+		return model_bool(v, flags[which - 3]);
 	}
 }
 
@@ -118,7 +156,11 @@ static void same(const struct _pmg_opts *a, const struct _pmg_opts *b,
 		 const char *what)
 {
 	if (a->backend != b->backend || a->mode != b->mode ||
-	    a->report_fd != b->report_fd)
+	    a->report_fd != b->report_fd || a->force != b->force ||
+	    a->no_clwb != b->no_clwb || a->no_clflushopt != b->no_clflushopt ||
+	    a->no_flush != b->no_flush || a->no_movnt != b->no_movnt ||
+	    a->no_avx512f != b->no_avx512f || a->no_avx2 != b->no_avx2 ||
+	    a->threshold != b->threshold)
 		FAIL("%s: got {%d, %d, %d}, model {%d, %d, %d}", what,
 		     a->backend, a->mode, a->report_fd, b->backend, b->mode,
 		     b->report_fd);
@@ -144,8 +186,14 @@ static void check_msg(const char *name, const char *value)
 
 static void one_parse(const char *name, const char *value)
 {
-	struct _pmg_opts o = { 7, 8, 9 }, m = o;
+	struct _pmg_opts o, m;
 	int which = known(name), rc, want;
+
+	_pmg_opts_defaults(&o);
+	o.backend = 7;		/* values no parse produces */
+	o.mode = 8;
+	o.report_fd = 9;
+	m = o;
 
 	rc = _pmg_opt_parse(&o, name, value);
 	if (which < 0) {
@@ -180,8 +228,10 @@ static void one_parse(const char *name, const char *value)
 
 static void from_env(const char *const vals[3])
 {
-	struct _pmg_opts o, m = { PMG_BACKEND_NONE, PMG_FAULT_RELAXED, 2 };
+	struct _pmg_opts o, m;
 	int i, rc, want = 0, bad = -1;
+
+	_pmg_opts_defaults(&m);
 
 	for (i = 0; i < 3; i++) {
 		if (vals[i])

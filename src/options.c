@@ -2,14 +2,16 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 #include "options.h"
 
-static int parse_backend(struct _pmg_opts *o, const char *v)
+static int parse_backend(struct _pmg_opts *o, void *f, const char *v)
 {
+	(void)f;
 	if (!strcmp(v, "auto"))
 		o->backend = PMG_BACKEND_NONE;
 	else if (!strcmp(v, "pku"))
@@ -21,10 +23,11 @@ static int parse_backend(struct _pmg_opts *o, const char *v)
 	return 0;
 }
 
-static int parse_mode(struct _pmg_opts *o, const char *v)
+static int parse_mode(struct _pmg_opts *o, void *f, const char *v)
 {
 	int m = pmg_mode_parse(v);
 
+	(void)f;
 	if (m < 0)
 		return -1;
 	o->mode = m;
@@ -32,12 +35,13 @@ static int parse_mode(struct _pmg_opts *o, const char *v)
 }
 
 /* "-1", or decimal digits only (no blanks, no sign) up to INT_MAX. */
-static int parse_fd(struct _pmg_opts *o, const char *v)
+static int parse_fd(struct _pmg_opts *o, void *f, const char *v)
 {
 	const char *p;
 	char *end;
 	long n;
 
+	(void)f;
 	if (!strcmp(v, "-1")) {
 		o->report_fd = -1;
 		return 0;
@@ -55,16 +59,77 @@ static int parse_fd(struct _pmg_opts *o, const char *v)
 	return 0;
 }
 
+/* "0" or "1" into the int at @f. */
+static int parse_bool(struct _pmg_opts *o, void *f, const char *v)
+{
+	(void)o;
+	if (strcmp(v, "0") && strcmp(v, "1"))
+		return -1;
+	*(int *)f = v[0] - '0';
+	return 0;
+}
+
+/* Decimal digits only (no blanks, no sign) into the long at @f. */
+static int parse_size(struct _pmg_opts *o, void *f, const char *v)
+{
+	const char *p;
+	char *end;
+	long n;
+
+	(void)o;
+	for (p = v; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -1;
+	if (p == v)
+		return -1;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || *end)
+		return -1;
+	*(long *)f = n;
+	return 0;
+}
+
+#define F(field) offsetof(struct _pmg_opts, field)
+#define BOOL(name, field)						\
+	{ name, "0 or 1", parse_bool, F(field), _PMG_OPT_PERSIST }
+
 static const struct {
 	const char *name;
 	const char *expect;
-	int (*parse)(struct _pmg_opts *, const char *);
+	int (*parse)(struct _pmg_opts *, void *field, const char *);
+	size_t field;
+	int group;
 } table[] = {
-	{ "PMGUARD_BACKEND", "auto, pku or mprotect", parse_backend },
-	{ "PMGUARD_FAULT_MODE", "strict, relaxed or audit", parse_mode },
+	{ "PMGUARD_BACKEND", "auto, pku or mprotect", parse_backend, 0,
+	  _PMG_OPT_LIB },
+	{ "PMGUARD_FAULT_MODE", "strict, relaxed or audit", parse_mode, 0,
+	  _PMG_OPT_LIB },
 	{ "PMGUARD_REPORT_FD", "-1 or a file descriptor number (digits only)",
-	  parse_fd },
+	  parse_fd, 0, _PMG_OPT_LIB },
+	BOOL("PMGUARD_IS_PMEM_FORCE", force),
+	BOOL("PMGUARD_NO_CLWB", no_clwb),
+	BOOL("PMGUARD_NO_CLFLUSHOPT", no_clflushopt),
+	BOOL("PMGUARD_NO_FLUSH", no_flush),
+	BOOL("PMGUARD_NO_MOVNT", no_movnt),
+	BOOL("PMGUARD_NO_AVX512F", no_avx512f),
+	BOOL("PMGUARD_NO_AVX2", no_avx2),
+	{ "PMGUARD_MOVNT_THRESHOLD", "a number of bytes (digits only)",
+	  parse_size, F(threshold), _PMG_OPT_PERSIST },
 };
+#undef BOOL
+#undef F
+
+void _pmg_opts_defaults(struct _pmg_opts *o)
+{
+	o->backend = PMG_BACKEND_NONE;
+	o->mode = PMG_FAULT_RELAXED;
+	o->report_fd = 2;
+	o->force = -1;
+	o->no_clwb = o->no_clflushopt = o->no_flush = -1;
+	o->no_movnt = o->no_avx512f = o->no_avx2 = -1;
+	o->threshold = 256;	/* PMDK's default */
+}
 
 int _pmg_opt_parse(struct _pmg_opts *o, const char *name, const char *value)
 {
@@ -75,7 +140,7 @@ int _pmg_opt_parse(struct _pmg_opts *o, const char *name, const char *value)
 			continue;
 		if (!value)
 			return 0;
-		if (table[i].parse(o, value))
+		if (table[i].parse(o, (char *)o + table[i].field, value))
 			return _pmg_err(-EINVAL, "%s='%.64s' is not valid: "
 					"expected %s", name, value,
 					table[i].expect);
@@ -84,18 +149,34 @@ int _pmg_opt_parse(struct _pmg_opts *o, const char *name, const char *value)
 	return _pmg_err(-EINVAL, "unknown option %.64s", name);
 }
 
-int _pmg_opts_from_env(struct _pmg_opts *o)
+int _pmg_opts_from_env_group(struct _pmg_opts *o, int group,
+			     void (*bad)(const char *msg, void *arg),
+			     void *arg)
 {
 	size_t i;
-	int rc;
+	int rc, first = 0;
 
-	o->backend = PMG_BACKEND_NONE;
-	o->mode = PMG_FAULT_RELAXED;
-	o->report_fd = 2;
+	_pmg_opts_defaults(o);
 	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-		rc = _pmg_opt_parse(o, table[i].name, getenv(table[i].name));
-		if (rc)
+		struct _pmg_opts t = *o;
+
+		if (table[i].group != group)
+			continue;
+		rc = _pmg_opt_parse(&t, table[i].name, getenv(table[i].name));
+		if (!rc) {
+			*o = t;
+			continue;
+		}
+		if (!bad)
 			return rc;
+		bad(pmg_errormsg(), arg);
+		if (!first)
+			first = rc;
 	}
-	return 0;
+	return first;
+}
+
+int _pmg_opts_from_env(struct _pmg_opts *o)
+{
+	return _pmg_opts_from_env_group(o, _PMG_OPT_LIB, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "options.h"
 #include "pool.h"
 
 struct _pmg_persist _pmg_p;
@@ -24,91 +25,8 @@ int _pmg_p_ready;
 
 /* ------------------------------------------------------------- options */
 
-/* Raw settings before the CPU decides: -1 = unset. */
-struct popts {
-	int no_clwb, no_clflushopt, no_flush, no_movnt, no_avx512f, no_avx2;
-	int force;
-	long threshold;
-};
-
-static struct popts popts;
-
-static int parse_bool(const char *v, int *out)
-{
-	if (!strcmp(v, "0") || !strcmp(v, "1")) {
-		*out = v[0] - '0';
-		return 0;
-	}
-	return -1;
-}
-
-static int parse_size(const char *v, long *out)
-{
-	char *end;
-	long n;
-
-	errno = 0;
-	n = strtol(v, &end, 10);
-	if (errno || end == v || *end || n < 0)
-		return -1;
-	*out = n;
-	return 0;
-}
-
-#define B(name, field) { name, offsetof(struct popts, field), 0 }
-static const struct {
-	const char *name;
-	size_t off;
-	int is_size;
-} ptable[] = {
-	B("PMGUARD_IS_PMEM_FORCE", force),
-	B("PMGUARD_NO_CLWB", no_clwb),
-	B("PMGUARD_NO_CLFLUSHOPT", no_clflushopt),
-	B("PMGUARD_NO_FLUSH", no_flush),
-	B("PMGUARD_NO_MOVNT", no_movnt),
-	B("PMGUARD_NO_AVX512F", no_avx512f),
-	B("PMGUARD_NO_AVX2", no_avx2),
-	{ "PMGUARD_MOVNT_THRESHOLD", offsetof(struct popts, threshold), 1 },
-};
-#undef B
-
-static void popts_defaults(struct popts *o)
-{
-	o->no_clwb = o->no_clflushopt = o->no_flush = -1;
-	o->no_movnt = o->no_avx512f = o->no_avx2 = -1;
-	o->force = -1;
-	o->threshold = 256;	/* PMDK's default */
-}
-
-static int popt_parse(struct popts *o, const char *name, const char *value,
-		      char *msg, size_t msgsz)
-{
-	size_t i;
-	int rc;
-
-	for (i = 0; i < sizeof(ptable) / sizeof(ptable[0]); i++) {
-		if (strcmp(name, ptable[i].name))
-			continue;
-		if (!value)
-			return 0;
-		if (ptable[i].is_size)
-			rc = parse_size(value, (long *)((char *)o +
-							ptable[i].off));
-		else
-			rc = parse_bool(value, (int *)((char *)o +
-						       ptable[i].off));
-		if (rc) {
-			snprintf(msg, msgsz, "%s='%.64s' is not valid: "
-				 "expected %s", name, value,
-				 ptable[i].is_size ?
-				 "a number of bytes (0 or more)" : "0 or 1");
-			return -EINVAL;
-		}
-		return 0;
-	}
-	snprintf(msg, msgsz, "unknown option %.64s", name);
-	return -EINVAL;
-}
+/* The PMGUARD_* persistence variables, from the one table in options.c. */
+static struct _pmg_opts popts;
 
 /* ----------------------------------------------------------------- CPU */
 
@@ -198,7 +116,7 @@ PMG_API int pmg_has_auto_flush(void)
 
 /* ---------------------------------------------------------- dispatch */
 
-static void pick(struct _pmg_persist *p, const struct popts *o,
+static void pick(struct _pmg_persist *p, const struct _pmg_opts *o,
 		 const struct cpu *c)
 {
 	p->force = o->force;
@@ -238,46 +156,43 @@ static void pick(struct _pmg_persist *p, const struct popts *o,
 int _pmg_persist_opt(struct _pmg_persist *p, const char *name,
 		     const char *value)
 {
-	struct popts o = popts;
+	struct _pmg_opts o = popts;
 	struct cpu c;
 	int rc;
 
 	if (!p) {		/* reset to defaults */
-		popts_defaults(&popts);
+		_pmg_opts_defaults(&popts);
 		return 0;
 	}
-	rc = popt_parse(&o, name, value, p->env_msg, sizeof(p->env_msg));
-	if (rc)
-		return _pmg_err(rc, "%s", p->env_msg);
+	rc = _pmg_opt_parse(&o, name, value);
+	if (rc) {
+		pmg_strlcpy(p->env_msg, pmg_errormsg(), sizeof(p->env_msg));
+		return rc;
+	}
 	popts = o;
 	cpu_probe(&c);
 	pick(p, &o, &c);
 	return 0;
 }
 
+/* A bad value: report it, keep the default, remember the first. */
+static void bad_env(const char *msg, void *arg)
+{
+	struct _pmg_persist *p = arg;
+
+	fprintf(stderr, "pmguard: %s (ignored)\n", msg);
+	if (!p->env_err) {
+		p->env_err = -EINVAL;
+		pmg_strlcpy(p->env_msg, msg, sizeof(p->env_msg));
+	}
+}
+
 static void persist_init(void)
 {
 	struct _pmg_persist *p = &_pmg_p;
 	struct cpu c;
-	size_t i;
 
-	popts_defaults(&popts);
-	for (i = 0; i < sizeof(ptable) / sizeof(ptable[0]); i++) {
-		struct popts o = popts;
-		char msg[256];
-
-		if (popt_parse(&o, ptable[i].name, getenv(ptable[i].name),
-			       msg, sizeof(msg))) {
-			/* report, keep the default, remember the first */
-			fprintf(stderr, "pmguard: %s (ignored)\n", msg);
-			if (!p->env_err) {
-				p->env_err = -EINVAL;
-				memcpy(p->env_msg, msg, sizeof(msg));
-			}
-			continue;
-		}
-		popts = o;
-	}
+	(void)_pmg_opts_from_env_group(&popts, _PMG_OPT_PERSIST, bad_env, p);
 	p->auto_flush = pmg_has_auto_flush();
 	cpu_probe(&c);
 	pick(p, &popts, &c);
