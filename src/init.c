@@ -253,15 +253,14 @@ PMG_API int pmg_get_info(struct pmg_info *info)
 	info->keys_total = PMG_NR_KEYS - 1;
 	pthread_mutex_lock(&_pmg.lock);
 	info->keys_used = _pmg.inited ? pmg_core_count_used(&_pmg.core) : 0;
+	info->keys_free = info->keys_total - info->keys_used;
 	if (info->backend == PMG_BACKEND_PKU || info->cpu_ospke) {
 		int n = count_free_pkeys();
 
 		info->kernel_pkeys = n > 0 || info->keys_used > 0;
+		if (info->backend == PMG_BACKEND_PKU)
+			info->keys_free = n;
 	}
-	if (info->backend == PMG_BACKEND_PKU)
-		info->keys_free = count_free_pkeys();
-	else
-		info->keys_free = info->keys_total - info->keys_used;
 	pthread_mutex_unlock(&_pmg.lock);
 	info->fault_mode = pmg_get_fault_mode();
 	return rc;
