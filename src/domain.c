@@ -258,7 +258,9 @@ static int check_mapping(uintptr_t base, uintptr_t end)
 	return 0;
 }
 
-static unsigned global_rights(const struct _pmg_dom *d)
+/* The rights a domain's pages have on the mprotect backend: process-wide
+ * window counts over its default.  AS-safe (reads only). */
+unsigned _pmg_global_rights(const struct _pmg_dom *d)
 {
 	unsigned dflt = _pmg_domain_rights(d);
 
@@ -304,7 +306,7 @@ PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
 			      (unsigned long)end, strerror(-rc));
 		goto out;
 	}
-	rc = _pmg.prim->tag(addr, len, d->key, global_rights(d));
+	rc = _pmg.prim->tag(addr, len, d->key, _pmg_global_rights(d));
 	if (rc) {
 		_pmg_reg_remove(base, end, &dummy);
 		rc = _pmg_err(rc, "tagging %p-%#lx with key %d: %s", addr,
@@ -380,12 +382,12 @@ static int mp_edge(struct _pmg_dom *d, int acc, bool open, void *caller)
 			return _pmg_unbalanced(d->h, acc, caller);
 		return _pmg_overflow(d->h);
 	}
-	before = global_rights(d);
+	before = _pmg_global_rights(d);
 	if (open)
 		(*g)++;
 	else
 		(*g)--;
-	after = global_rights(d);
+	after = _pmg_global_rights(d);
 	if (before != after)
 		rc = _pmg.prim->set_rights((int)key, after);
 	if (rc) {

@@ -327,26 +327,6 @@ static void notify(const struct pmg_fault *f, pid_t tid, int action)
 	o->fn(&fi, o->arg);
 }
 
-static int prot_for(unsigned rights)
-{
-	return rights == PMG_RIGHTS_RW ? PROT_READ | PROT_WRITE
-	       : rights == PMG_RIGHTS_WD ? PROT_READ : PROT_NONE;
-}
-
-/* The mprotect backend's view of a key: process-wide window counts. */
-static void mp_view(int key, struct pmg_ws *ws, uint32_t *pkval)
-{
-	const struct _pmg_dom *d = &_pmg.dom[key];
-	unsigned dflt = _pmg.core.key[key].dflt;
-	unsigned r;
-
-	memset(ws, 0, sizeof(*ws));
-	ws->w[key] = (uint16_t)(d->gw ? 1 : 0);
-	ws->r[key] = (uint16_t)(d->gr ? 1 : 0);
-	r = pmg_ws_rights(ws, (unsigned)key, dflt);
-	*pkval = pmg_pkval_update(0, (unsigned)key, r);
-}
-
 static void segv_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
@@ -354,8 +334,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	const struct _pmg_prim *p = __atomic_load_n(&_pmg.prim,
 						    __ATOMIC_ACQUIRE);
 	struct pmg_fault f;
-	struct pmg_ws view;
-	const struct pmg_ws *ws;
+	const struct pmg_ws *ws = NULL;
 	uint32_t *reg = NULL;
 	uintptr_t page = 0;
 	pid_t tid;
@@ -374,7 +353,6 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 #endif
 	f.mode = (unsigned)pmg_get_fault_mode();
 	f.code = si->si_code;
-	f.no_sync = false;	/* older threads and handlers are stale */
 	if (p->id == PMG_BACKEND_PKU) {
 		if (si->si_code != SEGV_PKUERR)
 			goto not_ours;
@@ -386,12 +364,12 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			goto not_ours;
 		f.saved_pkval = *reg;
 		/*
-		 * Sync only up to the defaults: a thread that opened a
-		 * window set its register itself, so a register stricter
-		 * than the defaults is an older thread or a fresh signal
-		 * context, and neither holds the thread's windows.
+		 * Sync only up to the defaults (ws NULL): a thread that
+		 * opened a window set its register itself, so a register
+		 * stricter than the defaults is an older thread or a fresh
+		 * signal context, and neither holds the thread's windows.
 		 */
-		ws = NULL;
+		f.no_sync = false;
 	} else {
 		struct _pmg_range r;
 
@@ -400,8 +378,10 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			goto not_ours;
 		key = r.key;
 		page = f.addr & ~(PMG_PAGE_SIZE - 1);
-		mp_view(key, &view, &f.saved_pkval);
-		ws = &view;
+		/* page permissions are the process-wide rights: never stale */
+		f.saved_pkval = pmg_pkval_update(0, (unsigned)key,
+				_pmg_global_rights(&_pmg.dom[key]));
+		f.no_sync = true;
 	}
 	f.key = (unsigned)key;
 	pmg_core_fault_decide(&_pmg.core, ws, &f);
@@ -468,7 +448,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		*reg = f.new_pkval;
 	else if (page)
 		mprotect((void *)page, PMG_PAGE_SIZE,
-			 prot_for(pmg_pkval_rights(f.new_pkval, f.key)));
+			 _pmg_prot_of(pmg_pkval_rights(f.new_pkval, f.key)));
 	errno = saved_errno;
 	return;
 
@@ -494,15 +474,10 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 		if (reg)
 			*reg = (*reg & ~pending.mask) | pending.bits;
 	}
-	for (i = 0; i < pending.npages; i++) {
-		struct pmg_ws view;
-		uint32_t pkval;
-
-		mp_view(pending.key[i], &view, &pkval);
+	for (i = 0; i < pending.npages; i++)
 		mprotect((void *)pending.page[i], PMG_PAGE_SIZE,
-			 prot_for(pmg_pkval_rights(pkval,
-					(unsigned)pending.key[i])));
-	}
+			 _pmg_prot_of(_pmg_global_rights(
+					&_pmg.dom[pending.key[i]])));
 #ifdef __x86_64__
 	if (!pending.had_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;

@@ -71,6 +71,11 @@ int _pmg_err_s(int err, const char *msg);	/* AS-safe */
 void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]);
 uint32_t _pmg_domain_rights(const struct _pmg_dom *d);
 
+/* domain.c / prim_mprotect.c: the mprotect backend's rights and their
+ * page protection */
+unsigned _pmg_global_rights(const struct _pmg_dom *d);
+int _pmg_prot_of(unsigned rights);
+
 /* registry.c: protected ranges, sorted, seqlock-read from handlers */
 struct _pmg_range {
 	uintptr_t base, end;

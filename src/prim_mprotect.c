@@ -14,7 +14,7 @@
 
 static uint16_t used_slots;	/* bit k: slot k taken (lock held) */
 
-static int prot_of(unsigned rights)
+int _pmg_prot_of(unsigned rights)
 {
 	switch (rights) {
 	case PMG_RIGHTS_RW:
@@ -55,7 +55,7 @@ static int mp_key_free(int key)
 static int mp_tag(void *addr, size_t len, int key, unsigned rights)
 {
 	(void)key;
-	return mprotect(addr, len, prot_of(rights)) ? -errno : 0;
+	return mprotect(addr, len, _pmg_prot_of(rights)) ? -errno : 0;
 }
 
 static int mp_untag(void *addr, size_t len)
@@ -72,7 +72,7 @@ static int apply(const struct _pmg_range *r, void *arg)
 
 static int mp_set_rights(int key, unsigned rights)
 {
-	int prot = prot_of(rights);
+	int prot = _pmg_prot_of(rights);
 
 	return _pmg_reg_each(key, apply, &prot);
 }
