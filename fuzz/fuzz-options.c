@@ -106,15 +106,16 @@ static int model_bool(const char *v, int *out)
 
 static int model_size(const char *v, long *out)
 {
-	long long n = 0;
+	long n = 0;
 	const char *s = v;
 
 	if (!isdigit((unsigned char)*s))
 		return -1;
 	for (; isdigit((unsigned char)*s); s++) {
+		/* too big: checked before n * 10 + d can overflow */
+		if (n > (LONG_MAX - (*s - '0')) / 10)
+			return -1;
 		n = n * 10 + (*s - '0');
-		if (n > LONG_MAX)
-			return -1;	/* too big (before it can wrap) */
 	}
 	if (*s)
 		return -1;
