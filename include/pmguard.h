@@ -84,10 +84,12 @@ const char *pmg_version(void);
  * pmg_domain_delete().
  */
 struct pmg_domain {
-	int _key;		/* protection key, 1..15 */
+	int _key;		/* protection key, 1..15; 0 once deleted */
 	uint32_t _mask;		/* the key's two register bits */
 	uint32_t _rd_bits;	/* register bits with a read window open */
 	uint32_t _dflt_bits;	/* register bits with no window open */
+	const struct pmg_domain *_self;	/* this handle's address while it
+					   is live: a copy's is not its own */
 };
 
 /**
@@ -173,6 +175,7 @@ int _pmg_open_slow(struct pmg_domain *d, int acc);
 int _pmg_close_slow(struct pmg_domain *d, int acc);
 int _pmg_unbalanced(struct pmg_domain *d, int acc, void *caller);
 int _pmg_overflow(struct pmg_domain *d);
+int _pmg_bad_handle(struct pmg_domain *d, int acc);
 int _pmg_ctx_open(struct pmg_domain *d, int acc, uint32_t reg);
 bool _pmg_ctx_close(struct pmg_domain *d, int acc);
 
@@ -223,8 +226,12 @@ _PMG_INLINE int _pmg_open_edge(struct pmg_domain *d, int acc,
 	unsigned k = (unsigned)d->_key;
 	uint16_t *n = acc ? &t->w[k] : &t->r[k];
 	unsigned w = t->w[k], r = t->r[k];
-	uint32_t v = rd(), nv;
+	uint32_t v, nv;
 
+	/* a copy or a forged struct: not at the address it names */
+	if (__builtin_expect(d->_self != d, 0))
+		return _pmg_bad_handle(d, acc);
+	v = rd();
 	if (__builtin_expect(w | r, 0)) {
 		/* nested: check the register still holds our windows */
 		if (__builtin_expect(*n == UINT16_MAX, 0))
@@ -250,6 +257,8 @@ _PMG_INLINE int _pmg_close_edge(struct pmg_domain *d, int acc,
 	uint16_t *n = acc ? &t->w[k] : &t->r[k];
 	uint32_t v, nv;
 
+	if (__builtin_expect(d->_self != d, 0))
+		return _pmg_bad_handle(d, acc);
 	if (__builtin_expect(*n == 0, 0))
 		return _pmg_unbalanced(d, acc, __builtin_return_address(0));
 	if (__builtin_expect(t->w[0] != 0, 0) && _pmg_ctx_close(d, acc))

@@ -174,6 +174,23 @@ void _pmg_report_unbalanced(struct pmg_domain *d, int acc, void *caller)
 	backtrace_to(report_fd());
 }
 
+void _pmg_report_dead_windows(pid_t tid, const char *name, unsigned w,
+			      unsigned r)
+{
+	struct _pmg_buf b = { .n = 0 };
+
+	_pmg_bs(&b, "pmguard: thread ");
+	_pmg_bd(&b, tid);
+	_pmg_bs(&b, " ended with ");
+	_pmg_bd(&b, w);
+	_pmg_bs(&b, " write and ");
+	_pmg_bd(&b, r);
+	_pmg_bs(&b, " read window(s) open on domain '");
+	_pmg_bs(&b, name);
+	_pmg_bs(&b, "': closed them\n");
+	_pmg_bflush(&b, report_fd());
+}
+
 void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
 			   void *caller)
 {

@@ -322,8 +322,7 @@ static int domain_get(struct pmg_pool *p, const struct pmg_pool_config *c)
 		rc = pmg_domain_new(&shared[i].d, i ? "pmem-noaccess" : "pmem",
 				    i ? PMG_DOMAIN_NOACCESS : 0);
 		if (rc)
-			return _pmg_err(rc, "creating the pool domain: %s",
-					pmg_errormsg());
+			return _pmg_err_prefix(rc, "creating the pool domain");
 	}
 	shared[i].refs++;
 	p->dom = shared[i].d;
@@ -468,8 +467,8 @@ static int pool_finish(struct pmg_pool *p, const char *path,
 	if (p->dom) {
 		rc = pmg_protect(p->dom, p->addr, p->maplen);
 		if (rc) {
-			rc = _pmg_err(rc, "%s: protecting the mapping: %s",
-				      path, pmg_errormsg());
+			rc = _pmg_err_prefix(rc, "%s: protecting the mapping",
+					     path);
 			goto err_dom;
 		}
 	}
@@ -715,13 +714,16 @@ done:
 /* Undo pool_finish(): unregister, unprotect, unmap.  First error. */
 static int pool_teardown(struct pmg_pool *p)
 {
+	char msg[PMG_ERRMSG_MAX];
 	int rc = 0;
 
 	pthread_mutex_lock(&pool_lock);
 	ptab_remove(p);
 	if (p->dom)
 		rc = pmg_unprotect(p->addr, p->maplen);
+	_pmg_err_save(msg, sizeof(msg));	/* the first error's */
 	domain_put(p);
+	_pmg_err_restore(msg);
 	pthread_mutex_unlock(&pool_lock);
 	if (munmap(p->addr, p->maplen) && !rc)
 		rc = _pmg_err(-errno, "munmap: %s", strerror(errno));

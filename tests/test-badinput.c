@@ -22,7 +22,7 @@
 #include "pmguard.h"
 #include "probe.h"
 
-#define PLAN 69
+#define PLAN 71
 #define PAGE 4096UL
 
 /* ------------------------------------------------------------ helpers */
@@ -630,6 +630,37 @@ static void test_windows(void)
 	ok &= err_is(rc, -EINVAL, "live", NULL);
 	tap_ok(ok, "open/close on a deleted domain: -EINVAL, message says "
 	       "not live");
+
+	/*
+	 * A copy of a live handle, and a forged one whose key no live domain
+	 * has: both backends refuse them (the PKU fast path used to take
+	 * them, write-enabling the key).
+	 */
+	{
+		struct pmg_domain copy = *d, forged = *d;
+		int k = pmg_domain_key(d) == 15 ? 14 : 15;
+
+		forged._key = k;
+		forged._mask = 3u << (2 * k);
+		forged._rd_bits = 0;
+		forged._dflt_bits = 2u << (2 * k);
+		rc = TRY(pmg_open(&copy, PMG_WRITE));
+		ok = err_is(rc, -EINVAL, "live", NULL);
+		CHECK(ok, probe(d, p, PMG_WRITE) == 1);
+		rc = TRY(pmg_close(&copy, PMG_WRITE));
+		ok &= err_is(rc, -EINVAL, "live", NULL);
+		rc = TRY(pmg_open(&copy, PMG_READ));
+		ok &= err_is(rc, -EINVAL, "live", NULL);
+		tap_ok(ok, "open/close on a copy of a live handle: -EINVAL, "
+		       "memory still write-protected");
+		rc = TRY(pmg_open(&forged, PMG_WRITE));
+		ok = err_is(rc, -EINVAL, "live", NULL);
+		rc = TRY(pmg_close(&forged, PMG_WRITE));
+		ok &= err_is(rc, -EINVAL, "live", NULL);
+		CHECK(ok, probe(d, p, PMG_WRITE) == 1);
+		tap_ok(ok, "open/close on a forged handle (key %d, no live "
+		       "domain): -EINVAL", k);
+	}
 
 	ok = 1;
 	for (i = 0; i < 4; i++) {
