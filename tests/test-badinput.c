@@ -21,6 +21,7 @@
 #include "tap.h"
 #include "pmguard.h"
 #include "probe.h"
+#include "valgrind-probe.h"
 
 #define PLAN 71
 #define PAGE 4096UL
@@ -599,6 +600,18 @@ static void test_protect(struct pmg_domain *d)
 
 /* ------------------------------------------------------------ windows */
 
+/*
+ * The verdict of a check whose probes need audit mode's re-arm after a
+ * fault (a single step): valgrind cannot run that, so there it says SKIP.
+ */
+static void tap_ok_rearm(int ok, const char *name)
+{
+	if (pmg_under_valgrind())
+		tap_skip(name, PMG_VALGRIND_WHY);
+	else
+		tap_ok(ok, "%s", name);
+}
+
 static void test_windows(void)
 {
 	struct pmg_domain *d = NULL, *stale = NULL, *gone = NULL;
@@ -651,15 +664,16 @@ static void test_windows(void)
 		ok &= err_is(rc, -EINVAL, "live", NULL);
 		rc = TRY(pmg_open(&copy, PMG_READ));
 		ok &= err_is(rc, -EINVAL, "live", NULL);
-		tap_ok(ok, "open/close on a copy of a live handle: -EINVAL, "
-		       "memory still write-protected");
+		tap_ok_rearm(ok, "open/close on a copy of a live handle: "
+			     "-EINVAL, memory still write-protected");
 		rc = TRY(pmg_open(&forged, PMG_WRITE));
 		ok = err_is(rc, -EINVAL, "live", NULL);
 		rc = TRY(pmg_close(&forged, PMG_WRITE));
 		ok &= err_is(rc, -EINVAL, "live", NULL);
 		CHECK(ok, probe(d, p, PMG_WRITE) == 1);
-		tap_ok(ok, "open/close on a forged handle (key %d, no live "
-		       "domain): -EINVAL", k);
+		tap_diag("forged handle: key %d", k);
+		tap_ok_rearm(ok, "open/close on a forged handle (a key with "
+			     "no live domain): -EINVAL");
 	}
 
 	ok = 1;
@@ -671,9 +685,9 @@ static void test_windows(void)
 		rc = TRY(pmg_close(d, kinds[i]));
 		ok &= err_is(rc, -EINVAL, "kind", NULL);
 	}
-	tap_ok(ok && probe(d, p, PMG_WRITE) == 1 && probe(d, p, PMG_READ) == 0,
-	       "open/close with kind 2, -1, 3, 0x100: -EINVAL, memory still "
-	       "write-protected");
+	ok = ok && probe(d, p, PMG_WRITE) == 1 && probe(d, p, PMG_READ) == 0;
+	tap_ok_rearm(ok, "open/close with kind 2, -1, 3, 0x100: -EINVAL, "
+		     "memory still write-protected");
 
 	/* Unbalanced closes, with the report captured. */
 	ok = pipe(fds) == 0;
@@ -750,9 +764,9 @@ static void test_windows(void)
 	ok = err_is(rc, -EINVAL, "kind", NULL);
 	rc = TRY(pmg_unmap_local(p, PMG_WRITE));
 	ok &= err_is(rc, -EPERM, "unbalanced", NULL);
-	tap_ok(ok && probe(d, p, PMG_WRITE) == 1,
-	       "map_local(protected, kind 2) -EINVAL; unmap_local without a "
-	       "window -EPERM; still protected");
+	ok = ok && probe(d, p, PMG_WRITE) == 1;
+	tap_ok_rearm(ok, "map_local(protected, kind 2) -EINVAL; unmap_local "
+		     "without a window -EPERM; still protected");
 
 	probe_end();
 	pmg_set_report_fd(-1);

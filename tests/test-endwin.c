@@ -158,8 +158,7 @@ int main(void)
 	int rep[2];
 
 	if (pmg_under_valgrind())
-		tap_skip_all("under valgrind: the fault path (audit mode's "
-			     "single step) cannot run there");
+		tap_skip_all(PMG_VALGRIND_WHY);
 	tap_init(6);
 	if (pmg_init() || pipe(rep) ||
 	    fcntl(rep[0], F_SETFL, O_NONBLOCK)) {

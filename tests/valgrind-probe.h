@@ -23,6 +23,10 @@
 #endif
 #endif
 
+/* The reason a test or binary gives when it skips under valgrind. */
+#define PMG_VALGRIND_WHY "under valgrind: it cannot run pmguard's fault " \
+	"path (audit mode's single step, signal-frame edits; docs/testing.md)"
+
 static inline int pmg_under_valgrind(void)
 {
 	const char *e = getenv("PMGUARD_TEST_VALGRIND");
