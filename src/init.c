@@ -55,7 +55,8 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 		pmg_strlcpy(errmsg + n, ": ", sizeof(errmsg) - (size_t)n);
 		n += 2;
 		if ((size_t)n < sizeof(errmsg))
-			pmg_strlcpy(errmsg + n, old, sizeof(errmsg) - (size_t)n);
+			pmg_strlcpy(errmsg + n, old,
+				    sizeof(errmsg) - (size_t)n);
 	}
 	return err;
 }

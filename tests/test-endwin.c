@@ -27,7 +27,7 @@ struct job {
 	struct pmg_domain *d;
 	char *p;
 	enum how how;
-	int nw, nr;		/* nested write / read windows to leave open */
+	int nw, nr;		/* nested windows to leave open */
 	int wrote;		/* the in-window write did not fault */
 	int ready[2];
 };
@@ -110,7 +110,8 @@ static void run(const char *name, enum how how, int nw, int nr, int rep)
 	CHECK(ok, j.wrote);
 	/* write-protected again for this thread: a stray write faults */
 	CHECK(ok, probe(j.d, j.p + 16, PMG_WRITE) == 1);
-	CHECK(ok, j.p[8] == 0x5a && j.p[16] == 0x5a);	/* audit let it in */
+	/* audit let the stray in; the window's write is there */
+	CHECK(ok, j.p[8] == 0x5a && j.p[16] == 0x5a);
 	CHECK(ok, probe(j.d, j.p, PMG_READ) == 0);
 	/* and this thread's own windows still work */
 	CHECK(ok, pmg_open(j.d, PMG_WRITE) == 0);
