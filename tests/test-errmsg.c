@@ -7,7 +7,8 @@
  * creating the pool domain:  'pmem': ..."); a clean-up step after the
  * failure does not replace the failure's message with its own.  The rule
  * (pmguard.h, pmg_errormsg(3)): valid after a failing call; a successful
- * call leaves it as it was (test-init checks that for pmg_init()).
+ * call leaves it as it was (checked here for the main calls, and by
+ * test-init for a pmg_init() that falls back from PKU).
  * Each case runs in a child: they leave the shared pool domain odd.
  */
 #define _GNU_SOURCE
@@ -126,6 +127,44 @@ static int close_enoent(void *arg)
 	return strstr(pmg_errormsg(), "no protected range") ? 0 : 2;
 }
 
+/* Successful calls leave the message as it was: the documented rule. */
+static int success_keeps(void *arg)
+{
+	static char page[8192] __attribute__((aligned(4096)));
+	struct pmg_pool_config *c = config(1 << 16);
+	struct pmg_domain *d = NULL;
+	struct pmg_pool *p = NULL;
+	char path[320], before[512];
+	int bad = 0;
+
+	(void)arg;
+	snprintf(path, sizeof(path), "%s/success", dir);
+	(void)pmg_set_fault_mode(-4242);	/* a message of our own */
+	snprintf(before, sizeof(before), "%s", pmg_errormsg());
+#define KEEPS(call)							\
+	do {								\
+		if ((call) || strcmp(pmg_errormsg(), before)) {		\
+			printf("# %s: '%s'\n", #call, pmg_errormsg());	\
+			bad++;						\
+		}							\
+	} while (0)
+	KEEPS(!c);
+	KEEPS(pmg_pool_create(&p, path, c));
+	KEEPS(pmg_pool_close(&p));
+	KEEPS(pmg_pool_open(&p, path, NULL));
+	KEEPS(!pmg_memcpy_persist(pmg_pool_address(p), "abc", 3));
+	KEEPS(pmg_pool_close(&p));
+	KEEPS(pmg_domain_new(&d, "errmsg-ok", 0));
+	KEEPS(pmg_protect(d, page, 4096));
+	KEEPS(pmg_open(d, PMG_WRITE));
+	KEEPS(pmg_close(d, PMG_WRITE));
+	KEEPS(pmg_unprotect(page, 4096));
+	KEEPS(pmg_domain_delete(&d));
+#undef KEEPS
+	keep();
+	return bad ? 1 : 0;
+}
+
 static void run(int (*fn)(void *), const char *what)
 {
 	int st;
@@ -141,7 +180,7 @@ int main(void)
 {
 	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
 
-	tap_init(3);
+	tap_init(4);
 	shm = tap_shared_page();
 	snprintf(dir, sizeof(dir), "%s/pmg-errmsg-XXXXXX", base);
 	if (!shm || !mkdtemp(dir)) {
@@ -157,6 +196,9 @@ int main(void)
 	run(close_enoent, "pool close after its range and domain went "
 	    "behind its back: the message names the failed unprotect, not "
 	    "the domain clean-up after it");
+	run(success_keeps, "successful create, close, open, memcpy_persist, "
+	    "domain_new, protect, open/close, unprotect, delete leave the "
+	    "message as it was");
 	{
 		char cmd[300];
 
