@@ -351,7 +351,6 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	const struct _pmg_prim *p = __atomic_load_n(&_pmg.prim,
 						    __ATOMIC_ACQUIRE);
 	struct pmg_fault f;
-	const struct pmg_ws *ws = NULL;
 	uint32_t *reg = NULL;
 	uintptr_t page = 0;
 	pid_t tid;
@@ -381,7 +380,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			goto not_ours;
 		f.saved_pkval = *reg;
 		/*
-		 * Sync only up to the defaults (ws NULL): a thread that
+		 * Sync only up to the defaults (no windows): a thread that
 		 * opened a window set its register itself, so a register
 		 * stricter than the defaults is an older thread or a fresh
 		 * signal context, and neither holds the thread's windows.
@@ -401,7 +400,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		f.no_sync = true;
 	}
 	f.key = (unsigned)key;
-	pmg_core_fault_decide(&_pmg.core, ws, &f);
+	pmg_core_fault_decide(&_pmg.core, &f);
 	if (f.action == PMG_ACT_NOT_OURS)
 		goto not_ours;
 
