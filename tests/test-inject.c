@@ -70,7 +70,7 @@ static bool find_cli(void)
 struct run {
 	int status;		/* exit status, or -1 (signal, exec) */
 	char out[16384];
-	char err[4096];
+	char err[16384];
 };
 
 static void slurp(int fd, char *buf, size_t size)
@@ -349,6 +349,37 @@ static void test_bad(const char *what, const char *const *args,
 		tap_diag("status %d, stderr: %.300s", r.status, r.err);
 }
 
+/*
+ * Long campaigns stay linear: by default a trial makes at most 10000
+ * stray writes (its pool, whose every window edge is an mprotect of the
+ * whole pool on that backend, stays bounded); and progress goes to stderr
+ * as lines when it is not a terminal (PMGUARD_PROGRESS=0: a line per new
+ * percentage, so the test does not depend on timing).
+ */
+static void test_long(void)
+{
+	struct run r;
+	const char *last;
+
+	setenv("PMGUARD_PROGRESS", "0", 1);
+	run_inject(&r, (const char *const[]){ "--writes", "25000",
+		   "--threads", "2", "--mode", "off", "--json", NULL });
+	unsetenv("PMGUARD_PROGRESS");
+	if (!tap_ok(ran(&r, "off, 25000") && num(&r, "trials") == 3 &&
+		    num(&r, "injected") + num(&r, "skipped") == 25000,
+		    "25000 stray writes: 3 trials by default (at most 10000 "
+		    "each), all made"))
+		tap_diag("trials %lld", num(&r, "trials"));
+	last = strrchr(r.err, '\n');
+	while (last && last > r.err && last[-1] != '\n')
+		last--;
+	if (!tap_ok(strstr(r.err, "pmguard inject: off: ") &&
+		    last && strstr(last, ": 100% after "),
+		    "progress on stderr (not a terminal): lines 'pmguard "
+		    "inject: off: N%% after S s', the last at 100%%"))
+		tap_diag("stderr: %.300s", r.err);
+}
+
 /* --reports to a path that cannot be opened: that path's error. */
 static void test_reports_enoent(void)
 {
@@ -606,7 +637,7 @@ int main(void)
 	if (!find_cli())
 		tap_skip_all("no pmguard CLI ($PMGUARD_CLI, PATH, "
 			     "build/pmguard)");
-	tap_init(20);
+	tap_init(22);
 	tap_diag("cli: %s", cli);
 	run_inject(&info, (const char *const[]){ "--writes", "8", "--json",
 		   NULL });
@@ -631,6 +662,7 @@ int main(void)
 	test_bad("unknown", (const char *const[]){ "--frobnicate", NULL },
 		 "--frobnicate");
 	test_reports_enoent();
+	test_long();
 	test_interrupt();
 	return tap_done();
 }
