@@ -11,10 +11,14 @@
  *    "0x10" are refused; a missing value says so);
  *  - --json of every verb that has it is valid JSON (RFC 8259, UTF-8),
  *    checked by a strict validator, also for paths with quotes,
- *    backslashes, control bytes and bytes that are not UTF-8.
+ *    backslashes, control bytes and bytes that are not UTF-8;
+ *  - bench persist ended by SIGTERM while it runs removes its pool file
+ *    and ends by SIGTERM (inject's interruptions: tests/test-inject.c).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -613,6 +617,81 @@ static void test_json(void)
 	rm_odd_dir();
 }
 
+/* bench persist, SIGTERM once its pool file exists: gone, and the
+ * process ended by SIGTERM. */
+static void test_bench_sigterm(void)
+{
+	const char *d = getenv("TMPDIR");
+	char dir[4096], name[256] = "";
+	int st = -1, i, left = -1;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/pmg-test-cli-XXXXXX",
+		 d && *d ? d : "/tmp");
+	if (!mkdtemp(dir)) {
+		tap_skip("bench persist, SIGTERM", "cannot make a directory");
+		return;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR);
+
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execl(cli, cli, "bench", "persist", "--rounds", "101", "--dir",
+		      dir, (char *)NULL);
+		_exit(127);
+	}
+	/* wait (up to 10 s) for the pool file, then SIGTERM */
+	for (i = 0; pid > 0 && i < 1000; i++) {
+		DIR *dd = opendir(dir);
+		struct dirent *e;
+		bool found = false;
+
+		while (dd && (e = readdir(dd)))
+			if (!strncmp(e->d_name, "pmguard-bench-", 14)) {
+				snprintf(name, sizeof(name), "%s", e->d_name);
+				found = true;
+			}
+		if (dd)
+			closedir(dd);
+		if (found)
+			break;
+		usleep(10000);
+	}
+	if (pid > 0) {
+		usleep(100000);
+		kill(pid, SIGTERM);
+		waitpid(pid, &st, 0);
+	}
+	{
+		DIR *dd = opendir(dir);
+		struct dirent *e;
+
+		left = 0;
+		while (dd && (e = readdir(dd)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				left++;
+		if (dd)
+			closedir(dd);
+	}
+	if (!tap_ok(name[0] && st != -1 && WIFSIGNALED(st) &&
+		    WTERMSIG(st) == SIGTERM && left == 0,
+		    "bench persist ended by SIGTERM while running: its pool "
+		    "file removed, ended by SIGTERM"))
+		tap_diag("pool file '%s' seen, wait status %#x, %d entries "
+			 "left", name, st, left);
+	if (left && name[0]) {
+		char p[4400];
+
+		snprintf(p, sizeof(p), "%s/%s", dir, name);
+		unlink(p);
+	}
+	rmdir(dir);
+}
+
 int main(void)
 {
 	size_t i, n = sizeof(cases) / sizeof(cases[0]);
@@ -620,11 +699,12 @@ int main(void)
 	if (!find_cli())
 		tap_skip_all("no pmguard CLI ($PMGUARD_CLI, PATH, "
 			     "build/pmguard)");
-	tap_init((int)n + 7);
+	tap_init((int)n + 8);
 	tap_diag("cli: %s", cli);
 	for (i = 0; i < n; i++)
 		test_case(&cases[i]);
 	test_validator();
 	test_json();
+	test_bench_sigterm();
 	return tap_done();
 }
