@@ -637,6 +637,7 @@ static void test_bench_sigterm(void)
 	if (pid == 0) {
 		int nul = open("/dev/null", O_RDWR);
 
+		signal(SIGTERM, SIG_DFL);
 		dup2(nul, 0);
 		dup2(nul, 1);
 		dup2(nul, 2);

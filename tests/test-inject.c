@@ -497,7 +497,17 @@ static int interrupted(const char *tmp, const char *const *args, int sig,
 	pid = fork();
 	if (pid == 0) {
 		int nul = open("/dev/null", O_RDWR);
+		sigset_t none;
 
+		/* as a foreground program of a terminal: a test runner in a
+		 * non-interactive shell starts us with SIGINT and SIGQUIT
+		 * ignored, and the CLI keeps ignored signals ignored */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		setsid();
 		dup2(nul, 0);
 		dup2(nul, 1);
