@@ -26,6 +26,9 @@
 #ifndef MAP_SYNC
 #define MAP_SYNC 0x80000
 #endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
 
 #define HUGE_ALIGN (2UL << 20)
 #define POOL_MAX 1024
@@ -413,38 +416,78 @@ int _pmg_pool_check_align(const char *path, size_t offset, size_t size,
 	return 0;
 }
 
-/* Map @p->maplen bytes of @fd at @p->offset, aligned to @p->align. */
+/*
+ * Place a mapping of @p->maplen bytes of @fd at @p->offset at @a, never
+ * over anything else: MAP_FIXED_NOREPLACE fails with EEXIST if another
+ * mapping (another thread's) took the place.  MAP_SYNC is tried first; on
+ * a filesystem without DAX the kernel refuses it (EOPNOTSUPP, or EINVAL
+ * before Linux 4.15) after placing nothing, and the plain shared mapping
+ * is tried at the same place, again without replacing anything.  A kernel
+ * older than 4.17 takes MAP_FIXED_NOREPLACE as a hint: a mapping placed
+ * elsewhere is undone and counts as "taken".  @a NULL: anywhere.
+ */
+static char *map_at(struct pmg_pool *p, char *a)
+{
+	int prot = PROT_READ | PROT_WRITE, fixed = a ? MAP_FIXED_NOREPLACE : 0;
+	char *m;
+
+	m = mmap(a, p->maplen, prot, MAP_SHARED_VALIDATE | MAP_SYNC | fixed,
+		 p->fd, (off_t)p->offset);
+	p->map_sync = m != MAP_FAILED;
+	if (m == MAP_FAILED && (errno == EOPNOTSUPP || errno == EINVAL))
+		m = mmap(a, p->maplen, prot, MAP_SHARED | fixed, p->fd,
+			 (off_t)p->offset);
+	if (m != MAP_FAILED && a && m != a) {
+		munmap(m, p->maplen);
+		errno = EEXIST;
+		return MAP_FAILED;
+	}
+	return m;
+}
+
+/*
+ * Map @p->maplen bytes of @fd at @p->offset, aligned to @p->align.  An
+ * aligned place is found with a PROT_NONE reservation, which is given back
+ * before the file is mapped there: the library never maps with MAP_FIXED
+ * over memory it does not own at that moment (a failed MAP_FIXED mmap
+ * unmaps what was there, and another thread's mmap can take the hole).
+ * If other threads keep taking the place, a new one is found.
+ */
 static int map_pool(struct pmg_pool *p, const char *path)
 {
 	size_t resv = p->maplen + p->align;
+	int tries, e = 0;
 	char *r, *a, *m;
 
-	r = mmap(NULL, resv, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
-		 MAP_NORESERVE, -1, 0);
-	if (r == MAP_FAILED)
-		return _pmg_err(-errno, "%s: reserving %zu bytes of address "
-				"space: %s", path, resv, strerror(errno));
-	a = (char *)(((uintptr_t)r + p->align - 1) & ~(p->align - 1));
-	m = mmap(a, p->maplen, PROT_READ | PROT_WRITE,
-		 MAP_SHARED_VALIDATE | MAP_SYNC | MAP_FIXED, p->fd,
-		 (off_t)p->offset);
-	p->map_sync = m != MAP_FAILED;
-	if (m == MAP_FAILED && (errno == EOPNOTSUPP || errno == EINVAL))
-		m = mmap(a, p->maplen, PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_FIXED, p->fd, (off_t)p->offset);
-	if (m == MAP_FAILED) {
-		int e = errno;
-
+	for (tries = 0; tries < 64; tries++) {
+		r = mmap(NULL, resv, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+			 MAP_NORESERVE, -1, 0);
+		if (r == MAP_FAILED)
+			return _pmg_err(-errno, "%s: reserving %zu bytes of "
+					"address space: %s", path, resv,
+					strerror(errno));
+		a = (char *)(((uintptr_t)r + p->align - 1) & ~(p->align - 1));
 		munmap(r, resv);
-		return _pmg_err(-e, "%s: mmap of %zu bytes at offset %zu: %s",
-				path, p->maplen, p->offset, strerror(e));
+		m = map_at(p, a);
+		if (m != MAP_FAILED) {
+			p->addr = m;
+			return 0;
+		}
+		e = errno;
+		if (e != EEXIST)
+			break;
 	}
-	if (a > r)
-		munmap(r, (size_t)(a - r));
-	if (a + p->maplen < r + resv)
-		munmap(a + p->maplen, (size_t)(r + resv - (a + p->maplen)));
-	p->addr = a;
-	return 0;
+	if (e == EEXIST && !p->devdax) {
+		/* alignment is only a help for files: take any place */
+		m = map_at(p, NULL);
+		if (m != MAP_FAILED) {
+			p->addr = m;
+			return 0;
+		}
+		e = errno;
+	}
+	return _pmg_err(-e, "%s: mmap of %zu bytes at offset %zu: %s", path,
+			p->maplen, p->offset, strerror(e));
 }
 
 /* Map, register, protect.  On failure everything is undone but the fd. */
