@@ -73,62 +73,29 @@ static struct {
 
 /* --------------------------------------------------------- pool table */
 
-/* Sorted, non-overlapping; seqlock-read, written under pool_lock. */
-static struct {
-	unsigned seq;
-	size_t n;
-	struct pent {
-		uintptr_t base, end;
-		bool pmem;
-	} e[POOL_MAX];
-} ptab;
+/*
+ * The open pools' mappings, sorted: [base, base + maplen), lim the end of
+ * the usable bytes, key 1 if pmem.  Written under pool_lock, read without
+ * locks (registry.c's left-right tables: readers never fail).
+ */
+static struct _pmg_rtab ptab;
 
-int _pmg_nonpmem_pools;
-
-#define PLOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-#define PSTORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
-
-/* Entries change field by field with relaxed atomics: lock-free readers
- * retry on the sequence count, and their loads are not data races. */
-static void pent_put(struct pent *d, uintptr_t base, uintptr_t end,
-		     bool pmem)
-{
-	PSTORE(d->base, base);
-	PSTORE(d->end, end);
-	PSTORE(d->pmem, pmem);
-}
-
-static size_t ptab_search(size_t n, uintptr_t addr)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (__atomic_load_n(&ptab.e[mid].end, __ATOMIC_RELAXED) <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
+int _pmg_nonpmem_pools, _pmg_open_pools;
 
 static int ptab_insert(const struct pmg_pool *p)
 {
-	uintptr_t base = (uintptr_t)p->addr, end = base + p->maplen;
-	size_t i, j;
+	struct _pmg_range r = { (uintptr_t)p->addr,
+				(uintptr_t)p->addr + p->maplen,
+				(uintptr_t)p->addr + p->size, p->pmem };
+	int rc;
 
-	if (ptab.n == POOL_MAX)
+	if (ptab.c[ptab.lr].n >= POOL_MAX)
 		return _pmg_err(-EMFILE, "too many pools open (%d)", POOL_MAX);
-	i = ptab_search(ptab.n, base);
-	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	for (j = ptab.n; j > i; j--)
-		pent_put(&ptab.e[j], ptab.e[j - 1].base, ptab.e[j - 1].end,
-			 ptab.e[j - 1].pmem);
-	pent_put(&ptab.e[i], base, end, p->pmem);
-	__atomic_store_n(&ptab.n, ptab.n + 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELEASE);
+	rc = _pmg_rt_insert(&ptab, &r);
+	if (rc)
+		return _pmg_err(rc, "registering the pool at %p: %s", p->addr,
+				strerror(-rc));
+	__atomic_add_fetch(&_pmg_open_pools, 1, __ATOMIC_RELAXED);
 	if (!p->pmem)
 		__atomic_add_fetch(&_pmg_nonpmem_pools, 1, __ATOMIC_RELAXED);
 	return 0;
@@ -136,68 +103,49 @@ static int ptab_insert(const struct pmg_pool *p)
 
 static void ptab_remove(const struct pmg_pool *p)
 {
-	uintptr_t base = (uintptr_t)p->addr;
-	size_t i = ptab_search(ptab.n, base);
-
-	if (i >= ptab.n || ptab.e[i].base != base)
+	if (_pmg_rt_remove(&ptab, (uintptr_t)p->addr, 0, NULL))
 		return;
-	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	for (; i + 1 < ptab.n; i++)
-		pent_put(&ptab.e[i], ptab.e[i + 1].base, ptab.e[i + 1].end,
-			 ptab.e[i + 1].pmem);
-	__atomic_store_n(&ptab.n, ptab.n - 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&_pmg_open_pools, 1, __ATOMIC_RELAXED);
 	if (!p->pmem)
 		__atomic_sub_fetch(&_pmg_nonpmem_pools, 1, __ATOMIC_RELAXED);
 }
 
 /*
- * Scan the entries overlapping [a, a+len): *any_nonpmem, and whether one
- * pmem entry covers it all.  Lock-free: retried if a writer raced.
+ * Scan the pools overlapping [a, a+len) (len > 0, no wrap): whether any is
+ * not pmem, whether one pmem pool's usable bytes hold it all, and whether
+ * it passes the usable end of a pool it starts in or touches (the tail of
+ * the last page, or the next pool).  Lock-free, AS-safe, never fails.
  */
 static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
-		      bool *in_pmem)
+		      bool *in_pmem, bool *outside)
 {
 	uintptr_t end = a + len;
-	int tries;
+	const struct _pmg_range *r;
+	bool np = false, in = false, out = false;
+	size_t n, i;
+	int slot;
 
-	for (tries = 0; tries < 1000; tries++) {
-		unsigned s1 = __atomic_load_n(&ptab.seq, __ATOMIC_ACQUIRE);
-		size_t n = __atomic_load_n(&ptab.n, __ATOMIC_RELAXED), i;
-		bool np = false, in = false;
-
-		if (s1 & 1)
-			continue;
-		if (n > POOL_MAX)
-			n = POOL_MAX;
-		for (i = ptab_search(n, a); i < n; i++) {
-			struct pent e = { PLOAD(ptab.e[i].base),
-					  PLOAD(ptab.e[i].end),
-					  PLOAD(ptab.e[i].pmem) };
-
-			if (e.base >= end)
-				break;
-			if (!e.pmem)
-				np = true;
-			else if (e.base <= a && end <= e.end)
-				in = true;
-		}
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&ptab.seq, __ATOMIC_RELAXED) != s1)
-			continue;
-		*any_nonpmem = np;
-		*in_pmem = in;
-		return;
+	r = _pmg_rt_enter(&ptab, &n, &slot);
+	for (i = _pmg_rt_search(r, n, a); i < n && r[i].base < end; i++) {
+		if (!r[i].key)
+			np = true;
+		if (a < r[i].base || end > r[i].lim)
+			out = true;
+		else if (r[i].key)
+			in = true;
 	}
-	*any_nonpmem = *in_pmem = false;
+	_pmg_rt_leave(&ptab, slot);
+	*any_nonpmem = np;
+	*in_pmem = in;
+	if (outside)
+		*outside = out;
 }
 
 int _pmg_pool_find_nonpmem(const void *addr, size_t len)
 {
 	bool np, in;
 
-	ptab_scan((uintptr_t)addr, len, &np, &in);
+	ptab_scan((uintptr_t)addr, len, &np, &in, NULL);
 	return np;
 }
 
@@ -207,8 +155,20 @@ int _pmg_pool_range_pmem(const void *addr, size_t len)
 
 	if ((uintptr_t)addr + len < (uintptr_t)addr)
 		return 0;
-	ptab_scan((uintptr_t)addr, len, &np, &in);
+	ptab_scan((uintptr_t)addr, len, &np, &in, NULL);
 	return in;
+}
+
+int _pmg_pool_check_range(const void *addr, size_t len, bool *nonpmem)
+{
+	bool np, in, out;
+
+	if ((uintptr_t)addr + len < (uintptr_t)addr)
+		return -EINVAL;
+	ptab_scan((uintptr_t)addr, len, &np, &in, &out);
+	if (nonpmem)
+		*nonpmem = np;
+	return out ? -ERANGE : 0;
 }
 
 /* ------------------------------------------------------------- config */
