@@ -16,6 +16,7 @@
 
 #include "pmguard.h"
 #include "tap.h"
+#include "dirs.h"
 #include "../src/pool.h"
 
 static char dir[256];
@@ -669,34 +670,48 @@ static void t_env(void)
 	       "pool create fail -EINVAL naming variable and value");
 }
 
-int main(void)
+/* The file tests, in @d (see tests/dirs.h). */
+#define FILE_TESTS 5
+static void file_tests(const char *d)
 {
-	const char *tmp = getenv("TMPDIR");
-
-	tap_init(11);
-	seen = tap_shared_page();
-	snprintf(dir, sizeof(dir), "%s/pmg-pool-XXXXXX", tmp ? tmp : "/tmp");
-	if (!seen || !mkdtemp(dir))
-		tap_skip_all("no temporary directory");
-	tap_diag("backend on first use; files in %s", dir);
-	t_env();		/* first: children must read the variables */
-	t_bad_config();
+	snprintf(dir, sizeof(dir), "%s", d);
+	tap_diag("pool files in %s", dir);
 	t_create_open();
-	tap_diag("backend: %s", pmg_backend_name(pmg_backend()));
 	t_direct_access();
 	t_stray_write();
 	t_noaccess();
 	t_bad_files();
+}
+
+int main(void)
+{
+	char disk[256], shm[256];
+	int i, k;
+
+	tap_init(6 + 2 * FILE_TESTS);
+	seen = tap_shared_page();
+	if (!seen || probe_dirs(dir, sizeof(dir), disk, shm, sizeof(disk)))
+		tap_skip_all("no temporary directory");
+	tap_diag("backend on first use; files in %s", dir);
+	t_env();		/* first: children must read the variables */
+	t_bad_config();
+	tap_diag("backend: %s", pmg_backend_name(pmg_backend()));
+	for (i = 0; i < 2; i++) {
+		const char *d = i ? shm : disk;
+
+		if (*d) {
+			file_tests(d);
+			continue;
+		}
+		for (k = 0; k < FILE_TESTS; k++)
+			tap_skip("pool file tests", i ? "no tmpfs directory"
+				 : "no disk filesystem directory");
+	}
+	snprintf(dir, sizeof(dir), "%s", *disk ? disk : shm);
 	t_read_only();
 	t_enospc();
 	t_devdax();
-	if (!getenv("PMG_KEEP")) {
-		char cmd[PATH_MAX + 16];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd))
-			tap_diag("could not remove %s", dir);
-	}
+	probe_dirs_remove(disk, shm);
 	printf("%d passed, %d failed, %d skipped\n",
 	       tap_n - tap_failed - skipped, tap_failed, skipped);
 	return tap_done();
