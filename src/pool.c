@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -498,6 +501,67 @@ static int stat_err(const char *path, int e, const char *what)
 	return _pmg_err(-e, "%s: %s: %s", path, what, strerror(e));
 }
 
+/*
+ * The holder of a lock on the file open as @fd, from /proc/locks (flock
+ * and OFD locks name the process that took them): its pid, or 0.
+ */
+static long lock_holder(int fd)
+{
+	FILE *f = fopen("/proc/locks", "re");
+	char line[256];
+	struct stat st;
+	long pid = 0;
+
+	if (!f)
+		return 0;
+	if (fstat(fd, &st)) {
+		fclose(f);
+		return 0;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		unsigned maj, min;
+		unsigned long ino;
+		long who;
+		char *c = strchr(line, ':');
+
+		/* "1: FLOCK  ADVISORY  WRITE 1234 08:02:5678 0 EOF" */
+		if (!c || sscanf(c + 1, " %*s %*s %*s %ld %x:%x:%lu", &who,
+				 &maj, &min, &ino) != 4)
+			continue;
+		if (ino == st.st_ino && makedev(maj, min) == st.st_dev &&
+		    who > 0) {
+			pid = who;
+			break;
+		}
+	}
+	fclose(f);
+	return pid;
+}
+
+/*
+ * One process at a time: an exclusive flock() on the pool's file, held
+ * while the pool is open (it goes with the file descriptor: a fork child
+ * shares it until it closes its copy or execs, O_CLOEXEC).  A filesystem
+ * without flock() (ENOLCK, EINVAL) opens unlocked.
+ */
+static int lock_pool(int fd, const char *path)
+{
+	long pid;
+
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	if (errno != EWOULDBLOCK)
+		return 0;
+	pid = lock_holder(fd);
+	if (pid)
+		return _pmg_err(-EBUSY, "%s: the pool is open in process %ld "
+				"(it holds the pool's lock; a pool is open "
+				"in one process at a time)", path, pid);
+	return _pmg_err(-EBUSY, "%s: the pool is open elsewhere (another "
+			"process holds the pool's lock; a pool is open in "
+			"one process at a time)", path);
+}
+
 /* Open @path read-write; fill @p->fd, size/offset/devdax from @c. */
 static int pool_open_fd(struct pmg_pool *p, const char *path,
 			const struct pmg_pool_config *c)
@@ -523,6 +587,9 @@ static int pool_open_fd(struct pmg_pool *p, const char *path,
 	}
 	if (fstat(p->fd, &st))
 		return stat_err(path, errno, "fstat");
+	rc = lock_pool(p->fd, path);
+	if (rc)
+		return rc;
 	p->offset = c->offset;
 	if (S_ISCHR(st.st_mode)) {
 		rc = devdax_probe(path, &st, &total, &p->align);
@@ -653,10 +720,94 @@ static void fsync_dir(const char *path)
 	}
 }
 
-/* Build the file under the temporary name @tmp, blocks allocated. */
-static int create_file(struct pmg_pool *p, const char *path, const char *tmp,
-		       const struct pmg_pool_config *c)
+/*
+ * Temporary files of creates that died: ".<name>.pmg-<pid>-<n>" in @dir
+ * whose creator no longer runs (kill(pid, 0): ESRCH) and whose lock
+ * nobody holds (a live creator holds it from the start).  Removed on the
+ * next create in the directory that needs a named temporary file.  Test
+ * hook: _pmg_pool_stale_removed counts them.
+ */
+unsigned long _pmg_pool_stale_removed;
+
+static bool stale_name(const char *n, long *pid)
 {
+	const char *t = strstr(n, ".pmg-");
+	char *e;
+
+	if (n[0] != '.' || !t)
+		return false;
+	while (strstr(t + 1, ".pmg-"))
+		t = strstr(t + 1, ".pmg-");
+	*pid = strtol(t + 5, &e, 10);
+	if (*pid <= 0 || *e != '-' || !e[1])
+		return false;
+	strtoul(e + 1, &e, 10);
+	return !*e;
+}
+
+static void remove_stale(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char d[PATH_MAX];
+	struct dirent *e;
+	DIR *dd;
+	int dfd;
+
+	if (!slash)
+		snprintf(d, sizeof(d), ".");
+	else
+		snprintf(d, sizeof(d), "%.*s", slash == path ? 1 :
+			 (int)(slash - path), path);
+	dd = opendir(d);
+	if (!dd)
+		return;
+	dfd = dirfd(dd);
+	while ((e = readdir(dd))) {
+		long pid;
+		int fd;
+
+		if (!stale_name(e->d_name, &pid) || pid == getpid() ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		fd = openat(dfd, e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+			    O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+		    unlinkat(dfd, e->d_name, 0) == 0)
+			__atomic_add_fetch(&_pmg_pool_stale_removed, 1,
+					   __ATOMIC_RELAXED);
+		close(fd);
+	}
+	closedir(dd);
+}
+
+/* Test hook: 1 makes creates use a named temporary file, as on a
+ * filesystem without O_TMPFILE. */
+int _pmg_pool_no_tmpfile;
+
+/* The directory of @path, for O_TMPFILE. */
+static void dir_of(char *d, size_t size, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(d, size, ".");
+	else if (slash == path)
+		snprintf(d, size, "/");
+	else
+		snprintf(d, size, "%.*s", (int)(slash - path), path);
+}
+
+/*
+ * Build the file, blocks allocated and locked: an unnamed O_TMPFILE file
+ * in @path's directory where the filesystem has them (a killed create
+ * then leaves nothing behind), else the temporary name @tmp (*named set).
+ */
+static int create_file(struct pmg_pool *p, const char *path, const char *tmp,
+		       const struct pmg_pool_config *c, bool *named)
+{
+	char d[PATH_MAX];
 	off_t total;
 	int rc, e;
 
@@ -665,12 +816,30 @@ static int create_file(struct pmg_pool *p, const char *path, const char *tmp,
 				"fit in off_t", path, c->offset, c->size);
 	total = (off_t)(c->offset + c->size);
 
-	p->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, c->mode);
-	if (p->fd < 0) {
-		e = errno;
-		return _pmg_err(-e, "%s: cannot create a file in its "
-				"directory: %s", path, strerror(e));
+	*named = false;
+	p->fd = -1;
+	if (!_pmg_pool_no_tmpfile && access("/proc/self/fd", X_OK) == 0) {
+		dir_of(d, sizeof(d), path);
+		p->fd = open(d, O_TMPFILE | O_RDWR | O_CLOEXEC, c->mode);
+		if (p->fd < 0 && errno != EOPNOTSUPP && errno != EISDIR &&
+		    errno != EINVAL) {
+			e = errno;
+			return _pmg_err(-e, "%s: cannot create a file in its "
+					"directory: %s", path, strerror(e));
+		}
 	}
+	if (p->fd < 0) {
+		remove_stale(path);
+		p->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+			     c->mode);
+		if (p->fd < 0) {
+			e = errno;
+			return _pmg_err(-e, "%s: cannot create a file in its "
+					"directory: %s", path, strerror(e));
+		}
+		*named = true;
+	}
+	(void)flock(p->fd, LOCK_EX | LOCK_NB);	/* new: nobody else has it */
 	rc = allocate(p->fd, total);
 	if (rc)
 		return _pmg_err(rc, "%s: allocating %lld bytes: %s", path,
@@ -683,15 +852,48 @@ static int create_file(struct pmg_pool *p, const char *path, const char *tmp,
 	return 0;
 }
 
-/* Move @tmp into place: atomically, replacing only if @overwrite. */
-static int publish(const char *tmp, const char *path, bool overwrite)
+/* Give the unnamed file @fd the name @to; never replaces (EEXIST). */
+static int link_fd(int fd, const char *to)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, to, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	if (errno == EEXIST)
+		return -1;
+	return linkat(fd, "", AT_FDCWD, to, AT_EMPTY_PATH);
+}
+
+/*
+ * Move the new file into place: atomically, replacing only if @overwrite.
+ * @named: it is at @tmp; else it is the unnamed file @fd, linked to @path
+ * directly (never replacing) or, to replace, linked to @tmp and renamed.
+ */
+static int publish(int fd, bool named, const char *tmp, const char *path,
+		   bool overwrite)
 {
 	int e;
 
+	if (!named) {
+		if (!overwrite) {
+			if (link_fd(fd, path) == 0)
+				goto done;
+			e = errno;
+			goto fail;
+		}
+		remove_stale(path);
+		if (link_fd(fd, tmp)) {
+			e = errno;
+			return _pmg_err(-e, "%s: naming the new file: %s",
+					path, strerror(e));
+		}
+	}
 	if (overwrite) {
 		if (rename(tmp, path) == 0)
 			goto done;
 		e = errno;
+		unlink(tmp);
 		return _pmg_err(-e, "%s: replacing it: %s", path, strerror(e));
 	}
 	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
@@ -705,6 +907,7 @@ static int publish(const char *tmp, const char *path, bool overwrite)
 		}
 		e = errno;
 	}
+fail:
 	if (e == EEXIST)
 		return _pmg_err(-e, "%s: exists (use PMG_POOL_OVERWRITE to "
 				"replace it)", path);
@@ -713,6 +916,25 @@ static int publish(const char *tmp, const char *path, bool overwrite)
 done:
 	fsync_dir(path);
 	return 0;
+}
+
+/*
+ * An existing pool to be replaced must not be open in another process:
+ * its lock is taken (and held, in *@fd, until the replacement is done).
+ */
+static int lock_existing(const char *path, int *fd)
+{
+	int rc;
+
+	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (*fd < 0)
+		return 0;
+	rc = lock_pool(*fd, path);
+	if (rc) {
+		close(*fd);
+		*fd = -1;
+	}
+	return rc;
 }
 
 /* Undo pool_finish(): unregister, unprotect, unmap.  First error. */
@@ -738,7 +960,8 @@ PMG_API int pmg_pool_create(struct pmg_pool **pp, const char *path,
 	char tmp[PATH_MAX];
 	struct pmg_pool *p;
 	struct stat st;
-	int rc;
+	bool named = false;
+	int rc, old_fd = -1;
 
 	rc = common_checks(pp, path, "pmg_pool_create");
 	if (rc)
@@ -773,28 +996,38 @@ PMG_API int pmg_pool_create(struct pmg_pool **pp, const char *path,
 				"with pmg_pool_config_set_size)", path);
 	if (temp_name(tmp, sizeof(tmp), path))
 		return _pmg_err(-ENAMETOOLONG, "%s: path too long", path);
+	if (cfg->flags & PMG_POOL_OVERWRITE) {
+		rc = lock_existing(path, &old_fd);
+		if (rc)
+			return rc;
+	}
 	p = pool_alloc();
-	if (!p)
-		return _pmg_err(-ENOMEM, "pmg_pool_create: out of memory");
+	if (!p) {
+		rc = _pmg_err(-ENOMEM, "pmg_pool_create: out of memory");
+		goto out;
+	}
 	/* map and protect first: @path is touched only when all worked */
-	rc = create_file(p, path, tmp, cfg);
+	rc = create_file(p, path, tmp, cfg, &named);
 	if (!rc) {
 		rc = pool_finish(p, path, cfg);
 		if (!rc) {
-			rc = publish(tmp, path,
+			rc = publish(p->fd, named, tmp, path,
 				     cfg->flags & PMG_POOL_OVERWRITE);
 			if (rc)
 				(void)pool_teardown(p);
 		}
 	}
 	if (rc) {
-		if (p->fd >= 0)
+		if (p->fd >= 0 && named)
 			unlink(tmp);
 		pool_free(p);
-		return rc;
+		goto out;
 	}
 	*pp = p;
-	return 0;
+out:
+	if (old_fd >= 0)
+		close(old_fd);
+	return rc;
 }
 
 PMG_API int pmg_pool_close(struct pmg_pool **pp)

@@ -99,6 +99,10 @@ int _pmg_pool_find_nonpmem(const void *addr, size_t len);
 /* 1 if [addr, addr+len) lies within one pmem pool.  AS-safe. */
 int _pmg_pool_range_pmem(const void *addr, size_t len);
 
+/* Test hooks: creates as without O_TMPFILE; stale temporary files removed. */
+extern int _pmg_pool_no_tmpfile;
+extern unsigned long _pmg_pool_stale_removed;
+
 /* Device-dax alignment rule: 0 or -EINVAL with a message. */
 int _pmg_pool_check_align(const char *path, size_t offset, size_t size,
 			  size_t align);
