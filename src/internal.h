@@ -71,6 +71,11 @@ int _pmg_err_s(int err, const char *msg);	/* AS-safe */
 void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]);
 uint32_t _pmg_domain_rights(const struct _pmg_dom *d);
 
+/* domain.c: pmg_domain_new() with the handle at @storage (the caller's,
+ * reused by each re-creation) instead of a new allocation. */
+int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
+		       unsigned flags, struct pmg_domain *storage);
+
 /* domain.c / prim_mprotect.c: the mprotect backend's rights and their
  * page protection */
 unsigned _pmg_global_rights(const struct _pmg_dom *d);

@@ -68,10 +68,16 @@ void _pmg_pool_fork_release(void)
 	pthread_mutex_unlock(&pool_lock);
 }
 
-/* The shared domains: [0] "pmem" (write-disabled), [1] "pmem-noaccess". */
+/*
+ * The shared domains: [0] "pmem" (write-disabled), [1] "pmem-noaccess".
+ * Each is deleted with its last pool and re-created, with its handle in
+ * .h each time (a handle allocated per creation would leak 16 bytes per
+ * last close and reopen: domain handles are never freed).
+ */
 static struct {
 	struct pmg_domain *d;
 	unsigned refs;
+	struct pmg_domain h;
 } shared[2];
 
 /* --------------------------------------------------------- pool table */
@@ -285,8 +291,10 @@ static int domain_get(struct pmg_pool *p, const struct pmg_pool_config *c)
 		return 0;
 	}
 	if (!shared[i].d) {
-		rc = pmg_domain_new(&shared[i].d, i ? "pmem-noaccess" : "pmem",
-				    i ? PMG_DOMAIN_NOACCESS : 0);
+		rc = _pmg_domain_new_at(&shared[i].d,
+					i ? "pmem-noaccess" : "pmem",
+					i ? PMG_DOMAIN_NOACCESS : 0,
+					&shared[i].h);
 		if (rc)
 			return _pmg_err(rc, "creating the pool domain: %s",
 					pmg_errormsg());

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -860,6 +861,36 @@ static void t_killed_create(void)
 	       "keeps a live one's");
 }
 
+/* ---- no memory kept per last close and reopen (issue 10, finding 15) */
+static void t_reopen_leak(void)
+{
+	struct pmg_pool_config *c = cfg_of(1 << 16, 0, 0);
+	struct pmg_pool *p = NULL;
+	char path[PATH_MAX];
+	size_t before = 0, after;
+	int ok = 1, i;
+
+	pathof(path, "leak.pool");
+	CHECK(ok, pmg_pool_create(&p, path, c) == 0);
+	pmg_pool_close(&p);
+	for (i = 0; i < 300; i++) {
+		if (i == 20)
+			before = mallinfo2().uordblks;
+		CHECK(ok, pmg_pool_open(&p, path, NULL) == 0);
+		pmg_pool_close(&p);
+		if (!ok)
+			break;
+	}
+	after = mallinfo2().uordblks;
+	tap_diag("280 last-close/reopen cycles: %zd bytes more in use",
+		 (ssize_t)(after - before));
+	CHECK(ok, after < before + 280 * 16 / 2);
+	unlink(path);
+	pmg_pool_config_delete(&c);
+	tap_ok(ok, "each last close deletes the shared domain and a reopen "
+	       "re-creates it without keeping memory (its handle is reused)");
+}
+
 /* The file tests, in @d (see tests/dirs.h). */
 #define FILE_TESTS 7
 static void file_tests(const char *d)
@@ -882,7 +913,7 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && !strcmp(argv[1], "--open"))
 		return open_mode(argv[2], argv[3]);
-	tap_init(6 + 2 * FILE_TESTS);
+	tap_init(7 + 2 * FILE_TESTS);
 	seen = tap_shared_page();
 	if (!seen || probe_dirs(dir, sizeof(dir), disk, shm, sizeof(disk)))
 		tap_skip_all("no temporary directory");
@@ -903,6 +934,7 @@ int main(int argc, char **argv)
 	}
 	snprintf(dir, sizeof(dir), "%s", *disk ? disk : shm);
 	t_read_only();
+	t_reopen_leak();
 	t_enospc();
 	t_devdax();
 	probe_dirs_remove(disk, shm);
