@@ -351,9 +351,17 @@ PMG_API int pmg_unprotect(void *addr, size_t len)
 				"protected", addr, len);
 	pthread_mutex_lock(&_pmg.lock);
 	if (_pmg_reg_find(base, &r) || r.base != base || r.end != base + len) {
-		rc = _pmg_err(-ENOENT, "pmg_unprotect(%p, %zu): no protected "
-			      "range starts there with that length", addr,
-			      len);
+		rc = 0;
+		if (!_pmg_gone_take(base, base + len))	/* unmapped.c */
+			rc = _pmg_err(-ENOENT, "pmg_unprotect(%p, %zu): no "
+				      "protected range starts there with "
+				      "that length", addr, len);
+		goto out;
+	}
+	if (!_pmg_all_mapped(base, base + len)) {
+		/* unmapped behind our back: drop it, change nothing */
+		_pmg_range_drop_unmapped(&r);
+		rc = 0;
 		goto out;
 	}
 	/* untag first: on failure the range stays registered and handled */

@@ -132,6 +132,17 @@ int _pmg_reg_first_overlap(uintptr_t base, uintptr_t end,
 int _pmg_reg_each(int key, int (*fn)(const struct _pmg_range *, void *),
 		  void *arg);
 
+/* unmapped.c: ranges whose memory went away (munmap, mremap, MAP_FIXED);
+ * all with _pmg.lock held. */
+void _pmg_range_drop(const struct _pmg_range *r, uintptr_t a, size_t n,
+		     const char *what);
+void _pmg_ranges_drop(uintptr_t a, size_t n, const char *what);
+void _pmg_range_drop_unmapped(const struct _pmg_range *r);
+bool _pmg_all_mapped(uintptr_t base, uintptr_t end);
+bool _pmg_gone_take(uintptr_t base, uintptr_t end);
+void _pmg_gone_forget(uintptr_t base, uintptr_t end);
+extern unsigned long _pmg_ranges_dropped;	/* tests */
+
 /* fault.c */
 int _pmg_fault_install(void);
 void _pmg_fault_info(const struct pmg_fault *f, pid_t tid, int action,

@@ -208,8 +208,11 @@ bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end)
 int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key)
 {
 	struct _pmg_range r = { base, end, end, key };
+	int rc = _pmg_rt_insert(&reg, &r);
 
-	return _pmg_rt_insert(&reg, &r);
+	if (!rc)
+		_pmg_gone_forget(base, end);
+	return rc;
 }
 
 int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key)
