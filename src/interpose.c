@@ -28,6 +28,18 @@
 
 #ifdef PMG_SHARED
 
+/*
+ * Sanitizer runtimes call mmap() while they initialise, before an
+ * instrumented function may run: the interposers are not instrumented.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define NOSAN __attribute__((no_sanitize("thread")))
+#elif defined(__SANITIZE_ADDRESS__)
+#define NOSAN __attribute__((no_sanitize("address", "undefined")))
+#else
+#define NOSAN
+#endif
+
 typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
 typedef int (*munmap_fn)(void *, size_t);
 typedef void *(*mremap_fn)(void *, size_t, size_t, int, ...);
@@ -48,7 +60,7 @@ __attribute__((constructor)) static void resolve(void)
 			 __ATOMIC_RELEASE);
 }
 
-static void *do_mmap(void *a, size_t n, int prot, int flags, int fd,
+NOSAN static void *do_mmap(void *a, size_t n, int prot, int flags, int fd,
 		     off_t off)
 {
 	mmap_fn f = __atomic_load_n(&real_mmap, __ATOMIC_ACQUIRE);
@@ -58,14 +70,14 @@ static void *do_mmap(void *a, size_t n, int prot, int flags, int fd,
 	return (void *)syscall(SYS_mmap, a, n, prot, flags, fd, off);
 }
 
-static int do_munmap(void *a, size_t n)
+NOSAN static int do_munmap(void *a, size_t n)
 {
 	munmap_fn f = __atomic_load_n(&real_munmap, __ATOMIC_ACQUIRE);
 
 	return f ? f(a, n) : (int)syscall(SYS_munmap, a, n);
 }
 
-static void *do_mremap(void *a, size_t o, size_t n, int flags, void *to)
+NOSAN static void *do_mremap(void *a, size_t o, size_t n, int flags, void *to)
 {
 	mremap_fn f = __atomic_load_n(&real_mremap, __ATOMIC_ACQUIRE);
 
@@ -74,13 +86,13 @@ static void *do_mremap(void *a, size_t o, size_t n, int flags, void *to)
 	return (void *)syscall(SYS_mremap, a, o, n, flags, to);
 }
 
-static size_t pages(size_t n)
+NOSAN static size_t pages(size_t n)
 {
 	return (n + PMG_PAGE_SIZE - 1) & ~(PMG_PAGE_SIZE - 1);
 }
 
 /* Does [a, a+n) touch a protected range?  Lock-free. */
-static bool touches(const void *a, size_t n)
+NOSAN static bool touches(const void *a, size_t n)
 {
 	struct _pmg_range r;
 	uintptr_t b = (uintptr_t)a;
@@ -93,7 +105,7 @@ static bool touches(const void *a, size_t n)
 	return _pmg_reg_first_overlap(b, b + n, &r) == 0;
 }
 
-PMG_API int munmap(void *addr, size_t len)
+NOSAN PMG_API int munmap(void *addr, size_t len)
 {
 	int rc, e;
 
@@ -109,7 +121,7 @@ PMG_API int munmap(void *addr, size_t len)
 	return rc;
 }
 
-static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd,
+NOSAN static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd,
 			off_t off)
 {
 	void *m;
@@ -128,14 +140,14 @@ static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd,
 	return m;
 }
 
-PMG_API void *mmap(void *addr, size_t len, int prot, int flags, int fd,
+NOSAN PMG_API void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 		   off_t off)
 {
 	return fixed_mmap(addr, len, prot, flags, fd, off);
 }
 
 /* _FILE_OFFSET_BITS=64 programs call mmap64 (the same on 64-bit). */
-PMG_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
+NOSAN PMG_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
 		     off_t off)
 {
 	return fixed_mmap(addr, len, prot, flags, fd, off);
@@ -164,7 +176,7 @@ static void untag_moved(uintptr_t old, size_t osz, uintptr_t m, size_t nsz)
 	}
 }
 
-PMG_API void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
+NOSAN PMG_API void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
 {
 	void *to = NULL, *m;
 	va_list ap;
