@@ -946,17 +946,38 @@ static int lock_existing(const char *path, int *fd)
 }
 
 /* Undo pool_finish(): unregister, unprotect, unmap.  First error. */
+/*
+ * Is a protected pool's mapping still the library's?  Not if its range was
+ * dropped (the shared library saw it unmapped, moved or replaced) or is no
+ * longer entirely mapped: then closing must not munmap whatever is mapped
+ * there now.  (An unprotected pool, or a mapping replaced whole behind the
+ * static library's back, cannot be told apart: see docs/api.md.)
+ */
+static bool still_mapped(const struct pmg_pool *p)
+{
+	uintptr_t base = (uintptr_t)p->addr;
+	struct _pmg_range r;
+
+	if (!p->dom)
+		return true;
+	return !_pmg_reg_find(base, &r) && r.base == base &&
+	       r.end == base + p->maplen &&
+	       _pmg_all_mapped(base, base + p->maplen);
+}
+
 static int pool_teardown(struct pmg_pool *p)
 {
 	int rc = 0;
+	bool ours;
 
 	pthread_mutex_lock(&pool_lock);
 	ptab_remove(p);
+	ours = still_mapped(p);
 	if (p->dom)
 		rc = pmg_unprotect(p->addr, p->maplen);
 	domain_put(p);
 	pthread_mutex_unlock(&pool_lock);
-	if (munmap(p->addr, p->maplen) && !rc)
+	if (ours && munmap(p->addr, p->maplen) && !rc)
 		rc = _pmg_err(-errno, "munmap: %s", strerror(errno));
 	p->addr = NULL;
 	return rc;

@@ -891,6 +891,45 @@ static void t_reopen_leak(void)
 	       "re-creates it without keeping memory (its handle is reused)");
 }
 
+/* ---- a pool unmapped behind the library's back (static: not seen) */
+static void t_unmapped_pool(void)
+{
+	struct pmg_pool_config *c = cfg_of(4 << 12, 0, 0);
+	struct pmg_pool *p = NULL, *q = NULL;
+	char path[PATH_MAX], path2[PATH_MAX], *a, *b;
+	int ok = 1, rc;
+
+	pathof(path, "gone1.pool");
+	pathof(path2, "gone2.pool");
+	CHECK(ok, pmg_pool_create(&p, path, c) == 0);
+	CHECK(ok, pmg_pool_create(&q, path2, c) == 0);
+	if (p && q) {
+		a = pmg_pool_address(p);
+		b = pmg_pool_address(q);
+		CHECK(ok, munmap(a, 4 << 12) == 0);
+		CHECK(ok, pmg_memcpy_persist(b + 10, "first", 6) == b + 10);
+		rc = pmg_pool_close(&p);
+		CHECK(ok, rc == 0 && p == NULL);
+		if (rc)
+			tap_diag("close: %d %s", rc, pmg_errormsg());
+		CHECK(ok, pmg_lookup(a, NULL, NULL) == NULL);
+		CHECK(ok, pmg_memcpy_persist(b + 20, "second", 7) == b + 20);
+		CHECK(ok, !strcmp(b + 10, "first") && !strcmp(b + 20, "second"));
+	}
+	CHECK(ok, pmg_pool_close(&q) == 0);
+	pmg_pool_close(&p);
+	/* the shared domain went with the last pool: a new one works */
+	CHECK(ok, pmg_pool_open(&p, path2, NULL) == 0);
+	CHECK(ok, p && !strcmp((char *)pmg_pool_address(p) + 20, "second"));
+	pmg_pool_close(&p);
+	unlink(path);
+	unlink(path2);
+	pmg_pool_config_delete(&c);
+	tap_ok(ok, "a pool unmapped behind pmguard's back (munmap not seen): "
+	       "the other pool's copies still work, closing it returns 0 and "
+	       "unmaps nothing, the domain goes with the last pool");
+}
+
 /* The file tests, in @d (see tests/dirs.h). */
 #define FILE_TESTS 7
 static void file_tests(const char *d)
@@ -913,7 +952,7 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && !strcmp(argv[1], "--open"))
 		return open_mode(argv[2], argv[3]);
-	tap_init(7 + 2 * FILE_TESTS);
+	tap_init(8 + 2 * FILE_TESTS);
 	seen = tap_shared_page();
 	if (!seen || probe_dirs(dir, sizeof(dir), disk, shm, sizeof(disk)))
 		tap_skip_all("no temporary directory");
@@ -935,6 +974,7 @@ int main(int argc, char **argv)
 	snprintf(dir, sizeof(dir), "%s", *disk ? disk : shm);
 	t_read_only();
 	t_reopen_leak();
+	t_unmapped_pool();
 	t_enospc();
 	t_devdax();
 	probe_dirs_remove(disk, shm);

@@ -133,13 +133,60 @@ static void t_unmapped(void)
 	       "unprotect 0, domain deleted, new mappings never changed");
 }
 
+/*
+ * A pool unmapped behind the library's back, and a new mapping at its
+ * address: the other pool keeps working, and closing the first one leaves
+ * the new mapping alone.
+ */
+static void t_unmapped_pool(void)
+{
+	struct pmg_pool_config *c = NULL;
+	struct pmg_pool *p = NULL, *q = NULL;
+	char path[2][64], *a = NULL, *n = NULL, *b;
+	int ok = 1, i;
+
+	for (i = 0; i < 2; i++) {
+		snprintf(path[i], sizeof(path[i]), "/tmp/pmg-shared-%d-%d.pool",
+			 (int)getpid(), i);
+		unlink(path[i]);
+	}
+	CHECK(ok, pmg_pool_config_new(&c) == 0 &&
+		  pmg_pool_config_set_size(c, 4 * PAGE) == 0);
+	CHECK(ok, pmg_pool_create(&p, path[0], c) == 0);
+	CHECK(ok, pmg_pool_create(&q, path[1], c) == 0);
+	if (p && q) {
+		a = pmg_pool_address(p);
+		b = pmg_pool_address(q);
+		CHECK(ok, munmap(a, 4 * PAGE) == 0);
+		n = map_pages(a, 4);
+		if (n)
+			memset(n, 0x33, 4 * PAGE);
+		CHECK(ok, pmg_memcpy_persist(b + 100, "other", 6) == b + 100);
+		CHECK(ok, pmg_pool_close(&p) == 0);
+		CHECK(ok, !n || (!strcmp(perms_of(n), "rw-p") &&
+				 n[0] == 0x33 && n[4 * PAGE - 1] == 0x33));
+		CHECK(ok, pmg_memcpy_persist(b + 200, "still", 6) == b + 200);
+		CHECK(ok, !strcmp(b + 100, "other") && !strcmp(b + 200, "still"));
+	}
+	pmg_pool_close(&p);
+	pmg_pool_close(&q);
+	pmg_pool_config_delete(&c);
+	if (n)
+		munmap(n, 4 * PAGE);
+	for (i = 0; i < 2; i++)
+		unlink(path[i]);
+	tap_ok(ok, "a pool unmapped behind pmguard's back: the other pool's "
+	       "copies still work, closing it leaves the new mapping at its "
+	       "address alone");
+}
+
 int main(void)
 {
 	Dl_info info;
 	pthread_t t;
 	void *res;
 
-	tap_init(5);
+	tap_init(6);
 	pg = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int ok = pmg_domain_new(&dom, "shared", 0) == 0 &&
@@ -169,5 +216,6 @@ int main(void)
 	pmg_write_end(dom);
 	probe_end();
 	t_unmapped();
+	t_unmapped_pool();
 	return tap_done();
 }
