@@ -626,8 +626,10 @@ int pmg_pool_open(struct pmg_pool **pp, const char *path,
 /**
  * pmg_pool_close() - unprotect, unmap and close a pool; NULL-safe, clears
  * *pp.  Does not persist anything: persist before closing.  The shared
- * domain is deleted with its last pool.  Returns 0, or the first error of
- * unprotect/munmap (the pool is closed anyway).
+ * domain is deleted with its last pool.  A protected pool whose memory was
+ * unmapped behind the library's back is closed without unmapping anything
+ * (what is mapped there now is not the pool's).  Returns 0, or the first
+ * error of unprotect/munmap (the pool is closed anyway).
  * Not AS-safe.
  */
 int pmg_pool_close(struct pmg_pool **pp);
