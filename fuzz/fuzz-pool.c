@@ -247,6 +247,16 @@ static void check_pool(struct pmg_pool *pool, const uint8_t *data,
 	if (noacc && pmg_close(d, PMG_READ))
 		FAIL("read window close: %s", pmg_errormsg());
 
+	/* the persistence calls: within the pool fine, past its size (the
+	 * tail of its last page) -ERANGE, wrapping -EINVAL */
+	if (pmg_persist(base, size))
+		FAIL("pmg_persist of the pool: %s", pmg_errormsg());
+	if (pmg_persist(base + size - 1, 2) != -ERANGE)
+		FAIL("pmg_persist past the pool's %llu bytes not -ERANGE",
+		     (unsigned long long)size);
+	if (pmg_msync(base, SIZE_MAX) != -EINVAL)
+		FAIL("pmg_msync(base, SIZE_MAX) not -EINVAL");
+
 	/* direct access bounds */
 	o = word(rnd) % (size + 2);
 	l = word(rnd + 4) % (size + 2);

@@ -153,15 +153,22 @@ int pmg_protect(struct pmg_domain *d, void *addr, size_t len);
 
 /**
  * pmg_unprotect() - remove the range that starts at @addr, of length @len,
- * exactly as it was protected.  Returns 0, -EINVAL (zero or wrapping
- * length), -ENOENT (no such range), or what pkey_mprotect()/mprotect()
- * returned (the range then stays protected and registered).  Not AS-safe.
+ * exactly as it was protected.  A range whose memory was unmapped behind
+ * the library's back is removed too (returns 0): the shared library drops
+ * it at the munmap()/mremap()/MAP_FIXED mmap() itself; otherwise a range
+ * no longer entirely mapped is dropped here without touching the memory.
+ * See "Unmapped ranges" in docs/api.md for what cannot be detected.
+ * Returns 0, -EINVAL (zero or wrapping length), -ENOENT (no such range),
+ * or what pkey_mprotect()/mprotect() returned (the range then stays
+ * protected and registered).  Not AS-safe.
  */
 int pmg_unprotect(void *addr, size_t len);
 
 /**
- * pmg_lookup() - the domain protecting @addr, or NULL.  O(log n).
- * If @base/@len are not NULL they receive the range.  AS-safe.
+ * pmg_lookup() - the domain protecting @addr, or NULL (not protected).
+ * O(log n), no lock, never a wrong answer however busy the writers are
+ * (left-right registry: a lookup never retries).  If @base/@len are not
+ * NULL they receive the range.  AS-safe.
  */
 struct pmg_domain *pmg_lookup(const void *addr, void **base, size_t *len);
 
@@ -602,14 +609,20 @@ int pmg_pool_config_set_domain(struct pmg_pool_config *cfg,
  * @path: the file to create; a device-dax path is opened as it is
  * @cfg:  size required; flags, mode, domain optional
  *
- * The file is built under a temporary name in the same directory, its
- * blocks allocated (fallocate), then renamed into place: a failure leaves
- * no file behind, and an existing @path is never touched unless
- * PMG_POOL_OVERWRITE is set (then it is replaced atomically).  Reads the
+ * The file is built unnamed (O_TMPFILE) in @path's directory, its blocks
+ * allocated (fallocate), and linked into place only when mapped and
+ * protected: a failure, or a kill, leaves no file behind.  Where the
+ * filesystem has no O_TMPFILE it is built under a temporary name
+ * ".NAME.pmg-PID-N" and renamed; such names left by creators that no
+ * longer run (and hold no lock on them) are removed by the next create in
+ * the directory.  An existing @path is never touched unless
+ * PMG_POOL_OVERWRITE is set (then it is replaced atomically, and -EBUSY if
+ * it is open in a process).  The new pool is locked as pmg_pool_open()'s
+ * are.  Reads the
  * PMGUARD_* persistence variables (see pmg_persist_get_info()).
  * Returns 0, or -EINVAL (NULL argument, size 0, bad environment variable),
  * -EEXIST (@path exists; a device-dax path too, without
- * PMG_POOL_OVERWRITE), -EISDIR (@path is a directory), -ENOSPC / -EFBIG /
+ * PMG_POOL_OVERWRITE), -EBUSY (replacing a pool that is open), -EISDIR (@path is a directory), -ENOSPC / -EFBIG /
  * -EDQUOT (no room: nothing is left behind), -EACCES / -EROFS / -ENOENT
  * (from the filesystem), -ENODEV (a device that is not device dax),
  * -ERANGE, -ENOMEM, -EMFILE (too many pools), or what pmg_protect()
@@ -621,7 +634,12 @@ int pmg_pool_create(struct pmg_pool **pp, const char *path,
 /**
  * pmg_pool_open() - map an existing pool file or device-dax device.
  * @cfg may be NULL (whole file, shared domain).  Never creates, truncates
- * or extends anything.  Returns 0, or -EINVAL (NULL argument, empty file,
+ * or extends anything.  A pool is open in one process at a time: open
+ * takes an exclusive flock() on the file, held until pmg_pool_close() (a
+ * fork child shares it while it keeps the inherited descriptor; exec
+ * closes it).  Returns 0, or -EBUSY (the pool is open, in this process or
+ * another: pmg_errormsg() names the holder's pid), -EINVAL (NULL argument,
+ * empty file,
  * offset not aligned to the device-dax alignment, bad environment
  * variable), -ENOENT, -EACCES (not writable: pools are mapped read-write),
  * -EISDIR, -ERANGE (offset past the end, or the file is smaller than the
@@ -634,8 +652,10 @@ int pmg_pool_open(struct pmg_pool **pp, const char *path,
 /**
  * pmg_pool_close() - unprotect, unmap and close a pool; NULL-safe, clears
  * *pp.  Does not persist anything: persist before closing.  The shared
- * domain is deleted with its last pool.  Returns 0, or the first error of
- * unprotect/munmap (the pool is closed anyway).
+ * domain is deleted with its last pool.  A protected pool whose memory was
+ * unmapped behind the library's back is closed without unmapping anything
+ * (what is mapped there now is not the pool's).  Returns 0, or the first
+ * error of unprotect/munmap (the pool is closed anyway).
  * Not AS-safe.
  */
 int pmg_pool_close(struct pmg_pool **pp);
@@ -734,7 +754,11 @@ int pmg_dax_map_protected(const struct pmg_pool *pool);
  * pmg_flush() - pmem_flush(): write back the cache lines of [@addr,
  * @addr+@len) with the instruction picked at start-up (CLWB > CLFLUSHOPT >
  * CLFLUSH; none with eADR).  On a non-pmem pool it is msync(MS_SYNC).
- * Opens a read window itself on an access-disabled domain.  AS-safe on
+ * Opens a read window itself on an access-disabled domain.  A range that
+ * wraps, starts in the NULL page or passes the usable end of a pool is
+ * not flushed (see pmg_persist()).  Other memory is not checked: as with
+ * pmem_flush(), flushing unmapped memory kills the process (SIGSEGV).
+ * AS-safe on
  * PKU with pmem (no lock, no allocation) once the persistence layer has
  * initialised (the first persistence call in the process reads the
  * environment and sysfs; call pmg_persist_get_info() early to do it).
@@ -746,16 +770,22 @@ void pmg_drain(void);
 
 /**
  * pmg_persist() - pmem_persist(): pmg_flush() + pmg_drain().  Unlike
- * pmem_persist() it returns a value because on a non-pmem pool it is
- * msync(), which can fail: 0, or the negative errno of msync() (-ENOMEM:
- * not mapped, -EIO).  Not AS-safe on non-pmem pools.
+ * pmem_persist() it returns a value: 0, -EINVAL (the range wraps, or
+ * starts in the NULL page), -ERANGE (it touches an open pool's mapping
+ * but does not lie within the pool's bytes: the tail of its last page
+ * past its size, where stores are lost), or on a non-pmem pool the
+ * negative errno of msync() (-EIO).  Memory outside pools is flushed with
+ * CPU instructions and not checked: as with pmem_persist(), unmapped
+ * memory there kills the process with SIGSEGV.  Not AS-safe on non-pmem
+ * pools.
  */
 int pmg_persist(const void *addr, size_t len);
 
 /**
  * pmg_msync() - pmem_msync(): msync(MS_SYNC) of the pages spanning
- * [@addr, @addr+@len).  Returns 0 or a negative errno (libpmem: -1 and
- * errno).  Not AS-safe.
+ * [@addr, @addr+@len).  Returns 0, -EINVAL (wraps, NULL page), -ERANGE
+ * (outside a pool's bytes, as pmg_persist()), or msync()'s negative errno
+ * (-ENOMEM: not mapped).  libpmem returns -1 and errno.  Not AS-safe.
  */
 int pmg_msync(const void *addr, size_t len);
 
@@ -783,7 +813,10 @@ int pmg_has_auto_flush(void);
  * non-temporal stores (AVX-512F, AVX2 or SSE2, by CPUID) unless a flag
  * says otherwise.  On a non-pmem pool the flush is msync(MS_SYNC).
  * Differences from libpmem: unknown @flags, or a NULL pointer with @len >
- * 0, copy nothing and return NULL with errno EINVAL; a window or msync
+ * 0, or a range that wraps or starts in the NULL page, copy nothing and
+ * return NULL with errno EINVAL; a destination that touches an open
+ * pool's mapping but does not lie within its bytes (past its size) copies
+ * nothing and returns NULL with errno ERANGE; a window or msync
  * failure returns NULL with errno set (the data may have been written).
  * pmg_errormsg() says what failed.  AS-safe on PKU with pmem after the
  * first persistence call (see pmg_flush()); the per-thread lookup cache

@@ -67,8 +67,13 @@ static void describe_holders(char *buf, size_t size)
 					      _pmg.core.key[k].name, k);
 }
 
-PMG_API int pmg_domain_new(struct pmg_domain **dp, const char *name,
-			   unsigned flags)
+/*
+ * @storage: the handle's memory, owned by the caller (pool.c's shared
+ * domains, re-created at the same place each time), or NULL to allocate
+ * one that is never freed.
+ */
+static int domain_new(struct pmg_domain **dp, const char *name,
+		      unsigned flags, struct pmg_domain *storage)
 {
 	struct pmg_domain *h;
 	struct _pmg_dom *d;
@@ -88,7 +93,7 @@ PMG_API int pmg_domain_new(struct pmg_domain **dp, const char *name,
 	if (rc)
 		return rc;
 	dflt = (flags & PMG_DOMAIN_NOACCESS) ? PMG_RIGHTS_AD : PMG_RIGHTS_WD;
-	h = calloc(1, sizeof(*h));
+	h = storage ? storage : calloc(1, sizeof(*h));
 	if (!h)
 		return _pmg_err(-ENOMEM, "pmg_domain_new: out of memory");
 
@@ -156,8 +161,21 @@ PMG_API int pmg_domain_new(struct pmg_domain **dp, const char *name,
 	h = NULL;
 out:
 	pthread_mutex_unlock(&_pmg.lock);
-	free(h);	/* NULL once handed out */
+	if (!storage)
+		free(h);	/* NULL once handed out */
 	return rc;
+}
+
+PMG_API int pmg_domain_new(struct pmg_domain **dp, const char *name,
+			   unsigned flags)
+{
+	return domain_new(dp, name, flags, NULL);
+}
+
+int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
+		       unsigned flags, struct pmg_domain *storage)
+{
+	return domain_new(dp, name, flags, storage);
 }
 
 PMG_API int pmg_domain_delete(struct pmg_domain **dp)
@@ -336,9 +354,17 @@ PMG_API int pmg_unprotect(void *addr, size_t len)
 				"protected", addr, len);
 	pthread_mutex_lock(&_pmg.lock);
 	if (_pmg_reg_find(base, &r) || r.base != base || r.end != base + len) {
-		rc = _pmg_err(-ENOENT, "pmg_unprotect(%p, %zu): no protected "
-			      "range starts there with that length", addr,
-			      len);
+		rc = 0;
+		if (!_pmg_gone_take(base, base + len))	/* unmapped.c */
+			rc = _pmg_err(-ENOENT, "pmg_unprotect(%p, %zu): no "
+				      "protected range starts there with "
+				      "that length", addr, len);
+		goto out;
+	}
+	if (!_pmg_all_mapped(base, base + len)) {
+		/* unmapped behind our back: drop it, change nothing */
+		_pmg_range_drop_unmapped(&r);
+		rc = 0;
 		goto out;
 	}
 	/* untag first: on failure the range stays registered and handled */

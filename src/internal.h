@@ -78,24 +78,77 @@ void _pmg_err_restore(const char *buf);
 void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]);
 uint32_t _pmg_domain_rights(const struct _pmg_dom *d);
 
+/* domain.c: pmg_domain_new() with the handle at @storage (the caller's,
+ * reused by each re-creation) instead of a new allocation. */
+int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
+		       unsigned flags, struct pmg_domain *storage);
+
 /* domain.c / prim_mprotect.c: the mprotect backend's rights and their
  * page protection */
 unsigned _pmg_global_rights(const struct _pmg_dom *d);
 int _pmg_prot_of(unsigned rights);
 
-/* registry.c: protected ranges, sorted, seqlock-read from handlers */
+/*
+ * registry.c: sorted tables of non-overlapping [base, end) ranges, read
+ * without locks (from the fault handlers too) by the left-right scheme:
+ * two copies, readers announce themselves and read the published one,
+ * writers (serialised by the caller's lock) change the other copy, publish
+ * it, wait for the readers of the old one to leave, then bring the old
+ * one up to date.  Readers never retry and never fail: wait-free and
+ * AS-safe.  Used for the protected ranges and for pool.c's pool table.
+ */
 struct _pmg_range {
 	uintptr_t base, end;
-	int key;
+	uintptr_t lim;		/* pool table: end of the usable bytes */
+	int key;		/* registry: the key; pool table: is pmem */
 };
+struct _pmg_rcopy {
+	size_t n, cap;
+	struct _pmg_range *r;
+};
+struct _pmg_rtab {
+	struct _pmg_rcopy c[2];
+	int lr;			/* the copy readers use */
+	int vi;			/* the reader count new readers join */
+	unsigned long readers[2];
+	unsigned version;	/* bumped by each change */
+	bool registered;	/* for the fork child's reset */
+};
+/* Writers (the caller's lock held): -EEXIST (overlap), -ENOMEM, -ENOENT. */
+int _pmg_rt_insert(struct _pmg_rtab *t, const struct _pmg_range *r);
+int _pmg_rt_remove(struct _pmg_rtab *t, uintptr_t base, uintptr_t end,
+		   struct _pmg_range *out);
+/* Readers: enter, use the copy (n ranges), leave with the slot.  AS-safe. */
+const struct _pmg_range *_pmg_rt_enter(struct _pmg_rtab *t, size_t *n,
+				       int *slot);
+void _pmg_rt_leave(struct _pmg_rtab *t, int slot);
+/* First index whose end > addr. */
+size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr);
+
+/* The protected ranges (key: the domain's key). */
 bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end);
 int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key);
 int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key);
 int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out);
 int _pmg_reg_find_cached(uintptr_t addr, struct _pmg_range *out);
+/* The first range overlapping [base, end): 0 and *out, or -ENOENT.
+ * AS-safe. */
+int _pmg_reg_first_overlap(uintptr_t base, uintptr_t end,
+			   struct _pmg_range *out);
 /* Call fn for each range of @key (lock held by the caller). */
 int _pmg_reg_each(int key, int (*fn)(const struct _pmg_range *, void *),
 		  void *arg);
+
+/* unmapped.c: ranges whose memory went away (munmap, mremap, MAP_FIXED);
+ * all with _pmg.lock held. */
+void _pmg_range_drop(const struct _pmg_range *r, uintptr_t a, size_t n,
+		     const char *what);
+void _pmg_ranges_drop(uintptr_t a, size_t n, const char *what);
+void _pmg_range_drop_unmapped(const struct _pmg_range *r);
+bool _pmg_all_mapped(uintptr_t base, uintptr_t end);
+bool _pmg_gone_take(uintptr_t base, uintptr_t end);
+void _pmg_gone_forget(uintptr_t base, uintptr_t end);
+extern unsigned long _pmg_ranges_dropped;	/* tests */
 
 /* fault.c */
 int _pmg_fault_install(void);

@@ -331,17 +331,46 @@ static int msync_range(const void *addr, size_t len)
 	return 0;
 }
 
-static bool nonpmem(const void *addr, size_t len)
+/*
+ * The checks every persistence call makes on its destination: a range
+ * that wraps, or starts in the NULL page, is -EINVAL; one that touches an
+ * open pool's mapping but does not lie within its usable bytes (the tail
+ * of the last page past the pool's size, or across into the next pool)
+ * is -ERANGE: a store there would succeed and be lost.  *@np: the range
+ * touches a non-pmem pool (its flush is msync).  Other unmapped memory is
+ * not checked (a flush of it faults, as in libpmem).  Lock-free.
+ */
+static int range_check(const char *fn, const void *addr, size_t len,
+		       bool *np)
 {
-	return __atomic_load_n(&_pmg_nonpmem_pools, __ATOMIC_RELAXED) &&
-	       _pmg_pool_find_nonpmem(addr, len);
+	uintptr_t a = (uintptr_t)addr;
+
+	*np = false;
+	if (a + len < a)
+		return _pmg_err(-EINVAL, "%s(%p, %zu): the range wraps past "
+				"the end of the address space", fn, addr, len);
+	if (a < PMG_PAGE_SIZE)
+		return _pmg_err(-EINVAL, "%s(%p, %zu): the range starts in "
+				"the NULL page", fn, addr, len);
+	if (!__atomic_load_n(&_pmg_open_pools, __ATOMIC_RELAXED))
+		return 0;
+	if (_pmg_pool_check_range(addr, len, np))
+		return _pmg_err(-ERANGE, "%s(%p, %zu): the range is not "
+				"within the usable bytes of the pool it "
+				"touches (a store past a pool's size is "
+				"lost)", fn, addr, len);
+	return 0;
 }
 
 PMG_API int pmg_msync(const void *addr, size_t len)
 {
+	bool np;
+	int rc;
+
 	if (!len)
 		return 0;
-	return msync_range(addr, len);
+	rc = range_check("pmg_msync", addr, len, &np);
+	return rc ? rc : msync_range(addr, len);
 }
 
 PMG_API void pmg_drain(void)
@@ -349,12 +378,17 @@ PMG_API void pmg_drain(void)
 	_pmg_sfence();
 }
 
-static int flush(const struct _pmg_persist *p, const void *addr, size_t len)
+static int flush(const struct _pmg_persist *p, const char *fn,
+		 const void *addr, size_t len)
 {
 	struct guard g = { .n = 0 };
+	bool np;
 	int rc;
 
-	if (nonpmem(addr, len))
+	rc = range_check(fn, addr, len, &np);
+	if (rc)
+		return rc;
+	if (np)
 		return msync_range(addr, len);
 	rc = guard_range(&g, addr, len, PMG_READ);
 	if (rc == 0)
@@ -366,7 +400,7 @@ static int flush(const struct _pmg_persist *p, const void *addr, size_t len)
 PMG_API void pmg_flush(const void *addr, size_t len)
 {
 	if (len)
-		(void)flush(_pmg_persist_get(), addr, len);
+		(void)flush(_pmg_persist_get(), "pmg_flush", addr, len);
 }
 
 PMG_API int pmg_persist(const void *addr, size_t len)
@@ -375,7 +409,7 @@ PMG_API int pmg_persist(const void *addr, size_t len)
 
 	if (!len)
 		return 0;
-	rc = flush(_pmg_persist_get(), addr, len);
+	rc = flush(_pmg_persist_get(), "pmg_persist", addr, len);
 	_pmg_sfence();
 	return rc;
 }
@@ -472,6 +506,7 @@ static void *mem_op(const char *fn, void *dest, const void *src, int c,
 	const struct _pmg_persist *p = _pmg_persist_get();
 	struct guard g = { .n = 0 };
 	char *d = dest;
+	bool np;
 	int rc;
 
 	if (__builtin_expect(flags & ~PMG_F_MEM_VALID_FLAGS, 0))
@@ -483,6 +518,12 @@ static void *mem_op(const char *fn, void *dest, const void *src, int c,
 		return fail(_pmg_err(-EINVAL, "%s: NULL %s with length %zu",
 				     fn, dest ? "source" : "destination",
 				     len));
+	rc = range_check(fn, dest, len, &np);
+	if (rc == 0 && src && (uintptr_t)src + len < (uintptr_t)src)
+		rc = _pmg_err(-EINVAL, "%s: source %p + %zu wraps", fn, src,
+			      len);
+	if (rc)
+		return fail(rc);
 	rc = guard_range(&g, dest, len, PMG_WRITE);
 	if (rc == 0 && src)
 		rc = guard_range(&g, src, len, PMG_READ);
@@ -498,7 +539,7 @@ static void *mem_op(const char *fn, void *dest, const void *src, int c,
 		guard_close(&g);
 		return dest;
 	}
-	if (nonpmem(dest, len)) {
+	if (np) {
 		/* not pmem: the flush is msync, which also drains */
 		if (src)
 			memmove(d, src, len);

@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -25,6 +28,9 @@
 #endif
 #ifndef MAP_SYNC
 #define MAP_SYNC 0x80000
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
 #define HUGE_ALIGN (2UL << 20)
@@ -62,70 +68,43 @@ void _pmg_pool_fork_release(void)
 	pthread_mutex_unlock(&pool_lock);
 }
 
-/* The shared domains: [0] "pmem" (write-disabled), [1] "pmem-noaccess". */
+/*
+ * The shared domains: [0] "pmem" (write-disabled), [1] "pmem-noaccess".
+ * Each is deleted with its last pool and re-created, with its handle in
+ * .h each time (a handle allocated per creation would leak 16 bytes per
+ * last close and reopen: domain handles are never freed).
+ */
 static struct {
 	struct pmg_domain *d;
 	unsigned refs;
+	struct pmg_domain h;
 } shared[2];
 
 /* --------------------------------------------------------- pool table */
 
-/* Sorted, non-overlapping; seqlock-read, written under pool_lock. */
-static struct {
-	unsigned seq;
-	size_t n;
-	struct pent {
-		uintptr_t base, end;
-		bool pmem;
-	} e[POOL_MAX];
-} ptab;
+/*
+ * The open pools' mappings, sorted: [base, base + maplen), lim the end of
+ * the usable bytes, key 1 if pmem.  Written under pool_lock, read without
+ * locks (registry.c's left-right tables: readers never fail).
+ */
+static struct _pmg_rtab ptab;
 
-int _pmg_nonpmem_pools;
-
-#define PLOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-#define PSTORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
-
-/* Entries change field by field with relaxed atomics: lock-free readers
- * retry on the sequence count, and their loads are not data races. */
-static void pent_put(struct pent *d, uintptr_t base, uintptr_t end,
-		     bool pmem)
-{
-	PSTORE(d->base, base);
-	PSTORE(d->end, end);
-	PSTORE(d->pmem, pmem);
-}
-
-static size_t ptab_search(size_t n, uintptr_t addr)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (__atomic_load_n(&ptab.e[mid].end, __ATOMIC_RELAXED) <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
+int _pmg_nonpmem_pools, _pmg_open_pools;
 
 static int ptab_insert(const struct pmg_pool *p)
 {
-	uintptr_t base = (uintptr_t)p->addr, end = base + p->maplen;
-	size_t i, j;
+	struct _pmg_range r = { (uintptr_t)p->addr,
+				(uintptr_t)p->addr + p->maplen,
+				(uintptr_t)p->addr + p->size, p->pmem };
+	int rc;
 
-	if (ptab.n == POOL_MAX)
+	if (ptab.c[ptab.lr].n >= POOL_MAX)
 		return _pmg_err(-EMFILE, "too many pools open (%d)", POOL_MAX);
-	i = ptab_search(ptab.n, base);
-	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	for (j = ptab.n; j > i; j--)
-		pent_put(&ptab.e[j], ptab.e[j - 1].base, ptab.e[j - 1].end,
-			 ptab.e[j - 1].pmem);
-	pent_put(&ptab.e[i], base, end, p->pmem);
-	__atomic_store_n(&ptab.n, ptab.n + 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELEASE);
+	rc = _pmg_rt_insert(&ptab, &r);
+	if (rc)
+		return _pmg_err(rc, "registering the pool at %p: %s", p->addr,
+				strerror(-rc));
+	__atomic_add_fetch(&_pmg_open_pools, 1, __ATOMIC_RELAXED);
 	if (!p->pmem)
 		__atomic_add_fetch(&_pmg_nonpmem_pools, 1, __ATOMIC_RELAXED);
 	return 0;
@@ -133,68 +112,49 @@ static int ptab_insert(const struct pmg_pool *p)
 
 static void ptab_remove(const struct pmg_pool *p)
 {
-	uintptr_t base = (uintptr_t)p->addr;
-	size_t i = ptab_search(ptab.n, base);
-
-	if (i >= ptab.n || ptab.e[i].base != base)
+	if (_pmg_rt_remove(&ptab, (uintptr_t)p->addr, 0, NULL))
 		return;
-	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	for (; i + 1 < ptab.n; i++)
-		pent_put(&ptab.e[i], ptab.e[i + 1].base, ptab.e[i + 1].end,
-			 ptab.e[i + 1].pmem);
-	__atomic_store_n(&ptab.n, ptab.n - 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&ptab.seq, ptab.seq + 1, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&_pmg_open_pools, 1, __ATOMIC_RELAXED);
 	if (!p->pmem)
 		__atomic_sub_fetch(&_pmg_nonpmem_pools, 1, __ATOMIC_RELAXED);
 }
 
 /*
- * Scan the entries overlapping [a, a+len): *any_nonpmem, and whether one
- * pmem entry covers it all.  Lock-free: retried if a writer raced.
+ * Scan the pools overlapping [a, a+len) (len > 0, no wrap): whether any is
+ * not pmem, whether one pmem pool's usable bytes hold it all, and whether
+ * it passes the usable end of a pool it starts in or touches (the tail of
+ * the last page, or the next pool).  Lock-free, AS-safe, never fails.
  */
 static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
-		      bool *in_pmem)
+		      bool *in_pmem, bool *outside)
 {
 	uintptr_t end = a + len;
-	int tries;
+	const struct _pmg_range *r;
+	bool np = false, in = false, out = false;
+	size_t n, i;
+	int slot;
 
-	for (tries = 0; tries < 1000; tries++) {
-		unsigned s1 = __atomic_load_n(&ptab.seq, __ATOMIC_ACQUIRE);
-		size_t n = __atomic_load_n(&ptab.n, __ATOMIC_RELAXED), i;
-		bool np = false, in = false;
-
-		if (s1 & 1)
-			continue;
-		if (n > POOL_MAX)
-			n = POOL_MAX;
-		for (i = ptab_search(n, a); i < n; i++) {
-			struct pent e = { PLOAD(ptab.e[i].base),
-					  PLOAD(ptab.e[i].end),
-					  PLOAD(ptab.e[i].pmem) };
-
-			if (e.base >= end)
-				break;
-			if (!e.pmem)
-				np = true;
-			else if (e.base <= a && end <= e.end)
-				in = true;
-		}
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&ptab.seq, __ATOMIC_RELAXED) != s1)
-			continue;
-		*any_nonpmem = np;
-		*in_pmem = in;
-		return;
+	r = _pmg_rt_enter(&ptab, &n, &slot);
+	for (i = _pmg_rt_search(r, n, a); i < n && r[i].base < end; i++) {
+		if (!r[i].key)
+			np = true;
+		if (a < r[i].base || end > r[i].lim)
+			out = true;
+		else if (r[i].key)
+			in = true;
 	}
-	*any_nonpmem = *in_pmem = false;
+	_pmg_rt_leave(&ptab, slot);
+	*any_nonpmem = np;
+	*in_pmem = in;
+	if (outside)
+		*outside = out;
 }
 
 int _pmg_pool_find_nonpmem(const void *addr, size_t len)
 {
 	bool np, in;
 
-	ptab_scan((uintptr_t)addr, len, &np, &in);
+	ptab_scan((uintptr_t)addr, len, &np, &in, NULL);
 	return np;
 }
 
@@ -204,8 +164,20 @@ int _pmg_pool_range_pmem(const void *addr, size_t len)
 
 	if ((uintptr_t)addr + len < (uintptr_t)addr)
 		return 0;
-	ptab_scan((uintptr_t)addr, len, &np, &in);
+	ptab_scan((uintptr_t)addr, len, &np, &in, NULL);
 	return in;
+}
+
+int _pmg_pool_check_range(const void *addr, size_t len, bool *nonpmem)
+{
+	bool np, in, out;
+
+	if ((uintptr_t)addr + len < (uintptr_t)addr)
+		return -EINVAL;
+	ptab_scan((uintptr_t)addr, len, &np, &in, &out);
+	if (nonpmem)
+		*nonpmem = np;
+	return out ? -ERANGE : 0;
 }
 
 /* ------------------------------------------------------------- config */
@@ -319,8 +291,10 @@ static int domain_get(struct pmg_pool *p, const struct pmg_pool_config *c)
 		return 0;
 	}
 	if (!shared[i].d) {
-		rc = pmg_domain_new(&shared[i].d, i ? "pmem-noaccess" : "pmem",
-				    i ? PMG_DOMAIN_NOACCESS : 0);
+		rc = _pmg_domain_new_at(&shared[i].d,
+					i ? "pmem-noaccess" : "pmem",
+					i ? PMG_DOMAIN_NOACCESS : 0,
+					&shared[i].h);
 		if (rc)
 			return _pmg_err_prefix(rc, "creating the pool domain");
 	}
@@ -412,38 +386,78 @@ int _pmg_pool_check_align(const char *path, size_t offset, size_t size,
 	return 0;
 }
 
-/* Map @p->maplen bytes of @fd at @p->offset, aligned to @p->align. */
+/*
+ * Place a mapping of @p->maplen bytes of @fd at @p->offset at @a, never
+ * over anything else: MAP_FIXED_NOREPLACE fails with EEXIST if another
+ * mapping (another thread's) took the place.  MAP_SYNC is tried first; on
+ * a filesystem without DAX the kernel refuses it (EOPNOTSUPP, or EINVAL
+ * before Linux 4.15) after placing nothing, and the plain shared mapping
+ * is tried at the same place, again without replacing anything.  A kernel
+ * older than 4.17 takes MAP_FIXED_NOREPLACE as a hint: a mapping placed
+ * elsewhere is undone and counts as "taken".  @a NULL: anywhere.
+ */
+static char *map_at(struct pmg_pool *p, char *a)
+{
+	int prot = PROT_READ | PROT_WRITE, fixed = a ? MAP_FIXED_NOREPLACE : 0;
+	char *m;
+
+	m = mmap(a, p->maplen, prot, MAP_SHARED_VALIDATE | MAP_SYNC | fixed,
+		 p->fd, (off_t)p->offset);
+	p->map_sync = m != MAP_FAILED;
+	if (m == MAP_FAILED && (errno == EOPNOTSUPP || errno == EINVAL))
+		m = mmap(a, p->maplen, prot, MAP_SHARED | fixed, p->fd,
+			 (off_t)p->offset);
+	if (m != MAP_FAILED && a && m != a) {
+		munmap(m, p->maplen);
+		errno = EEXIST;
+		return MAP_FAILED;
+	}
+	return m;
+}
+
+/*
+ * Map @p->maplen bytes of @fd at @p->offset, aligned to @p->align.  An
+ * aligned place is found with a PROT_NONE reservation, which is given back
+ * before the file is mapped there: the library never maps with MAP_FIXED
+ * over memory it does not own at that moment (a failed MAP_FIXED mmap
+ * unmaps what was there, and another thread's mmap can take the hole).
+ * If other threads keep taking the place, a new one is found.
+ */
 static int map_pool(struct pmg_pool *p, const char *path)
 {
 	size_t resv = p->maplen + p->align;
+	int tries, e = 0;
 	char *r, *a, *m;
 
-	r = mmap(NULL, resv, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
-		 MAP_NORESERVE, -1, 0);
-	if (r == MAP_FAILED)
-		return _pmg_err(-errno, "%s: reserving %zu bytes of address "
-				"space: %s", path, resv, strerror(errno));
-	a = (char *)(((uintptr_t)r + p->align - 1) & ~(p->align - 1));
-	m = mmap(a, p->maplen, PROT_READ | PROT_WRITE,
-		 MAP_SHARED_VALIDATE | MAP_SYNC | MAP_FIXED, p->fd,
-		 (off_t)p->offset);
-	p->map_sync = m != MAP_FAILED;
-	if (m == MAP_FAILED && (errno == EOPNOTSUPP || errno == EINVAL))
-		m = mmap(a, p->maplen, PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_FIXED, p->fd, (off_t)p->offset);
-	if (m == MAP_FAILED) {
-		int e = errno;
-
+	for (tries = 0; tries < 64; tries++) {
+		r = mmap(NULL, resv, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+			 MAP_NORESERVE, -1, 0);
+		if (r == MAP_FAILED)
+			return _pmg_err(-errno, "%s: reserving %zu bytes of "
+					"address space: %s", path, resv,
+					strerror(errno));
+		a = (char *)(((uintptr_t)r + p->align - 1) & ~(p->align - 1));
 		munmap(r, resv);
-		return _pmg_err(-e, "%s: mmap of %zu bytes at offset %zu: %s",
-				path, p->maplen, p->offset, strerror(e));
+		m = map_at(p, a);
+		if (m != MAP_FAILED) {
+			p->addr = m;
+			return 0;
+		}
+		e = errno;
+		if (e != EEXIST)
+			break;
 	}
-	if (a > r)
-		munmap(r, (size_t)(a - r));
-	if (a + p->maplen < r + resv)
-		munmap(a + p->maplen, (size_t)(r + resv - (a + p->maplen)));
-	p->addr = a;
-	return 0;
+	if (e == EEXIST && !p->devdax) {
+		/* alignment is only a help for files: take any place */
+		m = map_at(p, NULL);
+		if (m != MAP_FAILED) {
+			p->addr = m;
+			return 0;
+		}
+		e = errno;
+	}
+	return _pmg_err(-e, "%s: mmap of %zu bytes at offset %zu: %s", path,
+			p->maplen, p->offset, strerror(e));
 }
 
 /* Map, register, protect.  On failure everything is undone but the fd. */
@@ -494,6 +508,67 @@ static int stat_err(const char *path, int e, const char *what)
 	return _pmg_err(-e, "%s: %s: %s", path, what, strerror(e));
 }
 
+/*
+ * The holder of a lock on the file open as @fd, from /proc/locks (flock
+ * and OFD locks name the process that took them): its pid, or 0.
+ */
+static long lock_holder(int fd)
+{
+	FILE *f = fopen("/proc/locks", "re");
+	char line[256];
+	struct stat st;
+	long pid = 0;
+
+	if (!f)
+		return 0;
+	if (fstat(fd, &st)) {
+		fclose(f);
+		return 0;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		unsigned maj, min;
+		unsigned long ino;
+		long who;
+		char *c = strchr(line, ':');
+
+		/* "1: FLOCK  ADVISORY  WRITE 1234 08:02:5678 0 EOF" */
+		if (!c || sscanf(c + 1, " %*s %*s %*s %ld %x:%x:%lu", &who,
+				 &maj, &min, &ino) != 4)
+			continue;
+		if (ino == st.st_ino && makedev(maj, min) == st.st_dev &&
+		    who > 0) {
+			pid = who;
+			break;
+		}
+	}
+	fclose(f);
+	return pid;
+}
+
+/*
+ * One process at a time: an exclusive flock() on the pool's file, held
+ * while the pool is open (it goes with the file descriptor: a fork child
+ * shares it until it closes its copy or execs, O_CLOEXEC).  A filesystem
+ * without flock() (ENOLCK, EINVAL) opens unlocked.
+ */
+static int lock_pool(int fd, const char *path)
+{
+	long pid;
+
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	if (errno != EWOULDBLOCK)
+		return 0;
+	pid = lock_holder(fd);
+	if (pid)
+		return _pmg_err(-EBUSY, "%s: the pool is open in process %ld "
+				"(it holds the pool's lock; a pool is open "
+				"in one process at a time)", path, pid);
+	return _pmg_err(-EBUSY, "%s: the pool is open elsewhere (another "
+			"process holds the pool's lock; a pool is open in "
+			"one process at a time)", path);
+}
+
 /* Open @path read-write; fill @p->fd, size/offset/devdax from @c. */
 static int pool_open_fd(struct pmg_pool *p, const char *path,
 			const struct pmg_pool_config *c)
@@ -519,6 +594,9 @@ static int pool_open_fd(struct pmg_pool *p, const char *path,
 	}
 	if (fstat(p->fd, &st))
 		return stat_err(path, errno, "fstat");
+	rc = lock_pool(p->fd, path);
+	if (rc)
+		return rc;
 	p->offset = c->offset;
 	if (S_ISCHR(st.st_mode)) {
 		rc = devdax_probe(path, &st, &total, &p->align);
@@ -649,10 +727,94 @@ static void fsync_dir(const char *path)
 	}
 }
 
-/* Build the file under the temporary name @tmp, blocks allocated. */
-static int create_file(struct pmg_pool *p, const char *path, const char *tmp,
-		       const struct pmg_pool_config *c)
+/*
+ * Temporary files of creates that died: ".<name>.pmg-<pid>-<n>" in @dir
+ * whose creator no longer runs (kill(pid, 0): ESRCH) and whose lock
+ * nobody holds (a live creator holds it from the start).  Removed on the
+ * next create in the directory that needs a named temporary file.  Test
+ * hook: _pmg_pool_stale_removed counts them.
+ */
+unsigned long _pmg_pool_stale_removed;
+
+static bool stale_name(const char *n, long *pid)
 {
+	const char *t = strstr(n, ".pmg-");
+	char *e;
+
+	if (n[0] != '.' || !t)
+		return false;
+	while (strstr(t + 1, ".pmg-"))
+		t = strstr(t + 1, ".pmg-");
+	*pid = strtol(t + 5, &e, 10);
+	if (*pid <= 0 || *e != '-' || !e[1])
+		return false;
+	strtoul(e + 1, &e, 10);
+	return !*e;
+}
+
+static void remove_stale(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char d[PATH_MAX];
+	struct dirent *e;
+	DIR *dd;
+	int dfd;
+
+	if (!slash)
+		snprintf(d, sizeof(d), ".");
+	else
+		snprintf(d, sizeof(d), "%.*s", slash == path ? 1 :
+			 (int)(slash - path), path);
+	dd = opendir(d);
+	if (!dd)
+		return;
+	dfd = dirfd(dd);
+	while ((e = readdir(dd))) {
+		long pid;
+		int fd;
+
+		if (!stale_name(e->d_name, &pid) || pid == getpid() ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		fd = openat(dfd, e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+			    O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+		    unlinkat(dfd, e->d_name, 0) == 0)
+			__atomic_add_fetch(&_pmg_pool_stale_removed, 1,
+					   __ATOMIC_RELAXED);
+		close(fd);
+	}
+	closedir(dd);
+}
+
+/* Test hook: 1 makes creates use a named temporary file, as on a
+ * filesystem without O_TMPFILE. */
+int _pmg_pool_no_tmpfile;
+
+/* The directory of @path, for O_TMPFILE. */
+static void dir_of(char *d, size_t size, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(d, size, ".");
+	else if (slash == path)
+		snprintf(d, size, "/");
+	else
+		snprintf(d, size, "%.*s", (int)(slash - path), path);
+}
+
+/*
+ * Build the file, blocks allocated and locked: an unnamed O_TMPFILE file
+ * in @path's directory where the filesystem has them (a killed create
+ * then leaves nothing behind), else the temporary name @tmp (*named set).
+ */
+static int create_file(struct pmg_pool *p, const char *path, const char *tmp,
+		       const struct pmg_pool_config *c, bool *named)
+{
+	char d[PATH_MAX];
 	off_t total;
 	int rc, e;
 
@@ -661,12 +823,30 @@ static int create_file(struct pmg_pool *p, const char *path, const char *tmp,
 				"fit in off_t", path, c->offset, c->size);
 	total = (off_t)(c->offset + c->size);
 
-	p->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, c->mode);
-	if (p->fd < 0) {
-		e = errno;
-		return _pmg_err(-e, "%s: cannot create a file in its "
-				"directory: %s", path, strerror(e));
+	*named = false;
+	p->fd = -1;
+	if (!_pmg_pool_no_tmpfile && access("/proc/self/fd", X_OK) == 0) {
+		dir_of(d, sizeof(d), path);
+		p->fd = open(d, O_TMPFILE | O_RDWR | O_CLOEXEC, c->mode);
+		if (p->fd < 0 && errno != EOPNOTSUPP && errno != EISDIR &&
+		    errno != EINVAL) {
+			e = errno;
+			return _pmg_err(-e, "%s: cannot create a file in its "
+					"directory: %s", path, strerror(e));
+		}
 	}
+	if (p->fd < 0) {
+		remove_stale(path);
+		p->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+			     c->mode);
+		if (p->fd < 0) {
+			e = errno;
+			return _pmg_err(-e, "%s: cannot create a file in its "
+					"directory: %s", path, strerror(e));
+		}
+		*named = true;
+	}
+	(void)flock(p->fd, LOCK_EX | LOCK_NB);	/* new: nobody else has it */
 	rc = allocate(p->fd, total);
 	if (rc)
 		return _pmg_err(rc, "%s: allocating %lld bytes: %s", path,
@@ -679,15 +859,48 @@ static int create_file(struct pmg_pool *p, const char *path, const char *tmp,
 	return 0;
 }
 
-/* Move @tmp into place: atomically, replacing only if @overwrite. */
-static int publish(const char *tmp, const char *path, bool overwrite)
+/* Give the unnamed file @fd the name @to; never replaces (EEXIST). */
+static int link_fd(int fd, const char *to)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, to, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	if (errno == EEXIST)
+		return -1;
+	return linkat(fd, "", AT_FDCWD, to, AT_EMPTY_PATH);
+}
+
+/*
+ * Move the new file into place: atomically, replacing only if @overwrite.
+ * @named: it is at @tmp; else it is the unnamed file @fd, linked to @path
+ * directly (never replacing) or, to replace, linked to @tmp and renamed.
+ */
+static int publish(int fd, bool named, const char *tmp, const char *path,
+		   bool overwrite)
 {
 	int e;
 
+	if (!named) {
+		if (!overwrite) {
+			if (link_fd(fd, path) == 0)
+				goto done;
+			e = errno;
+			goto fail;
+		}
+		remove_stale(path);
+		if (link_fd(fd, tmp)) {
+			e = errno;
+			return _pmg_err(-e, "%s: naming the new file: %s",
+					path, strerror(e));
+		}
+	}
 	if (overwrite) {
 		if (rename(tmp, path) == 0)
 			goto done;
 		e = errno;
+		unlink(tmp);
 		return _pmg_err(-e, "%s: replacing it: %s", path, strerror(e));
 	}
 	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
@@ -701,6 +914,7 @@ static int publish(const char *tmp, const char *path, bool overwrite)
 		}
 		e = errno;
 	}
+fail:
 	if (e == EEXIST)
 		return _pmg_err(-e, "%s: exists (use PMG_POOL_OVERWRITE to "
 				"replace it)", path);
@@ -711,21 +925,61 @@ done:
 	return 0;
 }
 
+/*
+ * An existing pool to be replaced must not be open in another process:
+ * its lock is taken (and held, in *@fd, until the replacement is done).
+ */
+static int lock_existing(const char *path, int *fd)
+{
+	int rc;
+
+	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (*fd < 0)
+		return 0;
+	rc = lock_pool(*fd, path);
+	if (rc) {
+		close(*fd);
+		*fd = -1;
+	}
+	return rc;
+}
+
 /* Undo pool_finish(): unregister, unprotect, unmap.  First error. */
+/*
+ * Is a protected pool's mapping still the library's?  Not if its range was
+ * dropped (the shared library saw it unmapped, moved or replaced) or is no
+ * longer entirely mapped: then closing must not munmap whatever is mapped
+ * there now.  (An unprotected pool, or a mapping replaced whole behind the
+ * static library's back, cannot be told apart: see docs/api.md.)
+ */
+static bool still_mapped(const struct pmg_pool *p)
+{
+	uintptr_t base = (uintptr_t)p->addr;
+	struct _pmg_range r;
+
+	if (!p->dom)
+		return true;
+	return !_pmg_reg_find(base, &r) && r.base == base &&
+	       r.end == base + p->maplen &&
+	       _pmg_all_mapped(base, base + p->maplen);
+}
+
 static int pool_teardown(struct pmg_pool *p)
 {
 	char msg[PMG_ERRMSG_MAX];
 	int rc = 0;
+	bool ours;
 
 	pthread_mutex_lock(&pool_lock);
 	ptab_remove(p);
+	ours = still_mapped(p);
 	if (p->dom)
 		rc = pmg_unprotect(p->addr, p->maplen);
 	_pmg_err_save(msg, sizeof(msg));	/* the first error's */
 	domain_put(p);
 	_pmg_err_restore(msg);
 	pthread_mutex_unlock(&pool_lock);
-	if (munmap(p->addr, p->maplen) && !rc)
+	if (ours && munmap(p->addr, p->maplen) && !rc)
 		rc = _pmg_err(-errno, "munmap: %s", strerror(errno));
 	p->addr = NULL;
 	return rc;
@@ -737,7 +991,8 @@ PMG_API int pmg_pool_create(struct pmg_pool **pp, const char *path,
 	char tmp[PATH_MAX];
 	struct pmg_pool *p;
 	struct stat st;
-	int rc;
+	bool named = false;
+	int rc, old_fd = -1;
 
 	rc = common_checks(pp, path, "pmg_pool_create");
 	if (rc)
@@ -772,28 +1027,38 @@ PMG_API int pmg_pool_create(struct pmg_pool **pp, const char *path,
 				"with pmg_pool_config_set_size)", path);
 	if (temp_name(tmp, sizeof(tmp), path))
 		return _pmg_err(-ENAMETOOLONG, "%s: path too long", path);
+	if (cfg->flags & PMG_POOL_OVERWRITE) {
+		rc = lock_existing(path, &old_fd);
+		if (rc)
+			return rc;
+	}
 	p = pool_alloc();
-	if (!p)
-		return _pmg_err(-ENOMEM, "pmg_pool_create: out of memory");
+	if (!p) {
+		rc = _pmg_err(-ENOMEM, "pmg_pool_create: out of memory");
+		goto out;
+	}
 	/* map and protect first: @path is touched only when all worked */
-	rc = create_file(p, path, tmp, cfg);
+	rc = create_file(p, path, tmp, cfg, &named);
 	if (!rc) {
 		rc = pool_finish(p, path, cfg);
 		if (!rc) {
-			rc = publish(tmp, path,
+			rc = publish(p->fd, named, tmp, path,
 				     cfg->flags & PMG_POOL_OVERWRITE);
 			if (rc)
 				(void)pool_teardown(p);
 		}
 	}
 	if (rc) {
-		if (p->fd >= 0)
+		if (p->fd >= 0 && named)
 			unlink(tmp);
 		pool_free(p);
-		return rc;
+		goto out;
 	}
 	*pp = p;
-	return 0;
+out:
+	if (old_fd >= 0)
+		close(old_fd);
+	return rc;
 }
 
 PMG_API int pmg_pool_close(struct pmg_pool **pp)

@@ -79,6 +79,16 @@ static inline void _pmg_sfence(void)
 
 /* Number of open pools that are not pmem (their flushes are msync). */
 extern int _pmg_nonpmem_pools;
+/* Number of open pools. */
+extern int _pmg_open_pools;
+
+/*
+ * [addr, addr+len) against the open pools: -EINVAL if it wraps, -ERANGE
+ * if it touches a pool's mapping without lying within its usable bytes,
+ * else 0; *nonpmem (if not NULL): it touches a non-pmem pool.  Lock-free,
+ * AS-safe, never a wrong answer.
+ */
+int _pmg_pool_check_range(const void *addr, size_t len, bool *nonpmem);
 
 /*
  * 1 if [addr, addr+len) touches a non-pmem pool, 0 if not.  Lock-free
@@ -88,6 +98,10 @@ int _pmg_pool_find_nonpmem(const void *addr, size_t len);
 
 /* 1 if [addr, addr+len) lies within one pmem pool.  AS-safe. */
 int _pmg_pool_range_pmem(const void *addr, size_t len);
+
+/* Test hooks: creates as without O_TMPFILE; stale temporary files removed. */
+extern int _pmg_pool_no_tmpfile;
+extern unsigned long _pmg_pool_stale_removed;
 
 /* Device-dax alignment rule: 0 or -EINVAL with a message. */
 int _pmg_pool_check_align(const char *path, size_t offset, size_t size,

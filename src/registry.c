@@ -1,62 +1,64 @@
 // SPDX-License-Identifier: MIT
 /*
- * The protected-range registry (the seeds' pgmap / devmap_protected()):
- * a sorted array of non-overlapping [base, end) ranges, searched in
- * O(log n).  Writers hold _pmg.lock; readers (the fault handlers) take no
- * lock: a sequence count tells them to retry a read that raced a write.
- * Arrays outgrown are retired, never freed, so a reader that still holds
- * one reads valid memory; growth doubles, so retired arrays add up to less
- * than the live one.  Fields readers may see mid-write are stored and
- * loaded with relaxed atomics, so the retried reads are not data races.
+ * The protected-range registry (the seeds' pgmap / devmap_protected()) and
+ * the table machinery pool.c's pool table shares: a sorted array of
+ * non-overlapping [base, end) ranges, searched in O(log n).
+ *
+ * Readers take no lock and never retry: the left-right scheme (Ramalhete
+ * and Correia).  There are two copies of the array.  A reader joins the
+ * reader count readers[vi], reads the copy lr names, and leaves.  A writer
+ * (serialised by the caller's lock: _pmg.lock for the registry, the pool
+ * lock for the pool table) changes the copy readers do not use, publishes
+ * it (lr), then moves new readers to the other count (vi) and waits until
+ * both counts have drained of readers that may still read the old copy,
+ * and finally makes the old copy equal to the new one.  A reader's work is
+ * bounded (two atomic adds, two loads, a binary search), so a lookup can
+ * neither starve nor give up: the seqlock this replaces answered "no
+ * range" after 1,000 retries when writers kept it busy.  Only writers
+ * wait, and only for readers already inside.
+ *
+ * A copy readers cannot reach is changed, grown and freed with plain
+ * stores: the reader counts' atomics order it with every reader.  AS-safe
+ * readers: the fault handlers use them; a writer never runs inside a
+ * handler, and a handler that interrupts a writer's wait reads the
+ * published copy and leaves, so the wait ends.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-struct table {
-	size_t cap;
-	struct _pmg_range r[];
-};
+#define SC __ATOMIC_SEQ_CST
 
-static struct {
-	unsigned seq;		/* odd while a write is in progress */
-	struct table *t;
-	size_t n;
-} reg;
+/* ------------------------------------------------------------ readers */
 
-static void write_begin(void)
+const struct _pmg_range *_pmg_rt_enter(struct _pmg_rtab *t, size_t *n,
+				       int *slot)
 {
-	__atomic_store_n(&reg.seq, reg.seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	int vi = __atomic_load_n(&t->vi, SC), lr;
+
+	__atomic_add_fetch(&t->readers[vi], 1, SC);
+	lr = __atomic_load_n(&t->lr, SC);
+	*slot = vi;
+	*n = t->c[lr].n;
+	return t->c[lr].r;
 }
 
-static void write_end(void)
+void _pmg_rt_leave(struct _pmg_rtab *t, int slot)
 {
-	__atomic_store_n(&reg.seq, reg.seq + 1, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&t->readers[slot], 1, __ATOMIC_RELEASE);
 }
 
-#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
-
-static void put(struct _pmg_range *dst, uintptr_t base, uintptr_t end,
-		int key)
-{
-	STORE(dst->base, base);
-	STORE(dst->end, end);
-	STORE(dst->key, key);
-}
-
-/* First index whose end > addr. */
-static size_t search(const struct _pmg_range *r, size_t n, uintptr_t addr)
+size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr)
 {
 	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (LOAD(r[mid].end) <= addr)
+		if (r[mid].end <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -64,107 +66,189 @@ static size_t search(const struct _pmg_range *r, size_t n, uintptr_t addr)
 	return lo;
 }
 
+/* ------------------------------------------------------------ writers */
+
+/*
+ * A fork child has only the forking thread, which is not inside a read
+ * (fork is not called from one): readers other threads had inside at the
+ * fork never leave in the child.  Its counts start at zero.
+ */
+static struct _pmg_rtab *tabs[4];
+
+static void atfork_child(void)
+{
+	unsigned i;
+
+	for (i = 0; i < sizeof(tabs) / sizeof(tabs[0]); i++)
+		if (tabs[i])
+			tabs[i]->readers[0] = tabs[i]->readers[1] = 0;
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void atfork_register(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+static void register_tab(struct _pmg_rtab *t)
+{
+	unsigned i;
+
+	if (t->registered)
+		return;
+	pthread_once(&atfork_once, atfork_register);
+	for (i = 0; i < sizeof(tabs) / sizeof(tabs[0]); i++)
+		if (!tabs[i]) {
+			tabs[i] = t;
+			break;
+		}
+	t->registered = true;
+}
+
+static void wait_drained(struct _pmg_rtab *t, int slot)
+{
+	unsigned spins = 0;
+
+	while (__atomic_load_n(&t->readers[slot], __ATOMIC_ACQUIRE)) {
+		if (++spins < 256)
+			__builtin_ia32_pause();
+		else
+			sched_yield();
+	}
+}
+
+/*
+ * Publish the copy readers do not use (already changed) and wait until no
+ * reader can be reading the other one; then bring that one up to date.
+ * @spare, if not NULL, is an array of the new copy's capacity for it.
+ */
+static void publish(struct _pmg_rtab *t, struct _pmg_range *spare)
+{
+	int lr = t->lr, vi = t->vi;
+	struct _pmg_rcopy *now = &t->c[!lr], *old = &t->c[lr];
+
+	__atomic_store_n(&t->lr, !lr, SC);
+	__atomic_add_fetch(&t->version, 1, SC);
+	wait_drained(t, !vi);
+	__atomic_store_n(&t->vi, !vi, SC);
+	wait_drained(t, vi);
+	/* no reader can reach @old now */
+	if (spare) {
+		free(old->r);
+		old->r = spare;
+		old->cap = now->cap;
+	}
+	memcpy(old->r, now->r, now->n * sizeof(now->r[0]));
+	old->n = now->n;
+}
+
+int _pmg_rt_insert(struct _pmg_rtab *t, const struct _pmg_range *r)
+{
+	struct _pmg_rcopy *w = &t->c[!t->lr];
+	struct _pmg_range *spare = NULL;
+	size_t i;
+
+	register_tab(t);
+	i = _pmg_rt_search(w->r, w->n, r->base);
+	if (i < w->n && w->r[i].base < r->end)
+		return -EEXIST;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 16;
+		struct _pmg_range *a = malloc(cap * sizeof(*a));
+
+		spare = malloc(cap * sizeof(*spare));
+		if (!a || !spare) {
+			free(a);
+			free(spare);
+			return -ENOMEM;
+		}
+		if (w->n)
+			memcpy(a, w->r, w->n * sizeof(*a));
+		free(w->r);
+		w->r = a;
+		w->cap = cap;
+	}
+	memmove(&w->r[i + 1], &w->r[i], (w->n - i) * sizeof(w->r[0]));
+	w->r[i] = *r;
+	w->n++;
+	publish(t, spare);
+	return 0;
+}
+
+int _pmg_rt_remove(struct _pmg_rtab *t, uintptr_t base, uintptr_t end,
+		   struct _pmg_range *out)
+{
+	struct _pmg_rcopy *w = &t->c[!t->lr];
+	size_t i = _pmg_rt_search(w->r, w->n, base);
+
+	if (i >= w->n || w->r[i].base != base || (end && w->r[i].end != end))
+		return -ENOENT;
+	if (out)
+		*out = w->r[i];
+	memmove(&w->r[i], &w->r[i + 1], (w->n - i - 1) * sizeof(w->r[0]));
+	w->n--;
+	publish(t, NULL);
+	return 0;
+}
+
+/* ----------------------------------------------------------- registry */
+
+static struct _pmg_rtab reg;
+
 /* Whether [base, end) overlaps a registered range (lock held). */
 bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end)
 {
-	size_t i;
+	const struct _pmg_rcopy *c = &reg.c[reg.lr];
+	size_t i = _pmg_rt_search(c->r, c->n, base);
 
-	if (!reg.t)
-		return false;
-	i = search(reg.t->r, reg.n, base);
-	return i < reg.n && reg.t->r[i].base < end;
+	return i < c->n && c->r[i].base < end;
 }
 
 int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key)
 {
-	struct table *t = reg.t;
-	size_t i, j;
+	struct _pmg_range r = { base, end, end, key };
+	int rc = _pmg_rt_insert(&reg, &r);
 
-	i = t ? search(t->r, reg.n, base) : 0;
-	if (t && i < reg.n && t->r[i].base < end)
-		return -EEXIST;
-	if (!t || reg.n == t->cap) {
-		size_t cap = t ? t->cap * 2 : 16;
-		struct table *nt = calloc(1, sizeof(*nt) + cap * sizeof(nt->r[0]));
-
-		if (!nt)
-			return -ENOMEM;
-		nt->cap = cap;
-		if (t)
-			memcpy(nt->r, t->r, reg.n * sizeof(t->r[0]));
-		/* the old table is retired: readers may still hold it */
-		__atomic_store_n(&reg.t, nt, __ATOMIC_RELEASE);
-		t = nt;
-	}
-	write_begin();
-	for (j = reg.n; j > i; j--)
-		put(&t->r[j], t->r[j - 1].base, t->r[j - 1].end,
-		    t->r[j - 1].key);
-	put(&t->r[i], base, end, key);
-	__atomic_store_n(&reg.n, reg.n + 1, __ATOMIC_RELAXED);
-	write_end();
-	return 0;
+	if (!rc)
+		_pmg_gone_forget(base, end);
+	return rc;
 }
 
 int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key)
 {
-	struct table *t = reg.t;
-	size_t i;
+	struct _pmg_range r;
+	int rc = _pmg_rt_remove(&reg, base, end, &r);
 
-	if (!t)
-		return -ENOENT;
-	i = search(t->r, reg.n, base);
-	if (i >= reg.n || t->r[i].base != base || t->r[i].end != end)
-		return -ENOENT;
-	*key = t->r[i].key;
-	write_begin();
-	for (; i + 1 < reg.n; i++)
-		put(&t->r[i], t->r[i + 1].base, t->r[i + 1].end,
-		    t->r[i + 1].key);
-	__atomic_store_n(&reg.n, reg.n - 1, __ATOMIC_RELAXED);
-	write_end();
-	return 0;
+	if (!rc)
+		*key = r.key;
+	return rc;
 }
 
 /*
- * The range holding @addr, or the gap between ranges around it (*key 0),
- * read under the sequence count; *seq is the version read.  AS-safe.
+ * The range holding @addr, or the gap between ranges around it (*key 0);
+ * *ver is the registry version the answer is at least as new as.  AS-safe.
  */
-static int lookup(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, int *key,
-		  unsigned *seq)
+static void lookup(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, int *key,
+		   unsigned *ver)
 {
-	int tries;
+	const struct _pmg_range *r;
+	size_t n, i;
+	int slot;
 
-	for (tries = 0; tries < 1000; tries++) {
-		unsigned s1 = __atomic_load_n(&reg.seq, __ATOMIC_ACQUIRE);
-		struct table *t = __atomic_load_n(&reg.t, __ATOMIC_ACQUIRE);
-		size_t n = __atomic_load_n(&reg.n, __ATOMIC_RELAXED), i;
-
-		if (s1 & 1)
-			continue;
-		*lo = 0;
-		*hi = UINTPTR_MAX;
+	*ver = __atomic_load_n(&reg.version, SC);
+	r = _pmg_rt_enter(&reg, &n, &slot);
+	i = _pmg_rt_search(r, n, addr);
+	if (i < n && r[i].base <= addr) {
+		*lo = r[i].base;
+		*hi = r[i].end;
+		*key = r[i].key;
+	} else {
+		*lo = i ? r[i - 1].end : 0;
+		*hi = i < n ? r[i].base : UINTPTR_MAX;
 		*key = 0;
-		if (t) {
-			if (n > t->cap)
-				n = t->cap;
-			i = search(t->r, n, addr);
-			if (i < n && LOAD(t->r[i].base) <= addr) {
-				*lo = LOAD(t->r[i].base);
-				*hi = LOAD(t->r[i].end);
-				*key = LOAD(t->r[i].key);
-			} else {
-				*lo = i ? LOAD(t->r[i - 1].end) : 0;
-				*hi = i < n ? LOAD(t->r[i].base) : UINTPTR_MAX;
-			}
-		}
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&reg.seq, __ATOMIC_RELAXED) != s1)
-			continue;
-		*seq = s1;
-		return 0;
 	}
-	return -EAGAIN;
+	_pmg_rt_leave(&reg, slot);
 }
 
 static int answer(uintptr_t lo, uintptr_t hi, int key,
@@ -173,70 +257,90 @@ static int answer(uintptr_t lo, uintptr_t hi, int key,
 	if (!key)
 		return -ENOENT;
 	out->base = lo;
-	out->end = hi;
+	out->end = out->lim = hi;
 	out->key = key;
 	return 0;
 }
 
-/* AS-safe.  0 and *out filled, or -ENOENT. */
+/* AS-safe.  0 and *out filled, or -ENOENT: never a wrong answer. */
 int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
 {
 	uintptr_t lo, hi;
-	unsigned seq;
-	int key, rc = lookup(addr, &lo, &hi, &key, &seq);
+	unsigned ver;
+	int key;
 
-	return rc ? rc : answer(lo, hi, key, out);
+	lookup(addr, &lo, &hi, &key, &ver);
+	return answer(lo, hi, key, out);
+}
+
+int _pmg_reg_first_overlap(uintptr_t base, uintptr_t end,
+			   struct _pmg_range *out)
+{
+	const struct _pmg_range *r;
+	size_t n, i;
+	int slot, rc = -ENOENT;
+
+	r = _pmg_rt_enter(&reg, &n, &slot);
+	i = _pmg_rt_search(r, n, base);
+	if (i < n && r[i].base < end) {
+		*out = r[i];
+		rc = 0;
+	}
+	_pmg_rt_leave(&reg, slot);
+	return rc;
 }
 
 /*
  * _pmg_reg_find() with a per-thread one-entry cache of the last answer: the
  * range that held the address, or the gap between ranges that did not.
- * The entry is valid while the registry's sequence count has not moved.
- * For the persistence calls, which look up the same destinations over and
- * over.  AS-safe: the entry has its own sequence count (odd while being
+ * The entry is valid while the registry's version has not moved.  For the
+ * persistence calls, which look up the same destinations over and over.
+ * AS-safe: the entry has its own sequence count (odd while being
  * written); a signal handler that finds it odd neither trusts nor writes
  * it, and a reader whose entry changed under it (a handler wrote it)
  * treats that as a miss.
  */
 static __thread struct {
 	unsigned sc;		/* odd while the entry is being written */
-	unsigned seq;		/* registry version it is valid for */
+	unsigned ver;		/* registry version it is valid for */
 	uintptr_t lo, hi;	/* [lo, hi): the range or the gap */
 	int key;		/* 0 for a gap */
-} cache = { 0, 1, 0, 0, 0 };
+	bool valid;
+} cache;
 
 #define SIGFENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
 int _pmg_reg_find_cached(uintptr_t addr, struct _pmg_range *out)
 {
-	unsigned sc = cache.sc, seq;
+	unsigned sc = cache.sc, ver;
 	uintptr_t lo, hi;
-	int key, rc;
+	int key;
+	bool valid;
 
 	SIGFENCE();
 	if (!(sc & 1)) {
-		seq = cache.seq;
+		valid = cache.valid;
+		ver = cache.ver;
 		lo = cache.lo;
 		hi = cache.hi;
 		key = cache.key;
 		SIGFENCE();
-		if (cache.sc == sc &&
-		    seq == __atomic_load_n(&reg.seq, __ATOMIC_ACQUIRE) &&
+		if (valid && cache.sc == sc &&
+		    ver == __atomic_load_n(&reg.version, SC) &&
 		    addr >= lo && addr < hi)
 			goto answer;
 	}
-	rc = lookup(addr, &lo, &hi, &key, &seq);
-	if (rc)
-		return rc;
+	lookup(addr, &lo, &hi, &key, &ver);
 	sc = cache.sc;
 	SIGFENCE();
 	if (!(sc & 1)) {
 		cache.sc = sc + 1;
 		SIGFENCE();
-		cache.seq = seq;
+		cache.ver = ver;
 		cache.lo = lo;
 		cache.hi = hi;
 		cache.key = key;
+		cache.valid = true;
 		SIGFENCE();
 		cache.sc = sc + 2;
 	}
@@ -247,13 +351,14 @@ answer:
 int _pmg_reg_each(int key, int (*fn)(const struct _pmg_range *, void *),
 		  void *arg)
 {
+	const struct _pmg_rcopy *c = &reg.c[reg.lr];
 	size_t i;
 	int rc, first = 0;
 
-	for (i = 0; reg.t && i < reg.n; i++) {
-		if (reg.t->r[i].key != key)
+	for (i = 0; i < c->n; i++) {
+		if (c->r[i].key != key)
 			continue;
-		rc = fn(&reg.t->r[i], arg);
+		rc = fn(&c->r[i], arg);
 		if (rc && !first)
 			first = rc;
 	}

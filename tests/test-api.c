@@ -188,7 +188,7 @@ static void test_swap(void)
 }
 
 /* ---- fork while another thread opens and closes pools ---- */
-static char pool_path[64];
+static char pool_path[64], pool_path2[64];
 
 static void *pool_churn(void *arg)
 {
@@ -211,9 +211,13 @@ static void test_fork_pools(void)
 
 	snprintf(pool_path, sizeof(pool_path), "/tmp/pmg-api-%d.pool",
 		 (int)getpid());
+	snprintf(pool_path2, sizeof(pool_path2), "/tmp/pmg-api-%d-2.pool",
+		 (int)getpid());
 	unlink(pool_path);
+	unlink(pool_path2);
 	if (pmg_pool_config_new(&c) || pmg_pool_config_set_size(c, 1 << 16) ||
-	    pmg_pool_create(&p, pool_path, c)) {
+	    pmg_pool_create(&p, pool_path, c) || pmg_pool_close(&p) ||
+	    pmg_pool_create(&p, pool_path2, c)) {
 		tap_ok(0, "fork during pool churn: set-up: %s", pmg_errormsg());
 		return;
 	}
@@ -229,7 +233,9 @@ static void test_fork_pools(void)
 			int rc;
 
 			alarm(5);
-			rc = pmg_pool_open(&q, pool_path, NULL);
+			/* its own pool: the churned one is locked by the
+			 * parent whenever the other thread has it open */
+			rc = pmg_pool_open(&q, pool_path2, NULL);
 			if (!rc)
 				rc = pmg_pool_close(&q);
 			_exit(rc ? 1 : 0);
@@ -245,6 +251,7 @@ static void test_fork_pools(void)
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	unlink(pool_path);
+	unlink(pool_path2);
 	pmg_pool_config_delete(&c);
 	tap_ok(ok == 20, "fork while another thread opens and closes pools: "
 	       "%d children opened a pool, %d hung, %d failed", ok, hung,

@@ -10,12 +10,15 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "pmguard.h"
 #include "tap.h"
+#include "dirs.h"
 #include "valgrind-probe.h"
 #include "../src/pool.h"
 
@@ -111,7 +114,7 @@ static void t_create_open(void)
 	struct pmg_pool_config *c = cfg_of(1 << 20, 0, 0);
 	struct pmg_pool *p = NULL, *q = NULL;
 	struct pmg_pool_info in;
-	char path[PATH_MAX], *a;
+	char path[PATH_MAX], path2[PATH_MAX], *a;
 	int ok = 1, rc;
 
 	pathof(path, "basic.pool");
@@ -138,13 +141,16 @@ static void t_create_open(void)
 		  a + (1 << 19));
 	tap_diag("pool: map_sync %d, is_pmem %d, align %zu", in.map_sync,
 		 in.is_pmem, in.align);
-	/* a second pool shares the one "pmem" domain */
+	/* the same pool again: it is open (its lock is held) */
 	pmg_pool_config_set_size(c, 0);
-	CHECK(ok, pmg_pool_open(&q, path, c) == 0);
+	CHECK(ok, pmg_pool_open(&q, path, c) == -EBUSY && q == NULL);
+	/* a second pool shares the one "pmem" domain */
+	pathof(path2, "basic2.pool");
+	pmg_pool_config_set_size(c, 1 << 16);
+	CHECK(ok, pmg_pool_create(&q, path2, c) == 0);
 	CHECK(ok, q && pmg_pool_domain(q) == pmg_pool_domain(p));
-	CHECK(ok, q && !memcmp((char *)pmg_pool_address(q) + 100,
-			       "hello pool", 11));
 	CHECK(ok, pmg_pool_close(&q) == 0 && q == NULL);
+	unlink(path2);
 	CHECK(ok, pmg_pool_close(&p) == 0 && p == NULL);
 	CHECK(ok, pmg_pool_close(&p) == 0);	/* NULL-safe */
 	/* reopen: the data is there, the file was not truncated */
@@ -676,34 +682,312 @@ static void t_env(void)
 	       "pool create fail -EINVAL naming variable and value");
 }
 
-int main(void)
-{
-	const char *tmp = getenv("TMPDIR");
+/* ---- one process at a time: the pool's lock (issue 10, finding 10) */
 
-	tap_init(11);
-	seen = tap_shared_page();
-	snprintf(dir, sizeof(dir), "%s/pmg-pool-XXXXXX", tmp ? tmp : "/tmp");
-	if (!seen || !mkdtemp(dir))
-		tap_skip_all("no temporary directory");
-	tap_diag("backend on first use; files in %s", dir);
-	t_env();		/* first: children must read the variables */
-	t_bad_config();
+/* Test hooks in pool.c (weak: the test links, and fails, without them). */
+extern int _pmg_pool_no_tmpfile __attribute__((weak));
+extern unsigned long _pmg_pool_stale_removed __attribute__((weak));
+
+static const char *lock_path, *self_path;
+
+/* In a fork child (no exec): the parent's lock is not this process's. */
+static int lock_child(void *v)
+{
+	struct pmg_pool *q = NULL;
+	char want[32];
+	int rc = pmg_pool_open(&q, lock_path, NULL);
+
+	(void)v;
+	snprintf(want, sizeof(want), "process %d ", (int)getppid());
+	if (rc != -EBUSY || q || !strstr(pmg_errormsg(), want)) {
+		printf("# fork child: open %d: %s\n", rc, pmg_errormsg());
+		return 1;
+	}
+	return 0;
+}
+
+/* Run this test binary again (exec) to open @path: its exit status. */
+static int exec_open(const char *path, const char *want)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		/* argv[0], not /proc/self/exe: under valgrind that is
+		 * valgrind's tool */
+		execl(self_path, "test-pool", "--open", path, want,
+		      (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The exec'd side: "busy" (-EBUSY naming the parent) or "free" (opens). */
+static int open_mode(const char *path, const char *want)
+{
+	struct pmg_pool *q = NULL;
+	char holder[32];
+	int rc = pmg_pool_open(&q, path, NULL);
+
+	snprintf(holder, sizeof(holder), "process %d ", (int)getppid());
+	if (!strcmp(want, "free")) {
+		if (rc)
+			printf("# exec'd: open %d: %s\n", rc, pmg_errormsg());
+		return rc ? 1 : pmg_pool_close(&q) ? 2 : 0;
+	}
+	if (rc != -EBUSY || !strstr(pmg_errormsg(), holder)) {
+		printf("# exec'd: open %d: %s\n", rc, pmg_errormsg());
+		return 1;
+	}
+	return 0;
+}
+
+static void t_lock(void)
+{
+	struct pmg_pool_config *c = cfg_of(1 << 16, 0, 0);
+	struct pmg_pool *p = NULL, *q = NULL;
+	char path[PATH_MAX], want[32];
+	int ok = 1, st, rc;
+
+	pathof(path, "locked.pool");
+	lock_path = path;
+	CHECK(ok, pmg_pool_create(&p, path, c) == 0);
+	snprintf(want, sizeof(want), "process %d ", (int)getpid());
+	rc = pmg_pool_open(&q, path, NULL);
+	CHECK(ok, rc == -EBUSY && q == NULL);
+	CHECK(ok, strstr(pmg_errormsg(), want) != NULL);
+	tap_diag("second open: %d (%s)", rc, pmg_errormsg());
+	st = tap_child(lock_child, NULL);
+	CHECK(ok, WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(ok, exec_open(path, "busy") == 0);
+	/* replacing a pool that is open is refused too */
+	pmg_pool_config_set_flags(c, PMG_POOL_OVERWRITE);
+	CHECK(ok, pmg_pool_create(&q, path, c) == -EBUSY && q == NULL);
+	CHECK(ok, pmg_pool_close(&p) == 0);
+	CHECK(ok, exec_open(path, "free") == 0);
+	CHECK(ok, pmg_pool_open(&p, path, NULL) == 0);
+	pmg_pool_close(&p);
+	unlink(path);
+	pmg_pool_config_delete(&c);
+	tap_ok(ok, "a pool open in one process: a second open (same process, "
+	       "fork child, exec'd program) and an overwrite get -EBUSY "
+	       "naming the holder's pid; after close it opens");
+}
+
+/* ---- killed creates leave nothing behind (issue 10, finding 5) */
+
+static int count_temps(const char *d)
+{
+	DIR *dd = opendir(d);
+	struct dirent *e;
+	int n = 0;
+
+	if (!dd)
+		return -1;
+	while ((e = readdir(dd)))
+		if (strstr(e->d_name, ".pmg-"))
+			n++;
+	closedir(dd);
+	return n;
+}
+
+static int create_loop(void *v)
+{
+	struct pmg_pool_config *c = cfg_of(64 << 20, 0, 0);
+	const char *path = v;
+
+	for (;;) {
+		struct pmg_pool *p = NULL;
+
+		if (pmg_pool_create(&p, path, c) == 0)
+			pmg_pool_close(&p);
+		unlink(path);
+	}
+	return 0;
+}
+
+static void t_killed_create(void)
+{
+	char path[PATH_MAX], stale[PATH_MAX], live[PATH_MAX];
+	int ok = 1, i, left, fd;
+	pid_t pid, dead;
+
+	pathof(path, "kill.pool");
+	for (i = 0; i < 12; i++) {
+		struct timespec ts = { 0, (5 + 7 * i) * 1000000L };
+
+		fflush(NULL);
+		pid = fork();
+		if (pid == 0)
+			_exit(create_loop(path));
+		nanosleep(&ts, NULL);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	left = count_temps(dir);
+	tap_diag("12 creates of 64 MiB pools killed: %d temporary files left",
+		 left);
+	CHECK(ok, left == 0);
+	unlink(path);
+	/* no O_TMPFILE: stale temporary files of dead creators go */
+	pid = fork();
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	dead = pid;
+	snprintf(stale, sizeof(stale), "%s/.x.pool.pmg-%d-1", dir, (int)dead);
+	snprintf(live, sizeof(live), "%s/.y.pool.pmg-%d-1", dir,
+		 (int)getppid());
+	fd = open(stale, O_CREAT | O_WRONLY, 0600);
+	close(fd);
+	fd = open(live, O_CREAT | O_WRONLY, 0600);
+	close(fd);
+	CHECK(ok, &_pmg_pool_no_tmpfile != NULL);
+	if (&_pmg_pool_no_tmpfile) {
+		struct pmg_pool_config *c = cfg_of(1 << 16, 0, 0);
+		struct pmg_pool *p = NULL;
+		unsigned long before = _pmg_pool_stale_removed;
+
+		_pmg_pool_no_tmpfile = 1;
+		pathof(path, "fallback.pool");
+		CHECK(ok, pmg_pool_create(&p, path, c) == 0);
+		_pmg_pool_no_tmpfile = 0;
+		pmg_pool_close(&p);
+		unlink(path);
+		pmg_pool_config_delete(&c);
+		CHECK(ok, access(stale, F_OK) && errno == ENOENT);
+		CHECK(ok, access(live, F_OK) == 0);
+		CHECK(ok, _pmg_pool_stale_removed == before + 1);
+	}
+	unlink(stale);
+	unlink(live);
+	tap_ok(ok, "killed creates leave no temporary file (O_TMPFILE); "
+	       "without O_TMPFILE a create removes those of dead creators, "
+	       "keeps a live one's");
+}
+
+/* ---- no memory kept per last close and reopen (issue 10, finding 15) */
+static void t_reopen_leak(void)
+{
+	struct pmg_pool_config *c = cfg_of(1 << 16, 0, 0);
+	struct pmg_pool *p = NULL;
+	char path[PATH_MAX];
+	size_t before = 0, after;
+	int ok = 1, i;
+
+	pathof(path, "leak.pool");
+	CHECK(ok, pmg_pool_create(&p, path, c) == 0);
+	pmg_pool_close(&p);
+	for (i = 0; i < 300; i++) {
+		if (i == 20)
+			before = mallinfo2().uordblks;
+		CHECK(ok, pmg_pool_open(&p, path, NULL) == 0);
+		pmg_pool_close(&p);
+		if (!ok)
+			break;
+	}
+	after = mallinfo2().uordblks;
+	tap_diag("280 last-close/reopen cycles: %zd bytes more in use",
+		 (ssize_t)(after - before));
+	CHECK(ok, after < before + 280 * 16 / 2);
+	unlink(path);
+	pmg_pool_config_delete(&c);
+	tap_ok(ok, "each last close deletes the shared domain and a reopen "
+	       "re-creates it without keeping memory (its handle is reused)");
+}
+
+/* ---- a pool unmapped behind the library's back (static: not seen) */
+static void t_unmapped_pool(void)
+{
+	struct pmg_pool_config *c = cfg_of(4 << 12, 0, 0);
+	struct pmg_pool *p = NULL, *q = NULL;
+	char path[PATH_MAX], path2[PATH_MAX], *a, *b;
+	int ok = 1, rc;
+
+	pathof(path, "gone1.pool");
+	pathof(path2, "gone2.pool");
+	CHECK(ok, pmg_pool_create(&p, path, c) == 0);
+	CHECK(ok, pmg_pool_create(&q, path2, c) == 0);
+	if (p && q) {
+		a = pmg_pool_address(p);
+		b = pmg_pool_address(q);
+		CHECK(ok, munmap(a, 4 << 12) == 0);
+		CHECK(ok, pmg_memcpy_persist(b + 10, "first", 6) == b + 10);
+		rc = pmg_pool_close(&p);
+		CHECK(ok, rc == 0 && p == NULL);
+		if (rc)
+			tap_diag("close: %d %s", rc, pmg_errormsg());
+		CHECK(ok, pmg_lookup(a, NULL, NULL) == NULL);
+		CHECK(ok, pmg_memcpy_persist(b + 20, "second", 7) == b + 20);
+		CHECK(ok, !strcmp(b + 10, "first") && !strcmp(b + 20, "second"));
+	}
+	CHECK(ok, pmg_pool_close(&q) == 0);
+	pmg_pool_close(&p);
+	/* the shared domain went with the last pool: a new one works */
+	CHECK(ok, pmg_pool_open(&p, path2, NULL) == 0);
+	CHECK(ok, p && !strcmp((char *)pmg_pool_address(p) + 20, "second"));
+	pmg_pool_close(&p);
+	unlink(path);
+	unlink(path2);
+	pmg_pool_config_delete(&c);
+	tap_ok(ok, "a pool unmapped behind pmguard's back (munmap not seen): "
+	       "the other pool's copies still work, closing it returns 0 and "
+	       "unmaps nothing, the domain goes with the last pool");
+}
+
+/* The file tests, in @d (see tests/dirs.h). */
+#define FILE_TESTS 7
+static void file_tests(const char *d)
+{
+	snprintf(dir, sizeof(dir), "%s", d);
+	tap_diag("pool files in %s", dir);
 	t_create_open();
-	tap_diag("backend: %s", pmg_backend_name(pmg_backend()));
 	t_direct_access();
 	t_stray_write();
 	t_noaccess();
 	t_bad_files();
+	t_lock();
+	t_killed_create();
+}
+
+int main(int argc, char **argv)
+{
+	char disk[256], shm[256];
+	int i, k;
+
+	if (argc == 4 && !strcmp(argv[1], "--open"))
+		return open_mode(argv[2], argv[3]);
+	self_path = argv[0];
+	tap_init(8 + 2 * FILE_TESTS);
+	seen = tap_shared_page();
+	if (!seen || probe_dirs(dir, sizeof(dir), disk, shm, sizeof(disk)))
+		tap_skip_all("no temporary directory");
+	tap_diag("backend on first use; files in %s", dir);
+	t_env();		/* first: children must read the variables */
+	t_bad_config();
+	tap_diag("backend: %s", pmg_backend_name(pmg_backend()));
+	for (i = 0; i < 2; i++) {
+		const char *d = i ? shm : disk;
+
+		if (*d) {
+			file_tests(d);
+			continue;
+		}
+		for (k = 0; k < FILE_TESTS; k++)
+			tap_skip("pool file tests", i ? "no tmpfs directory"
+				 : "no disk filesystem directory");
+	}
+	snprintf(dir, sizeof(dir), "%s", *disk ? disk : shm);
 	t_read_only();
+	t_reopen_leak();
+	t_unmapped_pool();
 	t_enospc();
 	t_devdax();
-	if (!getenv("PMG_KEEP")) {
-		char cmd[PATH_MAX + 16];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd))
-			tap_diag("could not remove %s", dir);
-	}
+	probe_dirs_remove(disk, shm);
 	printf("%d passed, %d failed, %d skipped\n",
 	       tap_n - tap_failed - skipped, tap_failed, skipped);
 	return tap_done();

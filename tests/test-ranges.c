@@ -12,6 +12,7 @@
 
 #include "tap.h"
 #include "probe.h"
+#include "../src/internal.h"
 #include "valgrind-probe.h"
 
 #define PAGE 4096
@@ -235,6 +236,126 @@ static void test_concurrent_lookups(void)
 	munmap(cbase, CPAGES * PAGE);
 }
 
+/* ---- ranges that never change, looked up while writers hammer others ---- */
+#define SPAGES 64
+#define LOOKUPS 1000000UL
+static char *sbase;
+static int sdone;
+
+static void *stable_loop(void *arg)
+{
+	struct pmg_domain *want = arg;
+	unsigned long bad = 0, n;
+
+	for (n = 0; n < LOOKUPS; n++) {
+		char *pg = sbase + (n % SPAGES) * 2 * PAGE;
+		void *rb = NULL;
+		size_t rl = 0;
+		struct pmg_domain *d = pmg_lookup(pg + 100, &rb, &rl);
+
+		if (d != want || rb != pg || rl != PAGE)
+			bad++;
+	}
+	__atomic_add_fetch(&sdone, 1, __ATOMIC_RELEASE);
+	return (void *)bad;
+}
+
+static void test_stable_lookups(void)
+{
+	pthread_t t[2];
+	void *res;
+	unsigned long bad = 0, edits = 0;
+	int i, key2 = pmg_domain_key(dom[2]);
+
+	/* stable ranges: every other page; the writer's pages in between */
+	sbase = mmap(NULL, SPAGES * 2 * PAGE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	for (i = 0; i < SPAGES; i++)
+		if (pmg_protect(dom[1], sbase + (size_t)i * 2 * PAGE, PAGE))
+			tap_diag("set-up: %s", pmg_errormsg());
+	for (i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, stable_loop, dom[1]);
+	/*
+	 * The registry's own writers, as fast as they go (pmg_protect() is
+	 * slowed by its /proc/self/maps check): insert and remove ranges
+	 * between the stable ones, under the lock as pmg_protect() does.
+	 */
+	while (__atomic_load_n(&sdone, __ATOMIC_ACQUIRE) < 2) {
+		uintptr_t a = (uintptr_t)sbase +
+			      ((edits * 7) % SPAGES) * 2 * PAGE + PAGE;
+		int k;
+
+		pthread_mutex_lock(&_pmg.lock);
+		if (_pmg_reg_insert(a, a + PAGE, key2))
+			_pmg_reg_remove(a, a + PAGE, &k);
+		pthread_mutex_unlock(&_pmg.lock);
+		edits++;
+	}
+	for (i = 0; i < 2; i++) {
+		pthread_join(t[i], &res);
+		bad += (unsigned long)(uintptr_t)res;
+	}
+	tap_ok(bad == 0, "registry: %lu lookups of %d ranges that never "
+	       "change while %lu protect/unprotect edits of other ranges "
+	       "run: %lu wrong answers", 2 * LOOKUPS, SPAGES, edits, bad);
+	for (i = 0; i < SPAGES; i++) {
+		uintptr_t a = (uintptr_t)sbase + (size_t)i * 2 * PAGE + PAGE;
+		int k;
+
+		pthread_mutex_lock(&_pmg.lock);
+		_pmg_reg_remove(a, a + PAGE, &k);
+		pthread_mutex_unlock(&_pmg.lock);
+	}
+	for (i = 0; i < SPAGES * 2; i++)
+		pmg_unprotect(sbase + (size_t)i * PAGE, PAGE);
+	munmap(sbase, SPAGES * 2 * PAGE);
+}
+
+/*
+ * munmap() behind the library's back (the static library sees no munmap):
+ * pmg_unprotect() drops the range and returns 0, the domain can be deleted
+ * and its key is free again (20 rounds: a leak would run out of keys), and
+ * the domain's other ranges keep their windows.
+ */
+static void test_unmapped(void)
+{
+	char *a, *b, src[8] = "kept";
+	int ok = 1, i;
+
+	for (i = 0; i < 20 && ok; i++) {
+		struct pmg_domain *d = NULL;
+		int rc;
+
+		a = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		b = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		rc = pmg_domain_new(&d, "unmapped", 0);
+		CHECK(ok, rc == 0);
+		if (rc) {
+			tap_diag("round %d: %s", i, pmg_errormsg());
+			break;
+		}
+		CHECK(ok, pmg_protect(d, a, 2 * PAGE) == 0);
+		CHECK(ok, pmg_protect(d, b, PAGE) == 0);
+		munmap(a, 2 * PAGE);
+		CHECK(ok, pmg_write_begin(d) == 0 && pmg_write_end(d) == 0);
+		CHECK(ok, pmg_memcpy_persist(b + 16, src, 5) == b + 16);
+		CHECK(ok, !strcmp(b + 16, "kept"));
+		rc = pmg_unprotect(a, 2 * PAGE);
+		CHECK(ok, rc == 0);
+		if (rc)
+			tap_diag("unprotect: %d %s", rc, pmg_errormsg());
+		CHECK(ok, pmg_lookup(a, NULL, NULL) == NULL);
+		CHECK(ok, pmg_unprotect(b, PAGE) == 0);
+		CHECK(ok, pmg_domain_delete(&d) == 0);
+		munmap(b, PAGE);
+	}
+	tap_ok(ok, "a range unmapped behind pmguard's back: unprotect 0, "
+	       "other ranges keep their windows, domain deleted, key "
+	       "reused (%d rounds)", i);
+}
+
 int main(void)
 {
 	static const char *names[3] = { "ranges-a", "ranges-b", "ranges-c" };
@@ -242,7 +363,7 @@ int main(void)
 
 	if (pmg_under_valgrind())
 		tap_skip_all(PMG_VALGRIND_WHY);
-	tap_init(7);
+	tap_init(9);
 	base = mmap(NULL, (size_t)NPAGES * PAGE, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	for (i = 0; i < 3; i++)
@@ -255,6 +376,8 @@ int main(void)
 	test_registry();
 	test_map_local();
 	test_concurrent_lookups();
+	test_stable_lookups();
+	test_unmapped();
 	probe_end();
 	return tap_done();
 }

@@ -26,6 +26,163 @@ static void *in_thread(void *arg)
 	return (void *)(intptr_t)probe(dom, pg + 1, PMG_WRITE);
 }
 
+/* The permissions /proc/self/maps gives the page at @a ("rw-p"), or "". */
+static const char *perms_of(const void *a)
+{
+	static char perms[8];
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+
+	perms[0] = '\0';
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 &&
+		    lo <= (uintptr_t)a && (uintptr_t)a < hi)
+			break;
+		perms[0] = '\0';
+	}
+	if (f)
+		fclose(f);
+	return perms;
+}
+
+static char *map_pages(void *at, int n)
+{
+	char *m = mmap(at, (size_t)n * PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS |
+		       (at ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+
+	return m == MAP_FAILED ? NULL : m;
+}
+
+/*
+ * munmap(), mremap() and MAP_FIXED mmap() under protected ranges, seen by
+ * the interposed calls: the ranges are dropped (lookup NULL, unprotect 0,
+ * the domain deletable), the pages still mapped are the caller's again
+ * (read-write), memory mapped at their addresses later is never changed
+ * by window edges, and the other ranges keep working.
+ */
+static void t_unmapped(void)
+{
+	struct pmg_domain *d = NULL;
+	char *a, *b, *c, *e, *f, *g, *n, src[64] = "data";
+	int ok = 1;
+
+	CHECK(ok, pmg_domain_new(&d, "unmapped", 0) == 0);
+	a = map_pages(NULL, 2);
+	b = map_pages(NULL, 1);
+	c = map_pages(NULL, 3);
+	e = map_pages(NULL, 1);
+	f = map_pages(NULL, 2);
+	CHECK(ok, a && b && c && e && f);
+	CHECK(ok, pmg_protect(d, a, 2 * PAGE) == 0);
+	CHECK(ok, pmg_protect(d, b, PAGE) == 0);
+	CHECK(ok, pmg_protect(d, c, 3 * PAGE) == 0);
+	CHECK(ok, pmg_protect(d, e, PAGE) == 0);
+	CHECK(ok, pmg_protect(d, f, 2 * PAGE) == 0);
+	/* whole range unmapped; a new mapping takes its place */
+	CHECK(ok, munmap(a, 2 * PAGE) == 0);
+	CHECK(ok, pmg_lookup(a, NULL, NULL) == NULL);
+	n = map_pages(a, 2);
+	if (!n)
+		tap_diag("the address was taken meanwhile: new mapping at "
+			 "another place");
+	/* window edges (process-wide on mprotect) leave it alone */
+	CHECK(ok, pmg_write_begin(d) == 0 && pmg_write_end(d) == 0);
+	CHECK(ok, !n || !strcmp(perms_of(n), "rw-p"));
+	if (n)
+		n[5] = 1;	/* would fault if made read-only */
+	/* the other ranges still get windows */
+	CHECK(ok, pmg_memcpy_persist(b + 8, src, 5) == b + 8);
+	CHECK(ok, !strcmp(b + 8, "data"));
+	CHECK(ok, pmg_unprotect(a, 2 * PAGE) == 0);
+	CHECK(ok, pmg_unprotect(a, 2 * PAGE) == -ENOENT);
+	/* partial munmap: the rest of the range is the caller's again */
+	CHECK(ok, munmap(c + PAGE, PAGE) == 0);
+	CHECK(ok, pmg_lookup(c, NULL, NULL) == NULL);
+	CHECK(ok, !strcmp(perms_of(c), "rw-p") &&
+		  !strcmp(perms_of(c + 2 * PAGE), "rw-p"));
+	CHECK(ok, pmg_unprotect(c, 3 * PAGE) == 0);
+	/* MAP_FIXED over a range */
+	CHECK(ok, mmap(e, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
+		       MAP_FIXED, -1, 0) == e);
+	CHECK(ok, pmg_lookup(e, NULL, NULL) == NULL);
+	CHECK(ok, pmg_write_begin(d) == 0 && pmg_write_end(d) == 0);
+	CHECK(ok, !strcmp(perms_of(e), "r--p"));	/* as mapped */
+	CHECK(ok, pmg_unprotect(e, PAGE) == 0);
+	/* mremap moves a range: its pages are the caller's at the new place */
+	g = mremap(f, 2 * PAGE, 3 * PAGE, MREMAP_MAYMOVE);
+	CHECK(ok, g != MAP_FAILED);
+	CHECK(ok, pmg_lookup(f, NULL, NULL) == NULL);
+	if (g != MAP_FAILED) {
+		CHECK(ok, pmg_lookup(g, NULL, NULL) == NULL);
+		CHECK(ok, !strcmp(perms_of(g), "rw-p") &&
+			  !strcmp(perms_of(g + 2 * PAGE), "rw-p"));
+		g[PAGE + 3] = 1;
+		munmap(g, 3 * PAGE);
+	}
+	CHECK(ok, pmg_unprotect(f, 2 * PAGE) == 0);
+	CHECK(ok, pmg_unprotect(b, PAGE) == 0);
+	/* nothing left: the domain goes, its key is free */
+	CHECK(ok, pmg_domain_delete(&d) == 0);
+	if (n)
+		munmap(n, 2 * PAGE);
+	munmap(b, PAGE);
+	munmap(c, 3 * PAGE);
+	munmap(e, PAGE);
+	tap_ok(ok, "munmap, partial munmap, MAP_FIXED mmap and mremap under "
+	       "protected ranges (interposed): dropped and reported, "
+	       "unprotect 0, domain deleted, new mappings never changed");
+}
+
+/*
+ * A pool unmapped behind the library's back, and a new mapping at its
+ * address: the other pool keeps working, and closing the first one leaves
+ * the new mapping alone.
+ */
+static void t_unmapped_pool(void)
+{
+	struct pmg_pool_config *c = NULL;
+	struct pmg_pool *p = NULL, *q = NULL;
+	char path[2][64], *a = NULL, *n = NULL, *b;
+	int ok = 1, i;
+
+	for (i = 0; i < 2; i++) {
+		snprintf(path[i], sizeof(path[i]), "/tmp/pmg-shared-%d-%d.pool",
+			 (int)getpid(), i);
+		unlink(path[i]);
+	}
+	CHECK(ok, pmg_pool_config_new(&c) == 0 &&
+		  pmg_pool_config_set_size(c, 4 * PAGE) == 0);
+	CHECK(ok, pmg_pool_create(&p, path[0], c) == 0);
+	CHECK(ok, pmg_pool_create(&q, path[1], c) == 0);
+	if (p && q) {
+		a = pmg_pool_address(p);
+		b = pmg_pool_address(q);
+		CHECK(ok, munmap(a, 4 * PAGE) == 0);
+		n = map_pages(a, 4);
+		if (n)
+			memset(n, 0x33, 4 * PAGE);
+		CHECK(ok, pmg_memcpy_persist(b + 100, "other", 6) == b + 100);
+		CHECK(ok, pmg_pool_close(&p) == 0);
+		CHECK(ok, !n || (!strcmp(perms_of(n), "rw-p") &&
+				 n[0] == 0x33 && n[4 * PAGE - 1] == 0x33));
+		CHECK(ok, pmg_memcpy_persist(b + 200, "still", 6) == b + 200);
+		CHECK(ok, !strcmp(b + 100, "other") && !strcmp(b + 200, "still"));
+	}
+	pmg_pool_close(&p);
+	pmg_pool_close(&q);
+	pmg_pool_config_delete(&c);
+	if (n)
+		munmap(n, 4 * PAGE);
+	for (i = 0; i < 2; i++)
+		unlink(path[i]);
+	tap_ok(ok, "a pool unmapped behind pmguard's back: the other pool's "
+	       "copies still work, closing it leaves the new mapping at its "
+	       "address alone");
+}
+
 static int ready[2];
 
 static void *end_inside(void *arg)
@@ -79,7 +236,7 @@ int main(void)
 
 	int rep[2];
 
-	tap_init(6);
+	tap_init(8);
 	pg = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int ok = pmg_domain_new(&dom, "shared", 0) == 0 &&
@@ -115,5 +272,8 @@ int main(void)
 	tap_ok(end_case(1, rep[0]), "a thread cancelled inside a window: "
 	       "the same");
 	probe_end();
+	pmg_set_report_fd(2);
+	t_unmapped();
+	t_unmapped_pool();
 	return tap_done();
 }

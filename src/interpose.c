@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The shared library interposes munmap(), mremap() and mmap() (as the
+ * sanitizers do), to see memory of protected ranges taken away behind its
+ * back: unmapped, moved or shrunk, or replaced by a MAP_FIXED mapping
+ * (which silently resets the key to 0 on Linux).  The call is made, and
+ * the ranges it touched are dropped and reported (unmapped.c) under the
+ * library lock, so that no window edge changes those addresses between
+ * the two.  A call that touches no protected range costs one lock-free
+ * registry lookup.
+ *
+ * Not seen (documented in docs/api.md and pmg_protect(3)): the static
+ * library (no interposition), raw syscalls, libc's internal unmaps (a
+ * free() of a large malloc() block), libraries that bind to libc's
+ * symbols directly (loaded with RTLD_DEEPBIND), and mremap() with
+ * MREMAP_DONTUNMAP.  There pmg_unprotect() drops a range it finds no
+ * longer mapped; memory mapped at its addresses before then may still be
+ * changed by window edges (mprotect backend) and pmg_unprotect().
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifdef PMG_SHARED
+
+/*
+ * Sanitizer runtimes call mmap() while they initialise, before an
+ * instrumented function may run: the interposers are not instrumented.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define NOSAN __attribute__((no_sanitize("thread")))
+#elif defined(__SANITIZE_ADDRESS__)
+#define NOSAN __attribute__((no_sanitize("address", "undefined")))
+#else
+#define NOSAN
+#endif
+
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+typedef int (*munmap_fn)(void *, size_t);
+typedef void *(*mremap_fn)(void *, size_t, size_t, int, ...);
+
+static mmap_fn real_mmap;
+static munmap_fn real_munmap;
+static mremap_fn real_mremap;
+
+/* Resolved at load; until then (another constructor's early calls) the
+ * raw syscalls serve. */
+__attribute__((constructor)) static void resolve(void)
+{
+	__atomic_store_n(&real_mmap, (mmap_fn)dlsym(RTLD_NEXT, "mmap"),
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(&real_munmap, (munmap_fn)dlsym(RTLD_NEXT, "munmap"),
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(&real_mremap, (mremap_fn)dlsym(RTLD_NEXT, "mremap"),
+			 __ATOMIC_RELEASE);
+}
+
+NOSAN static void *do_mmap(void *a, size_t n, int prot, int flags, int fd,
+		     off_t off)
+{
+	mmap_fn f = __atomic_load_n(&real_mmap, __ATOMIC_ACQUIRE);
+
+	if (f)
+		return f(a, n, prot, flags, fd, off);
+	return (void *)syscall(SYS_mmap, a, n, prot, flags, fd, off);
+}
+
+NOSAN static int do_munmap(void *a, size_t n)
+{
+	munmap_fn f = __atomic_load_n(&real_munmap, __ATOMIC_ACQUIRE);
+
+	return f ? f(a, n) : (int)syscall(SYS_munmap, a, n);
+}
+
+NOSAN static void *do_mremap(void *a, size_t o, size_t n, int flags, void *to)
+{
+	mremap_fn f = __atomic_load_n(&real_mremap, __ATOMIC_ACQUIRE);
+
+	if (f)
+		return f(a, o, n, flags, to);
+	return (void *)syscall(SYS_mremap, a, o, n, flags, to);
+}
+
+NOSAN static size_t pages(size_t n)
+{
+	return (n + PMG_PAGE_SIZE - 1) & ~(PMG_PAGE_SIZE - 1);
+}
+
+/* Does [a, a+n) touch a protected range?  Lock-free. */
+NOSAN static bool touches(const void *a, size_t n)
+{
+	struct _pmg_range r;
+	uintptr_t b = (uintptr_t)a;
+
+	if (!n || !__atomic_load_n(&_pmg.inited, __ATOMIC_ACQUIRE))
+		return false;
+	n = pages(n);
+	if (b + n < b)
+		n = UINTPTR_MAX - b;
+	return _pmg_reg_first_overlap(b, b + n, &r) == 0;
+}
+
+NOSAN PMG_API int munmap(void *addr, size_t len)
+{
+	int rc, e;
+
+	if (!touches(addr, len))
+		return do_munmap(addr, len);
+	pthread_mutex_lock(&_pmg.lock);
+	rc = do_munmap(addr, len);
+	e = errno;
+	if (rc == 0)
+		_pmg_ranges_drop((uintptr_t)addr, pages(len), "munmap");
+	pthread_mutex_unlock(&_pmg.lock);
+	errno = e;
+	return rc;
+}
+
+NOSAN static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd,
+			off_t off)
+{
+	void *m;
+	int e;
+
+	if (!(flags & MAP_FIXED) || !touches(addr, len))
+		return do_mmap(addr, len, prot, flags, fd, off);
+	pthread_mutex_lock(&_pmg.lock);
+	m = do_mmap(addr, len, prot, flags, fd, off);
+	e = errno;
+	if (m != MAP_FAILED)
+		_pmg_ranges_drop((uintptr_t)addr, pages(len),
+				 "MAP_FIXED mmap");
+	pthread_mutex_unlock(&_pmg.lock);
+	errno = e;
+	return m;
+}
+
+NOSAN PMG_API void *mmap(void *addr, size_t len, int prot, int flags, int fd,
+		   off_t off)
+{
+	return fixed_mmap(addr, len, prot, flags, fd, off);
+}
+
+/* _FILE_OFFSET_BITS=64 programs call mmap64 (the same on 64-bit). */
+NOSAN PMG_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
+		     off_t off)
+{
+	return fixed_mmap(addr, len, prot, flags, fd, off);
+}
+
+/*
+ * The moved (or grown in place) pages of a range keep its protection at
+ * their new place: they are the caller's now, so they are untagged there.
+ */
+static void untag_moved(uintptr_t old, size_t osz, uintptr_t m, size_t nsz)
+{
+	struct _pmg_range r;
+
+	while (_pmg_reg_first_overlap(old, old + osz, &r) == 0) {
+		uintptr_t lo = r.base > old ? r.base : old;
+		uintptr_t hi = r.end < old + osz ? r.end : old + osz;
+		uintptr_t nlo = m + (lo - old), nhi = m + (hi - old);
+
+		if (hi == old + osz)	/* grown: the new tail too */
+			nhi = m + nsz;
+		if (nhi > m + nsz)
+			nhi = m + nsz;
+		_pmg_range_drop(&r, old, osz, "mremap");
+		if (nlo < nhi)
+			(void)_pmg.prim->untag((void *)nlo, nhi - nlo);
+	}
+}
+
+NOSAN PMG_API void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
+{
+	void *to = NULL, *m;
+	va_list ap;
+	int e;
+
+	if (flags & MREMAP_FIXED) {
+		va_start(ap, flags);
+		to = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (!touches(old, osz) &&
+	    !((flags & MREMAP_FIXED) && touches(to, nsz)))
+		return do_mremap(old, osz, nsz, flags, to);
+	pthread_mutex_lock(&_pmg.lock);
+	m = do_mremap(old, osz, nsz, flags, to);
+	e = errno;
+	if (m != MAP_FAILED) {
+		if (flags & MREMAP_FIXED)
+			_pmg_ranges_drop((uintptr_t)to, pages(nsz), "mremap");
+		untag_moved((uintptr_t)old, pages(osz), (uintptr_t)m,
+			    pages(nsz));
+	}
+	pthread_mutex_unlock(&_pmg.lock);
+	errno = e;
+	return m;
+}
+
+#endif /* PMG_SHARED */
