@@ -31,6 +31,7 @@ enum campaign_mode {
 	CM_STRICT,
 	CM_RELAXED,
 	CM_AUDIT,
+	CM_CONTAIN,		/* reported and undone (PMG_FAULT_CONTAIN) */
 	CM_MODES
 };
 
