@@ -406,10 +406,12 @@ enum pmg_fault_mode {
 	PMG_FAULT_AUDIT = 2,	/* report each, allow that one, re-arm */
 	/*
 	 * Contain (x86-64): a stray write is reported and undone.  The
-	 * faulting instruction is decoded (Zydis), the protected bytes it
-	 * writes are saved, it runs once with access (single step) and the
-	 * saved bytes are put back: registers and flags are as it left
-	 * them, protected memory is unchanged.  A write whose range cannot
+	 * faulting instruction is decoded (Zydis) and run once (single
+	 * step) against a per-thread copy of what it writes (base register
+	 * moved), or, for forms that cannot be moved (push, rip-relative),
+	 * with access and its protected bytes saved and put back:
+	 * registers and flags are as it left them, protected memory is
+	 * unchanged.  A write whose range cannot
 	 * be determined (scatter, xsave, movdir64b, undecodable) falls back
 	 * to strict with the reason.  Stray reads: as audit.  On mprotect
 	 * the pages are writable for the whole process during the step; see
@@ -502,6 +504,7 @@ struct pmg_stats {
 	uint64_t long_term_maps;/* pmg_map() of protected memory */
 	uint64_t contained;	/* stray writes undone by contain mode */
 	uint64_t contain_strict;/* contain fell back to strict */
+	uint64_t contain_redirected;/* contained into a scratch copy */
 	uint64_t contain_regrant;/* mprotect: a window raced a contained
 				   write; page rights re-applied, retried */
 };

@@ -195,6 +195,33 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 			a &= 0xffffffffull;
 		d->wr[d->nwr].addr = (uintptr_t)(a + seg);
 		d->wr[d->nwr].len = len;
+		d->wr[d->nwr].base = -1;
+		d->wr[d->nwr].base_kind = PMG_CT_BASE_KEEP;
+		if (in.address_width == 64 &&
+		    o->mem.base != ZYDIS_REGISTER_NONE &&
+		    o->mem.base != ZYDIS_REGISTER_RSP &&
+		    o->mem.base != ZYDIS_REGISTER_RIP &&
+		    ZydisRegisterGetWidth(ZYDIS_MACHINE_MODE_LONG_64,
+					  o->mem.base) == 64) {
+			unsigned k;
+
+			d->wr[d->nwr].base = greg_of(o->mem.base);
+			for (k = 0; k < in.operand_count; k++) {
+				const ZydisDecodedOperand *q = &op[k];
+
+				if (q->type != ZYDIS_OPERAND_TYPE_REGISTER ||
+				    !(q->actions &
+				      ZYDIS_OPERAND_ACTION_MASK_WRITE) ||
+				    greg_of(q->reg.value) !=
+					    d->wr[d->nwr].base)
+					continue;
+				d->wr[d->nwr].base_kind =
+					in.meta.category ==
+						ZYDIS_CATEGORY_STRINGOP
+						? PMG_CT_BASE_STEP
+						: PMG_CT_BASE_DATA;
+			}
+		}
 		d->nwr++;
 	}
 	return 0;

@@ -15,11 +15,19 @@
 #define PMG_CT_MAXLEN	64	/* bytes per write range (one zmm) */
 #define PMG_CT_TEXT	96
 
+/* What the instruction does to its base register besides addressing. */
+#define PMG_CT_BASE_KEEP	0	/* nothing: put the old value back */
+#define PMG_CT_BASE_STEP	1	/* string op: advances it (rdi) */
+#define PMG_CT_BASE_DATA	2	/* writes a result into it (xchg) */
+
 struct _pmg_decoded {
 	unsigned nwr;			/* memory ranges the instruction writes */
 	struct {
 		uintptr_t addr;
 		size_t len;
+		int base;		/* REG_* of the base register, or -1
+					   (none, rsp, rip, or not 64-bit) */
+		int base_kind;		/* PMG_CT_BASE_* */
 	} wr[PMG_CT_MAXWR];
 	unsigned len;			/* instruction length */
 	const char *why;		/* non-NULL: cannot be contained */

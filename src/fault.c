@@ -12,7 +12,11 @@
  *    editing it grants or revokes rights for the interrupted context only
  *    (the seeds' pks_update_exception());
  *  - audit sets the trap flag so the faulting instruction runs once with
- *    access, then the SIGTRAP handler puts the saved rights back.
+ *    access, then the SIGTRAP handler puts the saved rights back;
+ *  - contain (contain_begin/contain_end) decodes the instruction
+ *    (contain.c) and runs it once against a per-thread scratch copy of
+ *    what it writes (its base register moved), or with access and the
+ *    protected bytes saved before and put back after; same trap flag.
  * Signals that are not ours go to the handler installed before us, or get
  * the default action, unchanged.
  */
@@ -73,7 +77,19 @@ static __thread struct {
 	uint64_t count;
 	bool stack_protected;
 	struct _pmg_decoded dec;
+	/* redirect: the write went to scratch, memory was never granted */
+	bool redirect;
+	int base;			/* REG_* moved by delta */
+	int base_kind;
+	greg_t base_orig;
+	uintptr_t delta, ea;		/* scratch = ea + delta */
+	unsigned len;
 } pending;
+
+/* Redirect target: the written range at the same offset mod 64 (so
+ * alignment-checking stores, cmpxchg16b, movntdq, still fit). */
+static __thread uint8_t scratch[4 * PMG_CT_MAXLEN]
+	__attribute__((aligned(PMG_CT_MAXLEN)));
 
 /* Audit site table: faulting instruction -> count, lock-free. */
 #define PMG_SITES 1024
@@ -588,6 +604,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			       "contained step");
 	pending.active = true;
 	pending.contain = true;
+	pending.redirect = false;
 	pending.had_tf = uc->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF;
 	pending.nsave = nsave;
 	pending.f = *f;
@@ -605,6 +622,56 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 	pending.mask = 0;
 	pending.bits = 0;
 	pending.rd_mask = pku ? grant : 0;
+	if (d.nwr == 1 && d.wr[0].base >= 0) {
+		/*
+		 * Redirect: the one written operand's base register is moved
+		 * so that the instruction writes a copy of the range in a
+		 * per-thread scratch buffer instead; memory is never granted
+		 * (no other thread can see or race anything) and the bytes
+		 * outside protected memory are copied out after the step.
+		 */
+		uintptr_t ea = d.wr[0].addr;
+		unsigned len = (unsigned)d.wr[0].len, k;
+		uint8_t *s = scratch + PMG_CT_MAXLEN + (ea & (PMG_CT_MAXLEN - 1));
+		/* PKU: the handler runs with the default register; the bytes
+		 * outside the saved pieces may be in a domain this thread has
+		 * a window on: open every key for the copies */
+		uint32_t all = pku ? ~(uint32_t)PMG_PKR_MASK(0) : 0;
+
+		cur = open_keys(all);
+		for (k = 0; k < len; k++) {
+			unsigned j;
+
+			for (j = 0; j < nsave; j++)
+				if (ea + k >= pending.save[j].addr &&
+				    ea + k < pending.save[j].addr +
+						     pending.save[j].len)
+					break;
+			if (j < nsave)
+				copy_out(&s[k], ea + k, 1, pku);
+			else
+				s[k] = *(volatile uint8_t *)(ea + k);
+		}
+		close_keys(all, cur);
+		for (i = 0; i < nsave; i++)
+			memcpy(pending.save[i].old,
+			       s + (pending.save[i].addr - ea),
+			       pending.save[i].len);
+		pending.redirect = true;
+		pending.rd_mask = all;	/* contain_end's copies, again */
+		pending.mask = 0;
+		pending.ea = ea;
+		pending.len = len;
+		pending.delta = (uintptr_t)s - ea;
+		pending.base = d.wr[0].base;
+		pending.base_kind = d.wr[0].base_kind;
+		pending.base_orig = uc->uc_mcontext.gregs[pending.base];
+		uc->uc_mcontext.gregs[pending.base] += (greg_t)pending.delta;
+		f->new_pkval = f->saved_pkval;
+		_PMG_STAT_INC(contain_redirected);
+		uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
+		return true;
+	}
 	if (pku) {
 		/* this thread only: the frame's register */
 		pending.mask = grant;
@@ -629,8 +696,34 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 	return true;
 }
 
+/* After a redirected step: fix the base register, copy out the bytes
+ * the thread may write, keep the protected ones as they were. */
+static void redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
+{
+	greg_t *g = &uc->uc_mcontext.gregs[pending.base];
+	greg_t moved = pending.base_orig + (greg_t)pending.delta;
+	const uint8_t *s = (const uint8_t *)(pending.ea + pending.delta);
+	unsigned k, i;
+
+	if (pending.base_kind == PMG_CT_BASE_STEP)
+		*g -= (greg_t)pending.delta;
+	else if (pending.base_kind == PMG_CT_BASE_KEEP || *g == moved)
+		*g = pending.base_orig;	/* DATA: keep a result it wrote */
+	for (k = 0; k < pending.len; k++) {
+		for (i = 0; i < pending.nsave; i++)
+			if (pending.ea + k >= pending.save[i].addr &&
+			    pending.ea + k < pending.save[i].addr +
+						     pending.save[i].len)
+				break;
+		if (i < pending.nsave)
+			now[i][pending.ea + k - pending.save[i].addr] = s[k];
+		else
+			*(volatile uint8_t *)(pending.ea + k) = s[k];
+	}
+}
+
 /* After the step: put the saved bytes back, report old -> new. */
-static void contain_end(void)
+static void contain_end(ucontext_t *uc)
 {
 	uint8_t now[PMG_SAVES][PMG_CT_MAXLEN];
 	struct _pmg_buf b = { .n = 0 };
@@ -639,7 +732,9 @@ static void contain_end(void)
 	unsigned i;
 	int fd = report_fd();
 
-	for (i = 0; i < pending.nsave; i++) {
+	if (pending.redirect)
+		redirect_end(uc, now);
+	for (i = 0; !pending.redirect && i < pending.nsave; i++) {
 		struct _pmg_save *sv = &pending.save[i];
 
 		copy_out(now[i], sv->addr, sv->len, pku);
@@ -845,7 +940,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 		return;
 	}
 	if (pending.contain) {
-		contain_end();	/* pages still writable, keys opened */
+		contain_end(uc);	/* pages still writable, keys opened */
 		pending.contain = false;
 	}
 	if (pending.mask) {
