@@ -73,6 +73,8 @@ static int model_mode(const char *v, int *out)
 		*out = PMG_FAULT_RELAXED;
 	else if (!strcmp(v, "audit"))
 		*out = PMG_FAULT_AUDIT;
+	else if (!strcmp(v, "contain"))
+		*out = PMG_FAULT_CONTAIN;
 	else
 		return -1;
 	return 0;

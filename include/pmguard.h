@@ -45,7 +45,7 @@ enum pmg_backend {
  * pmg_init() - initialise the library (idempotent, thread-safe).
  *
  * Reads PMGUARD_BACKEND (auto|pku|mprotect), PMGUARD_FAULT_MODE
- * (strict|relaxed|audit) and PMGUARD_REPORT_FD (-1 or a descriptor), picks
+ * (strict|relaxed|audit|contain) and PMGUARD_REPORT_FD (-1 or a descriptor), picks
  * the backend and installs the SIGSEGV and SIGTRAP handlers (the ones
  * installed before are chained to).  A fault mode or report fd set through
  * the API before pmg_init() wins over the environment.  Called implicitly
@@ -411,6 +411,20 @@ enum pmg_fault_mode {
 	PMG_FAULT_STRICT = 0,	/* report, then abort (core dump) */
 	PMG_FAULT_RELAXED = 1,	/* report once per domain, then allow */
 	PMG_FAULT_AUDIT = 2,	/* report each, allow that one, re-arm */
+	/*
+	 * Contain (x86-64): a stray write is reported and undone.  The
+	 * faulting instruction is decoded (Zydis) and run once (single
+	 * step) against a per-thread copy of what it writes (base register
+	 * moved), or, for forms that cannot be moved (push, rip-relative),
+	 * with access and its protected bytes saved and put back:
+	 * registers and flags are as it left them, protected memory is
+	 * unchanged.  A write whose range cannot
+	 * be determined (scatter, xsave, movdir64b, undecodable) falls back
+	 * to strict with the reason.  Stray reads: as audit.  On mprotect
+	 * the pages are writable for the whole process during the step; see
+	 * pmg_set_fault_mode(3) for what may race there.
+	 */
+	PMG_FAULT_CONTAIN = 3,
 };
 
 /** What happened to a fault (struct pmg_fault_info.action). */
@@ -421,6 +435,7 @@ enum pmg_fault_action {
 	PMG_FAULT_RELAXED_SILENT,
 	PMG_FAULT_AUDITED,
 	PMG_FAULT_STRICT_ABORT,
+	PMG_FAULT_CONTAINED,	/* contain: the write ran and was undone */
 };
 
 /** A fault on a protected address, as handed to callbacks and observers. */
@@ -494,6 +509,11 @@ struct pmg_stats {
 	uint64_t audit_sites;	/* distinct faulting instructions */
 	uint64_t unbalanced;	/* refused unbalanced closes */
 	uint64_t long_term_maps;/* pmg_map() of protected memory */
+	uint64_t contained;	/* stray writes undone by contain mode */
+	uint64_t contain_strict;/* contain fell back to strict */
+	uint64_t contain_redirected;/* contained into a scratch copy */
+	uint64_t contain_regrant;/* mprotect: a window raced a contained
+				   write; page rights re-applied, retried */
 };
 
 /** Read the counters.  0 or -EINVAL.  AS-safe. */

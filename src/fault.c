@@ -12,12 +12,17 @@
  *    editing it grants or revokes rights for the interrupted context only
  *    (the seeds' pks_update_exception());
  *  - audit sets the trap flag so the faulting instruction runs once with
- *    access, then the SIGTRAP handler puts the saved rights back.
+ *    access, then the SIGTRAP handler puts the saved rights back;
+ *  - contain (contain_begin/contain_end) decodes the instruction
+ *    (contain.c) and runs it once against a per-thread scratch copy of
+ *    what it writes (its base register moved), or with access and the
+ *    protected bytes saved before and put back after; same trap flag.
  * Signals that are not ours go to the handler installed before us, or get
  * the default action, unchanged.
  */
 #define _GNU_SOURCE
 #include <execinfo.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +31,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "contain.h"
 #include "internal.h"
 
 #ifndef SEGV_PKUERR
@@ -41,16 +47,49 @@ struct pmg_stats _pmg_stats;
 
 static struct sigaction old_segv, old_trap;
 
-/* Audit: what the SIGTRAP after the single step must put back. */
-#define PMG_PENDING_PAGES 4
+/*
+ * Audit and contain: what the SIGTRAP after the single step must put back.
+ * Contain also keeps the protected bytes the instruction writes (up to two
+ * ranges of 64 bytes, each split at most once per protected range).
+ */
+#define PMG_PENDING_PAGES 8
+#define PMG_SAVES (2 * PMG_CT_MAXWR)
+struct _pmg_save {
+	uintptr_t addr;
+	unsigned len;
+	int key;
+	uint8_t old[PMG_CT_MAXLEN];
+};
 static __thread struct {
 	bool active;
 	bool had_tf;
+	bool contain;			/* saved bytes to put back */
 	uint32_t mask, bits;		/* PKU: register bits to restore */
 	unsigned npages;		/* mprotect: pages to re-protect */
 	uintptr_t page[PMG_PENDING_PAGES];
 	int key[PMG_PENDING_PAGES];
+	/* contain */
+	unsigned nsave;
+	struct _pmg_save save[PMG_SAVES];
+	uint32_t rd_mask;		/* PKU: keys the handlers must open */
+	struct pmg_fault f;
+	pid_t tid;
+	uint64_t count;
+	bool stack_protected;
+	struct _pmg_decoded dec;
+	/* redirect: the write went to scratch, memory was never granted */
+	bool redirect;
+	int base;			/* REG_* moved by delta */
+	int base_kind;
+	greg_t base_orig;
+	uintptr_t delta, ea;		/* scratch = ea + delta */
+	unsigned len;
 } pending;
+
+/* Redirect target: the written range at the same offset mod 64 (so
+ * alignment-checking stores, cmpxchg16b, movntdq, still fit). */
+static __thread uint8_t scratch[4 * PMG_CT_MAXLEN]
+	__attribute__((aligned(PMG_CT_MAXLEN)));
 
 /* Audit site table: faulting instruction -> count, lock-free. */
 #define PMG_SITES 1024
@@ -344,6 +383,407 @@ static void notify(const struct pmg_fault *f, pid_t tid, int action)
 	o->fn(&fi, o->arg);
 }
 
+/* ---- contain mode ---- */
+
+static void contain_strict(const struct pmg_fault *f, pid_t tid,
+			   const struct _pmg_decoded *d, const char *why)
+{
+	struct _pmg_buf b = { .n = 0 };
+	int fd = report_fd();
+
+	_PMG_STAT_INC(contain_strict);
+	_pmg_bs(&b, "pmguard: contain: cannot contain '");
+	_pmg_bs(&b, d->text);
+	_pmg_bs(&b, "' at ip ");
+	_pmg_bx(&b, f->ip);
+	_pmg_bs(&b, ": ");
+	_pmg_bs(&b, why);
+	_pmg_bs(&b, "; falling back to strict\n");
+	_pmg_bflush(&b, fd);
+	report_fault(f, tid, "strict (aborting)", true);
+	notify(f, tid, PMG_FAULT_STRICT_ABORT);
+	abort();
+}
+
+/*
+ * mprotect: the saved bytes are read and put back through /proc/self/mem,
+ * which ignores page protection for private mappings, so a window closed
+ * by another thread (the page made read-only again) between grant and
+ * restore cannot make the copy fault.  Where that fails (a shared mapping
+ * is not force-writable), plain copies: the pages were made writable, and
+ * if a window close re-protected one meanwhile, the fault on the copy
+ * grants it again (contain_begin()).  open(2), pread(2), pwrite(2):
+ * AS-safe.
+ */
+static int self_mem = -2;
+
+static int mem_fd(void)
+{
+	int fd = __atomic_load_n(&self_mem, __ATOMIC_ACQUIRE);
+
+	if (fd == -2) {
+		int want = -2;
+
+		fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+		if (!__atomic_compare_exchange_n(&self_mem, &want, fd, false,
+						 __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE)) {
+			if (fd >= 0)
+				close(fd);
+			fd = want;
+		}
+	}
+	return fd;
+}
+
+static void copy_out(void *dst, uintptr_t src, unsigned len, bool pku)
+{
+	int fd = pku ? -1 : mem_fd();
+
+	if (fd < 0 || pread(fd, dst, len, (off_t)src) != (ssize_t)len)
+		memcpy(dst, (const void *)src, len);
+}
+
+static void copy_in(uintptr_t dst, const void *src, unsigned len, bool pku)
+{
+	int fd = pku ? -1 : mem_fd();
+
+	if (fd < 0 || pwrite(fd, src, len, (off_t)dst) != (ssize_t)len)
+		memcpy((void *)dst, src, len);
+}
+
+/* Open the keys of the saved ranges for the handler's own copies (PKU). */
+static uint32_t open_keys(uint32_t mask)
+{
+	uint32_t cur = 0;
+
+	if (mask) {
+		cur = _pmg_rdpkru();
+		_pmg_wrpkru(cur & ~mask);
+	}
+	return cur;
+}
+
+static void close_keys(uint32_t mask, uint32_t cur)
+{
+	if (mask)
+		_pmg_wrpkru(cur);
+}
+
+static void bytes_hex(struct _pmg_buf *b, const uint8_t *p, unsigned n)
+{
+	static const char hx[] = "0123456789abcdef";
+	unsigned i;
+
+	for (i = 0; i < n && b->n + 3 < sizeof(b->b); i++) {
+		b->b[b->n++] = hx[p[i] >> 4];
+		b->b[b->n++] = hx[p[i] & 15];
+	}
+}
+
+/* Does the thread (rights in @pkval on PKU) lack write access to @key? */
+static bool write_denied(int key, uint32_t pkval, bool pku)
+{
+	unsigned r = pku ? pmg_pkval_rights(pkval, (unsigned)key)
+			 : _pmg_global_rights(&_pmg.dom[key]);
+
+	return r != PMG_RIGHTS_RW;
+}
+
+/*
+ * A stray access in contain mode.  Returns true when it is a write to be
+ * contained (everything set up: saved bytes, rights, trap flag); false
+ * when the instruction writes no protected byte (a stray read: audit
+ * handles it).  Aborts (strict) when the written range is unknown.
+ */
+static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
+			  pid_t tid)
+{
+	struct _pmg_decoded d;
+	bool pku = reg != NULL, hit = false;
+	uint32_t grant = 0, cur;
+	unsigned i, nsave = 0, npages = 0;
+	uintptr_t pages[PMG_PENDING_PAGES];
+	int pkeys[PMG_PENDING_PAGES];
+
+	if (pending.active && pending.contain && !pku) {
+		uintptr_t pg = f->addr & ~(PMG_PAGE_SIZE - 1);
+
+		/*
+		 * mprotect: another thread closed a window on a page between
+		 * our grant and the step, or the restore (page rights are
+		 * process-wide; /proc/self/mem cannot write a read-only
+		 * shared mapping): grant again and retry; the bytes are saved
+		 * already.
+		 */
+		for (i = 0; i < pending.npages; i++)
+			if (pending.page[i] == pg)
+				break;
+		if (i < pending.npages) {
+			for (i = 0; i < pending.npages; i++)
+				mprotect((void *)pending.page[i],
+					 PMG_PAGE_SIZE,
+					 PROT_READ | PROT_WRITE);
+			f->new_pkval = f->saved_pkval;
+			_PMG_STAT_INC(contain_regrant);
+			return true;
+		}
+	}
+	if (_pmg_contain_decode(uc, &d))
+		contain_strict(f, tid, &d, d.why);
+	for (i = 0; i < d.nwr; i++) {
+		uintptr_t a = d.wr[i].addr, end = a + d.wr[i].len;
+
+		if (f->addr >= a && f->addr < end)
+			hit = true;
+		while (a < end) {
+			struct _pmg_range r;
+			uintptr_t next = (a | (PMG_PAGE_SIZE - 1)) + 1;
+
+			if (next > end)
+				next = end;
+			if (!_pmg_reg_find(a, &r)) {
+				if (next > r.end)
+					next = r.end;
+				if (write_denied(r.key, f->saved_pkval, pku)) {
+					struct _pmg_save *sv;
+
+					if (nsave == PMG_SAVES)
+						contain_strict(f, tid, &d,
+						"the write spans too many "
+						"protected ranges");
+					sv = &pending.save[nsave++];
+					sv->addr = a;
+					sv->len = (unsigned)(next - a);
+					sv->key = r.key;
+					grant |= PMG_PKR_MASK(r.key);
+					if (!pku && npages < PMG_PENDING_PAGES) {
+						pages[npages] = a &
+							~(PMG_PAGE_SIZE - 1);
+						pkeys[npages++] = r.key;
+					}
+				}
+			}
+			a = next;
+		}
+	}
+	if (!nsave && !pku && f->acc == PMG_ACC_WRITE) {
+		/*
+		 * mprotect: another thread opened a window on these pages
+		 * since the fault (rights are process-wide): the write is
+		 * now allowed, as any write while a window is open there.
+		 * Put the pages at the current rights and retry.
+		 */
+		for (i = 0; i < d.nwr; i++) {
+			uintptr_t a = d.wr[i].addr & ~(PMG_PAGE_SIZE - 1);
+			struct _pmg_range r;
+
+			for (; a < d.wr[i].addr + d.wr[i].len;
+			     a += PMG_PAGE_SIZE)
+				if (!_pmg_reg_find(a, &r))
+					mprotect((void *)a, PMG_PAGE_SIZE,
+						 _pmg_prot_of(_pmg_global_rights(
+							&_pmg.dom[r.key])));
+		}
+		_PMG_STAT_INC(contain_regrant);
+		f->new_pkval = f->saved_pkval;
+		return true;
+	}
+	if (!nsave) {
+		if (f->acc == PMG_ACC_WRITE)
+			contain_strict(f, tid, &d, "the decoded instruction "
+				       "writes no protected byte, yet a write "
+				       "faulted");
+		return false;	/* a read: audit lets it through */
+	}
+	if (!hit && f->acc == PMG_ACC_WRITE)
+		contain_strict(f, tid, &d, "the faulting address is outside "
+			       "the decoded written range");
+	if (pending.active)
+		contain_strict(f, tid, &d, "a second write fault inside a "
+			       "contained step");
+	pending.active = true;
+	pending.contain = true;
+	pending.redirect = false;
+	pending.had_tf = uc->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF;
+	pending.nsave = nsave;
+	pending.f = *f;
+	pending.tid = tid;
+	pending.dec = d;
+	pending.count = site_hit(f->ip, (int)f->key);
+	{
+		struct _pmg_range r;
+
+		/* unwinding through a stack in protected memory: no */
+		pending.stack_protected = !_pmg_reg_find(
+			(uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &r);
+	}
+	pending.npages = 0;
+	pending.mask = 0;
+	pending.bits = 0;
+	pending.rd_mask = pku ? grant : 0;
+	if (d.nwr == 1 && d.wr[0].base >= 0) {
+		/*
+		 * Redirect: the one written operand's base register is moved
+		 * so that the instruction writes a copy of the range in a
+		 * per-thread scratch buffer instead; memory is never granted
+		 * (no other thread can see or race anything) and the bytes
+		 * outside protected memory are copied out after the step.
+		 */
+		uintptr_t ea = d.wr[0].addr;
+		unsigned len = (unsigned)d.wr[0].len, k;
+		uint8_t *s = scratch + PMG_CT_MAXLEN + (ea & (PMG_CT_MAXLEN - 1));
+		/* PKU: the handler runs with the default register; the bytes
+		 * outside the saved pieces may be in a domain this thread has
+		 * a window on: open every key for the copies */
+		uint32_t all = pku ? ~(uint32_t)PMG_PKR_MASK(0) : 0;
+
+		cur = open_keys(all);
+		for (k = 0; k < len; k++) {
+			unsigned j;
+
+			for (j = 0; j < nsave; j++)
+				if (ea + k >= pending.save[j].addr &&
+				    ea + k < pending.save[j].addr +
+						     pending.save[j].len)
+					break;
+			if (j < nsave)
+				copy_out(&s[k], ea + k, 1, pku);
+			else
+				s[k] = *(volatile uint8_t *)(ea + k);
+		}
+		close_keys(all, cur);
+		for (i = 0; i < nsave; i++)
+			memcpy(pending.save[i].old,
+			       s + (pending.save[i].addr - ea),
+			       pending.save[i].len);
+		pending.redirect = true;
+		pending.rd_mask = all;	/* contain_end's copies, again */
+		pending.mask = 0;
+		pending.ea = ea;
+		pending.len = len;
+		pending.delta = (uintptr_t)s - ea;
+		pending.base = d.wr[0].base;
+		pending.base_kind = d.wr[0].base_kind;
+		pending.base_orig = uc->uc_mcontext.gregs[pending.base];
+		uc->uc_mcontext.gregs[pending.base] += (greg_t)pending.delta;
+		f->new_pkval = f->saved_pkval;
+		_PMG_STAT_INC(contain_redirected);
+		uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
+		return true;
+	}
+	if (pku) {
+		/* this thread only: the frame's register */
+		pending.mask = grant;
+		pending.bits = f->saved_pkval & grant;
+		f->new_pkval = f->saved_pkval & ~grant;
+	} else {
+		/* process-wide: the pages are writable during the step */
+		for (i = 0; i < npages; i++) {
+			pending.page[pending.npages] = pages[i];
+			pending.key[pending.npages++] = pkeys[i];
+			mprotect((void *)pages[i], PMG_PAGE_SIZE,
+				 PROT_READ | PROT_WRITE);
+		}
+		f->new_pkval = f->saved_pkval;
+	}
+	cur = open_keys(pending.rd_mask);
+	for (i = 0; i < nsave; i++)
+		copy_out(pending.save[i].old, pending.save[i].addr,
+			 pending.save[i].len, pku);
+	close_keys(pending.rd_mask, cur);
+	uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
+	return true;
+}
+
+/* After a redirected step: fix the base register, copy out the bytes
+ * the thread may write, keep the protected ones as they were. */
+static void redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
+{
+	greg_t *g = &uc->uc_mcontext.gregs[pending.base];
+	greg_t moved = pending.base_orig + (greg_t)pending.delta;
+	const uint8_t *s = (const uint8_t *)(pending.ea + pending.delta);
+	unsigned k, i;
+
+	if (pending.base_kind == PMG_CT_BASE_STEP)
+		*g -= (greg_t)pending.delta;
+	else if (pending.base_kind == PMG_CT_BASE_KEEP || *g == moved)
+		*g = pending.base_orig;	/* DATA: keep a result it wrote */
+	for (k = 0; k < pending.len; k++) {
+		for (i = 0; i < pending.nsave; i++)
+			if (pending.ea + k >= pending.save[i].addr &&
+			    pending.ea + k < pending.save[i].addr +
+						     pending.save[i].len)
+				break;
+		if (i < pending.nsave)
+			now[i][pending.ea + k - pending.save[i].addr] = s[k];
+		else
+			*(volatile uint8_t *)(pending.ea + k) = s[k];
+	}
+}
+
+/* After the step: put the saved bytes back, report old -> new. */
+static void contain_end(ucontext_t *uc)
+{
+	uint8_t now[PMG_SAVES][PMG_CT_MAXLEN];
+	struct _pmg_buf b = { .n = 0 };
+	bool pku = pending.rd_mask != 0;
+	uint32_t cur = open_keys(pending.rd_mask);
+	unsigned i;
+	int fd = report_fd();
+
+	if (pending.redirect)
+		redirect_end(uc, now);
+	for (i = 0; !pending.redirect && i < pending.nsave; i++) {
+		struct _pmg_save *sv = &pending.save[i];
+
+		copy_out(now[i], sv->addr, sv->len, pku);
+		copy_in(sv->addr, sv->old, sv->len, pku);
+	}
+	close_keys(pending.rd_mask, cur);
+	_PMG_STAT_INC(contained);
+	notify(&pending.f, pending.tid, PMG_FAULT_CONTAINED);
+	if (fd < 0)
+		return;
+	_pmg_bs(&b, "pmguard: contain: stray write by '");
+	_pmg_bs(&b, pending.dec.text);
+	_pmg_bs(&b, "' at ip ");
+	_pmg_bx(&b, pending.f.ip);
+	_pmg_bs(&b, " (site count ");
+	_pmg_bd(&b, (int64_t)pending.count);
+	_pmg_bs(&b, ") in domain '");
+	_pmg_bs(&b, dom_name((int)pending.f.key));
+	_pmg_bs(&b, "' by thread ");
+	_pmg_bd(&b, pending.tid);
+	_pmg_bs(&b, ": undone\n");
+	_pmg_bflush(&b, fd);
+	for (i = 0; i < pending.nsave; i++) {
+		struct _pmg_save *sv = &pending.save[i];
+
+		_pmg_bs(&b, "pmguard: contain:   range [");
+		_pmg_bx(&b, sv->addr);
+		_pmg_bs(&b, ", ");
+		_pmg_bx(&b, sv->addr + sv->len);
+		_pmg_bs(&b, ") ");
+		_pmg_bd(&b, sv->len);
+		_pmg_bs(&b, " byte(s) old ");
+		bytes_hex(&b, sv->old, sv->len);
+		_pmg_bs(&b, " -> new ");
+		bytes_hex(&b, now[i], sv->len);
+		_pmg_bs(&b, " (kept old)\n");
+		_pmg_bflush(&b, fd);
+	}
+	if (pending.count == 1 && pending.stack_protected) {
+		_pmg_bs(&b, "pmguard: contain: no backtrace: the stack "
+			"pointer is in protected memory\n");
+		_pmg_bflush(&b, fd);
+	} else if (pending.count == 1) {
+		_pmg_bs(&b, "pmguard: backtrace (handler frames first):\n");
+		_pmg_bflush(&b, fd);
+		backtrace_to(fd);
+	}
+}
+
 static void segv_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
@@ -354,7 +794,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	uint32_t *reg = NULL;
 	uintptr_t page = 0;
 	pid_t tid;
-	int key;
+	int key, mode;
 
 	if (!p)
 		goto not_ours;
@@ -367,7 +807,9 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	f.ip = 0;
 	f.acc = PMG_ACC_WRITE;
 #endif
-	f.mode = (unsigned)pmg_get_fault_mode();
+	mode = pmg_get_fault_mode();
+	/* the core knows no contain: it decides as audit, we contain */
+	f.mode = mode == PMG_FAULT_CONTAIN ? PMG_MODE_AUDIT : (unsigned)mode;
 	f.code = si->si_code;
 	if (p->id == PMG_BACKEND_PKU) {
 		if (si->si_code != SEGV_PKUERR)
@@ -429,8 +871,20 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 				    : PMG_FAULT_RELAXED_SILENT);
 		break;
 	case PMG_ACT_AUDIT: {
-		uint64_t n = site_hit(f.ip, key);
+		uint64_t n;
 
+#ifdef __x86_64__
+		if (mode == PMG_FAULT_CONTAIN &&
+		    !(pending.active && f.acc == PMG_ACC_READ) &&
+		    contain_begin(&f, uc, reg, tid)) {
+			/* PKU: this context only; mprotect: pages done */
+			if (reg)
+				*reg = f.new_pkval;
+			errno = saved_errno;
+			return;
+		}
+#endif
+		n = site_hit(f.ip, key);
 		report_fault(&f, tid, "audit", n == 1);
 		_PMG_STAT_INC(audited);
 		notify(&f, tid, PMG_FAULT_AUDITED);
@@ -483,6 +937,10 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 		errno = saved_errno;
 		chain(sig, si, ucv, &old_trap);
 		return;
+	}
+	if (pending.contain) {
+		contain_end(uc);	/* pages still writable, keys opened */
+		pending.contain = false;
 	}
 	if (pending.mask) {
 		uint32_t *reg = _pmg.prim->saved_reg(uc);

@@ -25,7 +25,8 @@ static int parse_backend(struct _pmg_opts *o, void *f, const char *v)
 
 static int parse_mode(struct _pmg_opts *o, void *f, const char *v)
 {
-	int m = pmg_mode_parse(v);
+	int m = v && !strcmp(v, "contain") ? PMG_FAULT_CONTAIN
+					   : pmg_mode_parse(v);
 
 	(void)f;
 	if (m < 0)
@@ -103,7 +104,7 @@ static const struct {
 } table[] = {
 	{ "PMGUARD_BACKEND", "auto, pku or mprotect", parse_backend, 0,
 	  _PMG_OPT_LIB },
-	{ "PMGUARD_FAULT_MODE", "strict, relaxed or audit", parse_mode, 0,
+	{ "PMGUARD_FAULT_MODE", "strict, relaxed, audit or contain", parse_mode, 0,
 	  _PMG_OPT_LIB },
 	{ "PMGUARD_REPORT_FD", "-1 or a file descriptor number (digits only)",
 	  parse_fd, 0, _PMG_OPT_LIB },

@@ -489,7 +489,7 @@ static const struct ccase {
 	{ A("inject", "--trials", "0"), 2, "", "--trials: value '0' out of" },
 	{ A("inject", "--mode"), 2, "", "inject: --mode needs a value" },
 	{ A("inject", "--mode", "Audit"), 2, "",
-	  "--mode: bad value 'Audit' (off, strict, relaxed, audit)" },
+	  "--mode: bad value 'Audit' (off, strict, relaxed, audit, contain)" },
 	{ A("inject", "--dir", ""), 2, "", "--dir needs a value" },
 	{ A("inject", "--reports"), 2, "", "--reports needs a value" },
 	/* seeds: decimal or 0x hex, 64 bits */

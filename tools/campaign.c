@@ -53,7 +53,7 @@
 /* ------------------------------------------------------------ names */
 
 static const char *const mode_names[CM_MODES] = {
-	"off", "strict", "relaxed", "audit"
+	"off", "strict", "relaxed", "audit", "contain"
 };
 
 const char *campaign_mode_name(int mode)
@@ -239,6 +239,7 @@ static void observer(const struct pmg_fault_info *fi, void *arg)
 	j->faults++;
 	if (fi->action == PMG_FAULT_RELAXED_REPORTED ||
 	    fi->action == PMG_FAULT_AUDITED ||
+	    fi->action == PMG_FAULT_CONTAINED ||
 	    fi->action == PMG_FAULT_STRICT_ABORT)
 		j->reported++;
 	if (!j->ip)
@@ -729,6 +730,7 @@ static void child_run(struct trial *t)
 	if (t->mode != CM_OFF)
 		pmg_set_fault_mode(t->mode == CM_STRICT ? PMG_FAULT_STRICT
 				   : t->mode == CM_RELAXED ? PMG_FAULT_RELAXED
+				   : t->mode == CM_CONTAIN ? PMG_FAULT_CONTAIN
 				   : PMG_FAULT_AUDIT);
 	pthread_mutex_init(&t->slock, NULL);
 	pthread_rwlockattr_init(&ga);
@@ -1000,7 +1002,12 @@ static void account(const struct trial *t, const uint8_t *bad,
 			r->reported++;
 			b->reported++;
 		}
+		/*
+		 * Contain undoes a caught write: it explains no corruption,
+		 * so a record it alone touched that is bad counts silent.
+		 */
 		flag = caught && t->mode == CM_STRICT ? T_STOP
+		       : caught && t->mode == CM_CONTAIN ? 0
 		       : rep ? T_REP : by_design ? T_BD : T_OTHER;
 		first = x->off / STORE_REC_SIZE;
 		last = (x->off + x->len - 1) / STORE_REC_SIZE;

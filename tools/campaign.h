@@ -31,6 +31,7 @@ enum campaign_mode {
 	CM_STRICT,
 	CM_RELAXED,
 	CM_AUDIT,
+	CM_CONTAIN,		/* reported and undone (PMG_FAULT_CONTAIN) */
 	CM_MODES
 };
 
@@ -104,7 +105,7 @@ struct campaign_result {
 };
 
 const char *campaign_mode_name(int mode);
-/* enum campaign_mode for "off|strict|relaxed|audit", or -1. */
+/* enum campaign_mode for "off|strict|relaxed|audit|contain", or -1. */
 int campaign_mode_parse(const char *s);
 const char *bug_name(int kind);		/* short name, e.g. "wild" */
 const char *bug_title(int kind);	/* a few words */

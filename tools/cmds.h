@@ -9,6 +9,7 @@ int cmd_info(int argc, char **argv);		/* tools/info.c */
 int cmd_selftest(int argc, char **argv);	/* tools/selftest.c */
 int cmd_bench(int argc, char **argv);		/* tools/bench.c */
 int cmd_bench_window(int argc, char **argv);	/* tools/bench.c */
+int cmd_bench_fault(int argc, char **argv);	/* tools/bench.c */
 int cmd_bench_persist(int argc, char **argv);	/* tools/bench_persist.c */
 int cmd_demo(int argc, char **argv);		/* tools/demo.c */
 int cmd_inject(int argc, char **argv);		/* tools/inject.c */

@@ -23,7 +23,7 @@
 #define DEMO_TRIALS	20	/* strict: each child stops at a stray */
 
 static const int order[CM_MODES] = { CM_OFF, CM_STRICT, CM_RELAXED,
-				     CM_AUDIT };
+				     CM_AUDIT, CM_CONTAIN };
 
 static void usage(FILE *f)
 {
@@ -33,7 +33,7 @@ static void usage(FILE *f)
 "Runs the stray-write campaign of `pmguard inject` (N stray writes,\n"
 "default %d, T writer threads, default %d, seed S, default 1) once per\n"
 "mode: off, strict (%d runs, each stopped at its first stray write),\n"
-"relaxed, audit, on a pool in a temporary directory that is removed\n"
+"relaxed, audit, contain, on a pool in a temporary directory that is removed\n"
 "afterwards; prints what each mode caught, reported and let corrupt.\n"
 "Exit status: 0 when every mode did what it promises, 1 otherwise.\n",
 		DEMO_WRITES, DEMO_THREADS, DEMO_TRIALS);
@@ -100,6 +100,7 @@ static void print_findings(const struct campaign_result *res,
 {
 	const struct campaign_result *off = &res[CM_OFF], *st = &res[CM_STRICT];
 	const struct campaign_result *rl = &res[CM_RELAXED], *au = &res[CM_AUDIT];
+	const struct campaign_result *ct = &res[CM_CONTAIN];
 	char path[600], needle[64], line[512];
 	int k;
 
@@ -133,6 +134,14 @@ static void print_findings(const struct campaign_result *res,
 		printf("; %llu more corrupted by design (not caught)",
 		       u(au->corrupted_by_design));
 	printf(".\n");
+	printf("  contain  every caught stray write reported and undone: "
+	       "%llu caught of %llu made,\n           %llu corrupted "
+	       "records", u(ct->caught), u(ct->injected),
+	       u(ct->corrupted_records - ct->corrupted_by_design));
+	if (ct->corrupted_by_design)
+		printf("; %llu more corrupted by design (not caught)",
+		       u(ct->corrupted_by_design));
+	printf("; the run completed.\n");
 
 	snprintf(path, sizeof(path), "%s/reports-audit.log", dir);
 	printf("\nAudit reports, one per bug site (all %llu are in the "
@@ -198,6 +207,12 @@ static bool promises_held(const struct campaign_result *res)
 		r->corrupted_records - r->corrupted_by_design ==
 			r->reported_records,
 		"audit: corrupted records are not the reported ones");
+	r = &res[CM_CONTAIN];
+	PROMISE(r->caught == r->injected - r->missed_by_design,
+		"contain: a stray write was missed");
+	PROMISE(r->corrupted_records == r->corrupted_by_design,
+		"contain: a caught stray write corrupted a record");
+	PROMISE(r->silent_corruptions == 0, "contain: silent corruption");
 	for (int i = 0; i < CM_MODES; i++) {
 		r = &res[i];
 		PROMISE(r->false_positives == 0 && r->wrong_address == 0 &&

@@ -42,7 +42,8 @@ int cmd_info(int argc, char **argv)
 		return 1;
 	}
 	mode = in.fault_mode == PMG_FAULT_STRICT ? "strict"
-	       : in.fault_mode == PMG_FAULT_AUDIT ? "audit" : "relaxed";
+	       : in.fault_mode == PMG_FAULT_AUDIT ? "audit"
+	       : in.fault_mode == PMG_FAULT_CONTAIN ? "contain" : "relaxed";
 	if (json) {
 		struct json j;
 

@@ -18,7 +18,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: pmguard inject [--writes N] [--threads T]\n"
-"                      [--mode off|strict|relaxed|audit] [--seed S]\n"
+"                      [--mode off|strict|relaxed|audit|contain]\n"
+"                      [--seed S]\n"
 "                      [--trials K] [--json] [--dir DIR] [--reports FILE]\n"
 "\n"
 "A persistent key-value store on a pool, written by T threads through\n"
@@ -31,7 +32,8 @@ static void usage(FILE *f)
 "\n"
 "  --writes N    stray writes to inject, 1..%llu (default 10000)\n"
 "  --threads T   writer threads, 1..%d (default 4)\n"
-"  --mode M      off (no protection), strict, relaxed, audit (default)\n"
+"  --mode M      off (no protection), strict, relaxed, audit (default),\n"
+"                contain (stray writes reported and undone)\n"
 "  --seed S      campaign seed, decimal or 0x hex (default 1)\n"
 "  --trials K    children, 1..%u, at most N (default: one per %u\n"
 "                writes; strict: at least 200, or N if smaller)\n"
@@ -157,7 +159,7 @@ int cmd_inject(int argc, char **argv)
 	bool json = false, trials_set = false;
 	int mode = CM_AUDIT, rc;
 	const char *const modes[] = { "off", "strict", "relaxed", "audit",
-				      NULL };
+				      "contain", NULL };
 	const struct cli_opt opts[] = {
 		{ "--writes", CLI_COUNT, 1, CAMPAIGN_MAX_WRITES, NULL,
 		  &writes, NULL },

@@ -30,7 +30,7 @@ static int usage(FILE *f)
 	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(f, "  %-9s %s\n", verbs[i].name, verbs[i].help);
 	fprintf(f, "\nenvironment: PMGUARD_BACKEND=auto|pku|mprotect, "
-		   "PMGUARD_FAULT_MODE=strict|relaxed|audit,\n"
+		   "PMGUARD_FAULT_MODE=strict|relaxed|audit|contain,\n"
 		   "             PMGUARD_REPORT_FD=N\n");
 	return f == stderr ? 2 : 0;
 }

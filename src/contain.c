@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Contain mode's decoder: which bytes does the faulting instruction write?
+ *
+ * Zydis 4 decodes the instruction at RIP; every memory operand it writes
+ * (explicit or hidden, conditional writes included) gets its effective
+ * address from the interrupted registers: segment base (fs/gs only, as in
+ * 64-bit mode) + base + index * scale + displacement, truncated to the
+ * address size; RIP-relative operands are relative to the next
+ * instruction; push/call (hidden writes through rsp) write below rsp.
+ * Sizes are the operand's: for a masked vector store (AVX-512 {k}) the
+ * whole vector width, though the mask may leave some elements unwritten;
+ * saving and restoring those unwritten bytes changes nothing.  rep
+ * movs/stos write one element per iteration, and the trap flag stops after
+ * each iteration, so one element is the range.
+ *
+ * What cannot be contained (d->why): scatter stores (one range per vector
+ * element, not known without the mask), xsave/fxsave and friends (size
+ * from the feature mask), movdir64b/enqcmd (64-byte posted writes),
+ * writes over PMG_CT_MAXLEN bytes, and anything Zydis cannot decode.
+ *
+ * Everything here is async-signal-safe: no allocation, no locks, the
+ * only system call is arch_prctl for an fs/gs base.
+ */
+#define _GNU_SOURCE
+#include <Zydis/Zydis.h>
+#include <asm/prctl.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "contain.h"
+
+static int greg_of(ZydisRegister r)
+{
+	switch (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64,
+						 r)) {
+	case ZYDIS_REGISTER_RAX: return REG_RAX;
+	case ZYDIS_REGISTER_RCX: return REG_RCX;
+	case ZYDIS_REGISTER_RDX: return REG_RDX;
+	case ZYDIS_REGISTER_RBX: return REG_RBX;
+	case ZYDIS_REGISTER_RSP: return REG_RSP;
+	case ZYDIS_REGISTER_RBP: return REG_RBP;
+	case ZYDIS_REGISTER_RSI: return REG_RSI;
+	case ZYDIS_REGISTER_RDI: return REG_RDI;
+	case ZYDIS_REGISTER_R8: return REG_R8;
+	case ZYDIS_REGISTER_R9: return REG_R9;
+	case ZYDIS_REGISTER_R10: return REG_R10;
+	case ZYDIS_REGISTER_R11: return REG_R11;
+	case ZYDIS_REGISTER_R12: return REG_R12;
+	case ZYDIS_REGISTER_R13: return REG_R13;
+	case ZYDIS_REGISTER_R14: return REG_R14;
+	case ZYDIS_REGISTER_R15: return REG_R15;
+	case ZYDIS_REGISTER_RIP: return REG_RIP;
+	default: return -1;
+	}
+}
+
+/* The value of a general register (its width's bits), or -1 for none. */
+static int reg_value(const ucontext_t *uc, ZydisRegister r, uint64_t *v)
+{
+	int g;
+	unsigned bits;
+
+	if (r == ZYDIS_REGISTER_NONE) {
+		*v = 0;
+		return 0;
+	}
+	g = greg_of(r);
+	if (g < 0)
+		return -1;
+	*v = (uint64_t)uc->uc_mcontext.gregs[g];
+	bits = ZydisRegisterGetWidth(ZYDIS_MACHINE_MODE_LONG_64, r);
+	if (bits && bits < 64)
+		*v &= (1ull << bits) - 1;
+	return 0;
+}
+
+static bool uncontainable(ZydisMnemonic m)
+{
+	switch (m) {
+	case ZYDIS_MNEMONIC_XSAVE: case ZYDIS_MNEMONIC_XSAVE64:
+	case ZYDIS_MNEMONIC_XSAVEC: case ZYDIS_MNEMONIC_XSAVEC64:
+	case ZYDIS_MNEMONIC_XSAVEOPT: case ZYDIS_MNEMONIC_XSAVEOPT64:
+	case ZYDIS_MNEMONIC_XSAVES: case ZYDIS_MNEMONIC_XSAVES64:
+	case ZYDIS_MNEMONIC_FXSAVE: case ZYDIS_MNEMONIC_FXSAVE64:
+	case ZYDIS_MNEMONIC_FNSAVE: case ZYDIS_MNEMONIC_FNSTENV:
+	case ZYDIS_MNEMONIC_MOVDIR64B: case ZYDIS_MNEMONIC_ENQCMD:
+	case ZYDIS_MNEMONIC_ENQCMDS:
+		return true;
+	default:
+		return false;
+	}
+}
+
+int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
+{
+	ZydisDecoder dec;
+	ZydisFormatter fmt;
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+	uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	unsigned i;
+
+	d->nwr = 0;
+	d->len = 0;
+	d->why = NULL;
+	memcpy(d->text, "(undecoded)", sizeof("(undecoded)"));
+	if (!ZYAN_SUCCESS(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
+					   ZYDIS_STACK_WIDTH_64)) ||
+	    !ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, (const void *)ip,
+					ZYDIS_MAX_INSTRUCTION_LENGTH, &in,
+					op))) {
+		d->why = "the instruction could not be decoded";
+		return -1;
+	}
+	d->len = in.length;
+	if (ZYAN_SUCCESS(ZydisFormatterInit(&fmt,
+					    ZYDIS_FORMATTER_STYLE_INTEL))) {
+		ZydisFormatterSetProperty(&fmt,
+				ZYDIS_FORMATTER_PROP_HEX_UPPERCASE, 0);
+		ZydisFormatterSetProperty(&fmt,
+				ZYDIS_FORMATTER_PROP_FORCE_SIZE, 1);
+		if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&fmt, &in,
+				op, in.operand_count_visible, d->text,
+				sizeof(d->text), ip, NULL)))
+			memcpy(d->text, "(unformatted)",
+			       sizeof("(unformatted)"));
+	}
+	if (uncontainable(in.mnemonic)) {
+		d->why = "its written range is not determinable here "
+			 "(xsave/fxsave/movdir64b/enqcmd)";
+		return -1;
+	}
+	for (i = 0; i < in.operand_count; i++) {
+		const ZydisDecodedOperand *o = &op[i];
+		uint64_t base, index, seg = 0, a;
+		size_t len;
+
+		if (o->type != ZYDIS_OPERAND_TYPE_MEMORY ||
+		    !(o->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+			continue;
+		if (o->mem.type == ZYDIS_MEMOP_TYPE_VSIB) {
+			d->why = "scatter store: one write per vector element";
+			return -1;
+		}
+		if (o->mem.type != ZYDIS_MEMOP_TYPE_MEM) {
+			d->why = "unknown memory operand type";
+			return -1;
+		}
+		len = o->size / 8;
+		if (len == 0 || len > PMG_CT_MAXLEN) {
+			d->why = "written size unknown or over 64 bytes";
+			return -1;
+		}
+		if (d->nwr == PMG_CT_MAXWR) {
+			d->why = "more than two written memory operands";
+			return -1;
+		}
+		if (reg_value(uc, o->mem.base, &base) ||
+		    reg_value(uc, o->mem.index, &index)) {
+			d->why = "address register not a general register";
+			return -1;
+		}
+		if (o->mem.base == ZYDIS_REGISTER_RIP)
+			base += in.length;
+		if (o->mem.segment == ZYDIS_REGISTER_FS ||
+		    o->mem.segment == ZYDIS_REGISTER_GS) {
+			unsigned long sb = 0;
+
+			if (syscall(SYS_arch_prctl,
+				    o->mem.segment == ZYDIS_REGISTER_FS
+					    ? ARCH_GET_FS : ARCH_GET_GS,
+				    &sb)) {
+				d->why = "fs/gs base unreadable";
+				return -1;
+			}
+			seg = sb;
+		}
+		a = base + index * (o->mem.scale ? o->mem.scale : 1) +
+		    (uint64_t)o->mem.disp.value;
+		/* push, call, pushf, enter: the hidden rsp operand is
+		 * written below the stack pointer */
+		if (o->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+		    (o->mem.base == ZYDIS_REGISTER_RSP ||
+		     o->mem.base == ZYDIS_REGISTER_ESP) &&
+		    (in.mnemonic == ZYDIS_MNEMONIC_PUSH ||
+		     in.mnemonic == ZYDIS_MNEMONIC_PUSHFQ ||
+		     in.mnemonic == ZYDIS_MNEMONIC_PUSHF ||
+		     in.mnemonic == ZYDIS_MNEMONIC_CALL ||
+		     in.mnemonic == ZYDIS_MNEMONIC_ENTER))
+			a -= len;
+		if (in.address_width == 32)
+			a &= 0xffffffffull;
+		d->wr[d->nwr].addr = (uintptr_t)(a + seg);
+		d->wr[d->nwr].len = len;
+		d->wr[d->nwr].base = -1;
+		d->wr[d->nwr].base_kind = PMG_CT_BASE_KEEP;
+		if (in.address_width == 64 &&
+		    o->mem.base != ZYDIS_REGISTER_NONE &&
+		    o->mem.base != ZYDIS_REGISTER_RSP &&
+		    o->mem.base != ZYDIS_REGISTER_RIP &&
+		    ZydisRegisterGetWidth(ZYDIS_MACHINE_MODE_LONG_64,
+					  o->mem.base) == 64) {
+			unsigned k;
+
+			d->wr[d->nwr].base = greg_of(o->mem.base);
+			for (k = 0; k < in.operand_count; k++) {
+				const ZydisDecodedOperand *q = &op[k];
+
+				if (q->type != ZYDIS_OPERAND_TYPE_REGISTER ||
+				    !(q->actions &
+				      ZYDIS_OPERAND_ACTION_MASK_WRITE) ||
+				    greg_of(q->reg.value) !=
+					    d->wr[d->nwr].base)
+					continue;
+				d->wr[d->nwr].base_kind =
+					in.meta.category ==
+						ZYDIS_CATEGORY_STRINGOP
+						? PMG_CT_BASE_STEP
+						: PMG_CT_BASE_DATA;
+			}
+		}
+		d->nwr++;
+	}
+	return 0;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * contain.c: decode a faulting instruction with Zydis and compute the
+ * memory it writes from the signal context.  AS-safe: Zydis decodes and
+ * formats into caller buffers without allocating.
+ */
+#ifndef PMG_CONTAIN_H
+#define PMG_CONTAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+#define PMG_CT_MAXWR	2	/* write ranges per instruction */
+#define PMG_CT_MAXLEN	64	/* bytes per write range (one zmm) */
+#define PMG_CT_TEXT	96
+
+/* What the instruction does to its base register besides addressing. */
+#define PMG_CT_BASE_KEEP	0	/* nothing: put the old value back */
+#define PMG_CT_BASE_STEP	1	/* string op: advances it (rdi) */
+#define PMG_CT_BASE_DATA	2	/* writes a result into it (xchg) */
+
+struct _pmg_decoded {
+	unsigned nwr;			/* memory ranges the instruction writes */
+	struct {
+		uintptr_t addr;
+		size_t len;
+		int base;		/* REG_* of the base register, or -1
+					   (none, rsp, rip, or not 64-bit) */
+		int base_kind;		/* PMG_CT_BASE_* */
+	} wr[PMG_CT_MAXWR];
+	unsigned len;			/* instruction length */
+	const char *why;		/* non-NULL: cannot be contained */
+	char text[PMG_CT_TEXT];		/* "mov byte ptr [rax+0x10], 0x5a" */
+};
+
+/* Decode the instruction at the context's RIP.  0, or -1 with d->why. */
+int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d);
+
+#endif /* PMG_CONTAIN_H */
