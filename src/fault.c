@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "sites.h"
 
 #ifndef SEGV_PKUERR
 #define SEGV_PKUERR 4
@@ -145,6 +146,7 @@ static void report_fault(const struct pmg_fault *f, pid_t tid,
 	_pmg_bd(&b, tid);
 	_pmg_bs(&b, " at ip ");
 	_pmg_bx(&b, f->ip);
+	_pmg_site_fmt(&b, f->ip);
 	_pmg_bs(&b, _pmg.prim->id == PMG_BACKEND_PKU ? ", PKRU "
 						     : ", emulated PKRU ");
 	_pmg_bx(&b, f->saved_pkval);
@@ -339,6 +341,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	uintptr_t page = 0;
 	pid_t tid;
 	int key;
+	bool allowed;
 
 	if (!p)
 		goto not_ours;
@@ -384,6 +387,9 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		f.no_sync = true;
 	}
 	f.key = (unsigned)key;
+	allowed = _pmg_site_allowed(f.ip);	/* --allow: audit, unreported */
+	if (allowed)
+		f.mode = PMG_MODE_AUDIT;
 	pmg_core_fault_decide(&_pmg.core, ws, &f);
 	if (f.action == PMG_ACT_NOT_OURS)
 		goto not_ours;
@@ -413,9 +419,10 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 				    : PMG_FAULT_RELAXED_SILENT);
 		break;
 	case PMG_ACT_AUDIT: {
-		uint64_t n = site_hit(f.ip, key);
+		uint64_t n = allowed ? 0 : site_hit(f.ip, key);
 
-		report_fault(&f, tid, "audit", n == 1);
+		if (!allowed)
+			report_fault(&f, tid, "audit", n == 1);
 		_PMG_STAT_INC(audited);
 		notify(&f, tid, PMG_FAULT_AUDITED);
 #ifdef __x86_64__

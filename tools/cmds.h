@@ -12,6 +12,9 @@ int cmd_bench_window(int argc, char **argv);	/* tools/bench.c */
 int cmd_bench_persist(int argc, char **argv);	/* tools/bench_persist.c */
 int cmd_demo(int argc, char **argv);		/* tools/demo.c */
 int cmd_inject(int argc, char **argv);		/* tools/inject.c */
+int cmd_run(int argc, char **argv);		/* tools/run.c */
+int cmd_learn(int argc, char **argv);		/* tools/run.c */
+int cmd_report(int argc, char **argv);		/* tools/report.c */
 
 /* Shared helpers (tools/util.c). */
 bool cli_has_flag(int argc, char **argv, const char *flag);
