@@ -167,6 +167,19 @@ static void explain(struct rmod *m, const char *path, uintptr_t off,
 	printf("    -> %s+%#" PRIxPTR "\n", path, off);
 }
 
+bool report_symbol(const char *path, unsigned long off, char *out, size_t n)
+{
+#ifdef HAVE_DWFL
+	struct rmod *m = mod_named(path);
+
+	if (!m)
+		m = mod_add(path, 0, 0, 0);
+	return m && dw_sym(m, off, false, out, n);
+#else
+	return false;
+#endif
+}
+
 int cmd_report(int argc, char **argv)
 {
 	char line[PATH_MAX + 512];

@@ -325,8 +325,27 @@ static int merge(const char *raw, const char *out)
 		return cli_error("learn: %s: %s", out, strerror(errno));
 	fprintf(o, "# pmguard learn: %zu site(s): MODULE+0xOFFSET COUNT "
 		   "SYMBOL\n", ns);
-	for (i = 0; i < ns; i++)
-		fprintf(o, "%s %llu %s\n", s[i].where, s[i].n, s[i].sym);
+	for (i = 0; i < ns; i++) {
+		char *plus = strrchr(s[i].where, '+'), sym[PATH_MAX];
+
+		/* dladdr() sees exported symbols only: ask libdw */
+		if (!strcmp(s[i].sym, "?") && plus) {
+			*plus = 0;
+			if (report_symbol(s[i].where, strtoul(plus + 1, NULL,
+							      16),
+					  sym, sizeof(sym))) {
+				char *sp;
+
+				while ((sp = strchr(sym, ' ')))
+					*sp = '_';
+				free(s[i].sym);
+				s[i].sym = strdup(sym);
+			}
+			*plus = '+';
+		}
+		fprintf(o, "%s %llu %s\n", s[i].where, s[i].n,
+			s[i].sym ? s[i].sym : "?");
+	}
 	fclose(o);
 	fprintf(stderr, "pmguard learn: %zu site(s) written to %s\n", ns,
 		out);

@@ -60,6 +60,7 @@
 static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
 static int rep_fd = -1;		/* PMGUARD_REPORT_FD if set, else 2 */
 static bool rep_fd_set;
+static bool seen;		/* an adapter was called */
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -74,12 +75,29 @@ static void say(const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * The real function.  RTLD_NEXT searches the global scope; a library
+ * loaded as a dependency of a dlopen()ed module (py-lmdb's extension pulls
+ * in liblmdb that way) is only in that module's local scope, so it is
+ * then looked up by its soname, already loaded (RTLD_NOLOAD).
+ */
 static void *next(const char *name)
 {
+	static const char *const libs[] = { "liblmdb.so.0", "libpmem.so.1",
+					    "libpmem2.so.1" };
 	void *p = dlsym(RTLD_NEXT, name);
+	size_t i;
 
+	for (i = 0; !p && i < sizeof(libs) / sizeof(libs[0]); i++) {
+		void *h = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
+
+		if (h) {
+			p = dlsym(h, name);
+			dlclose(h);
+		}
+	}
 	if (!p) {
-		say("%s not found after the preload: %s\n", name, dlerror());
+		say("%s not found after the preload\n", name);
 		abort();
 	}
 	return p;
@@ -129,6 +147,7 @@ static void unprotect(void *addr, size_t len, const char *what)
 /* A library loaded since the last look: new module lines, sites. */
 static void modules(void)
 {
+	__atomic_store_n(&seen, true, __ATOMIC_RELAXED);
 	_pmg_modules_refresh(rep_fd_set ? rep_fd : -1);
 }
 
@@ -659,6 +678,12 @@ static void run_exit(void)
 	const char *learn = getenv("PMGUARD_RUN_LEARN");
 	uint64_t hits = _pmg_sites_hits();
 
+	if (!__atomic_load_n(&seen, __ATOMIC_RELAXED))
+		say("no liblmdb or libpmem call came through the dynamic "
+		    "linker: nothing was protected (a copy linked into the "
+		    "program itself, as in Debian's lmdb-utils, cannot be "
+		    "interposed)\n");
+
 	if (learn && *learn)
 		learn_write(learn);
 	if (hits)
@@ -688,6 +713,6 @@ __attribute__((constructor)) static void run_init(void)
 			_exit(127);
 		}
 	}
-	modules();
+	_pmg_modules_refresh(rep_fd_set ? rep_fd : -1);
 	atexit(run_exit);
 }

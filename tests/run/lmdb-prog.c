@@ -5,7 +5,8 @@
  *
  *   lmdb-prog write DIR TXNS PER   TXNS write transactions of PER records
  *                                  each (key "k%08u", value "v%08u" x 4)
- *   lmdb-prog verify DIR N         exactly N records, each intact
+ *   lmdb-prog verify DIR N         exactly N records, each intact (N
+ *                                  "any": as many as there are)
  * Exit 0 fine, 1 wrong data (printed), 2 usage or an LMDB error.
  */
 #include <lmdb.h>
@@ -30,7 +31,7 @@ int main(int argc, char **argv)
 	MDB_dbi dbi;
 	MDB_val key, val;
 	char k[16], v[40];
-	unsigned t, i, n = 0;
+	unsigned t, i, n = 0, want;
 
 	if (argc < 4)
 		return 2;
@@ -62,7 +63,14 @@ int main(int argc, char **argv)
 		return 2;
 	CK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
 	CK(mdb_dbi_open(txn, NULL, 0, &dbi));
-	for (i = 0; i < (unsigned)atoi(argv[3]); i++) {
+	{
+		MDB_stat st;
+
+		CK(mdb_stat(txn, dbi, &st));
+		want = strcmp(argv[3], "any") ? (unsigned)atoi(argv[3])
+					      : (unsigned)st.ms_entries;
+	}
+	for (i = 0; i < want; i++) {
 		kv(i, k, v);
 		key.mv_data = k;
 		key.mv_size = strlen(k);
