@@ -16,7 +16,8 @@
 
 RUN_LIB  := $(O)/libpmguard-run.so
 RUN_TEST_LIBS := $(O)/tests/run/libwild.so
-RUN_TEST_BINS := $(O)/tests/run/pmem-prog $(O)/tests/run/lmdb-prog
+RUN_TEST_BINS := $(O)/tests/run/pmem-prog $(O)/tests/run/lmdb-prog \
+		 $(O)/tests/run/pmem2-prog
 
 .PHONY: run-lib run-check run-bench run-vm-check
 all: run-lib
@@ -39,6 +40,10 @@ $(O)/tests/run/libwild.so: tests/run/wild.c
 $(O)/tests/run/pmem-prog: tests/run/pmem-prog.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -lpmem
+
+$(O)/tests/run/pmem2-prog: tests/run/pmem2-prog.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -lpmem2
 
 $(O)/tests/run/lmdb-prog: tests/run/lmdb-prog.c
 	@mkdir -p $(dir $@)

@@ -185,6 +185,20 @@ LD_PRELOAD=$WILD WILD_AFTER=50 WILD_WRITES=4 $PMEMPROG write "$T/m4" 100 \
 $PMEMPROG verify "$T/m4" 100 >"$T/out" 2>&1
 check "pmem-prog + wild, unprotected: corrupted" [ $? != 0 ]
 
+# ---- libpmem2 (pmem2-prog maps the file pmem-prog created) ----
+PMEM2PROG=${PMEM2PROG:-$O/tests/run/pmem2-prog}
+$PMEMPROG write "$T/n1" 1 >/dev/null 2>&1
+$PMG run --report "$T/n1.rep" -- $PMEM2PROG "$T/n1" 100 >"$T/out" 2>&1
+rc=$?
+$PMEMPROG verify "$T/n1" 100 >>"$T/out" 2>&1
+check "pmem2-prog strict: memcpy_fn/memset_fn, no false positive, intact" \
+	sh -c "[ $rc = 0 ] && [ $? = 0 ] && ! grep -q stray '$T/n1.rep'"
+[ $rc = 0 ] || diag "$T/out" "$T/n1.rep"
+$PMG run --report "$T/n2.rep" -- $PMEM2PROG "$T/n1" 100 --plain \
+	>"$T/out" 2>&1; rc=$?
+check "pmem2-prog --plain, strict: a plain store into the map aborts" \
+	sh -c "[ $rc = 134 ] && grep -q \"stray write.*'pmem-run'.*pmem2-prog+0x\" '$T/n2.rep'"
+
 # ---- the learn loop: the program's own plain store ----
 $PMG run --report "$T/l0.rep" -- $PMEMPROG write "$T/l0" 100 --plain \
 	>"$T/out" 2>&1; rc=$?
