@@ -11,8 +11,14 @@
 #   run-lib     $(O)/libpmguard-run.so (also part of `make all`)
 #   run-check   the unmodified-program suite (tests/run/, TAP), last line
 #               `run: N passed, N failed, N skipped`; part of `make check`
+#   run-vm-check  the suite in the PKU guest (scripts/vm-run-check: the
+#               loader and the programs' libraries in the initramfs; no
+#               Python there), last line `run-vm: N passed, ...`; part of
+#               `make check`
 #   run-bench   the overhead benchmark (tests/run/bench.sh): >= 1,000,000
-#               records through mdb_load, unprotected vs `pmguard run`
+#               records through lmdb-prog and py-lmdb, unprotected vs
+#               `pmguard run` (Debian's mdb_load carries its own LMDB and
+#               cannot be interposed)
 
 RUN_LIB  := $(O)/libpmguard-run.so
 RUN_TEST_LIBS := $(O)/tests/run/libwild.so
@@ -22,7 +28,7 @@ RUN_TEST_BINS := $(O)/tests/run/pmem-prog $(O)/tests/run/lmdb-prog \
 .PHONY: run-lib run-check run-bench run-vm-check
 all: run-lib
 run-lib: $(RUN_LIB) $(RUN_TEST_LIBS) $(RUN_TEST_BINS)
-CHECK_SUITES += run-check
+CHECK_SUITES += run-check run-vm-check
 
 $(O)/pic/src/run/preload.o: src/run/preload.c $(LIB_HDR)
 	@mkdir -p $(dir $@)
@@ -49,9 +55,16 @@ $(O)/tests/run/lmdb-prog: tests/run/lmdb-prog.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
 
+# Each backend this machine has: mprotect always, PKU where the CPU has it
+# (auto picks it; without PKU the second entry runs mprotect again).
 run-check: all
-	PMGUARD_BACKEND=mprotect O=$(O) tests/runtests.sh -t 300 -n run \
-		"tests/run/test-run.sh $(O)"
+	O=$(O) tests/runtests.sh -t 300 -n run \
+		"env PMGUARD_BACKEND=mprotect tests/run/test-run.sh $(O)" \
+		"env PMGUARD_BACKEND=auto tests/run/test-run.sh $(O)"
+
+# The same suite in the PKU guest, on dynamically linked programs.
+run-vm-check: all
+	@scripts/vm-run-check $(O)
 
 run-bench: all
 	O=$(O) tests/run/bench.sh

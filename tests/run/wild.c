@@ -9,6 +9,9 @@
  *   LMDB: into the upper half of the main database's root page (node
  *         data), found through the newer meta page;
  *   pmem: into the first records of the mapping (from offset 64 up).
+ * With WILD_DURING=1 (LMDB) the thread writes before the WILD_AFTER-th
+ * commit instead, while the program's write transaction (and its window
+ * on its own thread) is open.
  * It prints "wild: N writes done" to stderr afterwards (a strict run never
  * gets there).  WILD_AFTER unset: the library does nothing.
  */
@@ -26,6 +29,7 @@
 static void *lmdb_env;
 static char *pmem_base;
 static unsigned long count, after, writes;
+static int during;
 
 static void *next(const char *name)
 {
@@ -136,7 +140,9 @@ static int tick(void)
 __attribute__((constructor)) static void wild_init(void)
 {
 	const char *a = getenv("WILD_AFTER"), *w = getenv("WILD_WRITES");
+	const char *d = getenv("WILD_DURING");
 
+	during = d && !strcmp(d, "1");
 	after = a ? strtoul(a, NULL, 0) : 0;
 	writes = w ? strtoul(w, NULL, 0) : 1;
 	if (writes < 1 || writes > 256)
@@ -157,9 +163,13 @@ int mdb_txn_commit(void *txn);
 int mdb_txn_commit(void *txn)
 {
 	int (*fn)(void *) = next("mdb_txn_commit");
-	int rc = fn(txn);
+	int rc;
 
-	if (rc == 0 && lmdb_env && tick())
+	/* WILD_DURING=1: while the write transaction is still open */
+	if (during && lmdb_env && tick())
+		fire(lmdb_target());
+	rc = fn(txn);
+	if (!during && rc == 0 && lmdb_env && tick())
 		fire(lmdb_target());
 	return rc;
 }
