@@ -214,9 +214,11 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 	const char *old = getenv("LD_PRELOAD");
 	int rc;
 
-	if (find_prog(argv[o->argi], prog, sizeof(prog)))
-		return cli_error("run: %s: not found or not executable",
-				 argv[o->argi]) * 0 + 127;
+	if (find_prog(argv[o->argi], prog, sizeof(prog))) {
+		cli_error("run: %s: not found or not executable",
+			  argv[o->argi]);
+		return 127;
+	}
 	if (is_static(prog))
 		return cli_error("run: %s is statically linked (no program "
 				 "interpreter): a preloaded library cannot "
@@ -334,8 +336,14 @@ static int merge(const char *raw, const char *out)
 			if (report_symbol(s[i].where, strtoul(plus + 1, NULL,
 							      16),
 					  sym, sizeof(sym))) {
-				char *sp;
+				char *sp = strstr(sym, " at ");
 
+				/* one word: "func+0x12@file.c:34" */
+				if (sp)
+					memmove(sp + 1, sp + 4,
+						strlen(sp + 4) + 1);
+				if (sp)
+					*sp = '@';
 				while ((sp = strchr(sym, ' ')))
 					*sp = '_';
 				free(s[i].sym);
