@@ -21,7 +21,12 @@ SCRIPT=${SCRIPT:-$(dirname "$0")/lmdb-script.py}
 T=$(mktemp -d "${BENCH_DIR:-/dev/shm}/pmg-run-bench.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 
-now() { date +%s.%N; }
+# seconds, fractional: date +%N where it works (not busybox's), else the
+# uptime (1/100 s)
+case $(date +%N) in
+*[!0-9]* | '') now() { cut -d' ' -f1 /proc/uptime; } ;;
+*) now() { date +%s.%N; } ;;
+esac
 # best of REPS wall times of "$@" writing a fresh env in $T/db
 best() {
 	b=
