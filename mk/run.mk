@@ -12,8 +12,8 @@
 #   run-check   the unmodified-program suite (tests/run/, TAP), last line
 #               `run: N passed, N failed, N skipped`; part of `make check`
 #   run-vm-check  the suite in the PKU guest (scripts/vm-run-check: the
-#               loader and the programs' libraries in the initramfs; no
-#               Python there), last line `run-vm: N passed, ...`; part of
+#               loader, the programs' libraries and Python with py-lmdb in
+#               the initramfs), last line `run-vm: N passed, ...`; part of
 #               `make check`
 #   run-bench   the overhead benchmark (tests/run/bench.sh): >= 1,000,000
 #               records through lmdb-prog and py-lmdb, unprotected vs
