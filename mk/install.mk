@@ -67,6 +67,7 @@ pmg_inst_files = \
 	$(includedir)/pmguard.h \
 	$(pkgconfigdir)/libpmguard.pc \
 	$(bindir)/pmguard \
+	$(libdir)/libpmguard-run.so \
 	$(addprefix $(man1dir)/,$(notdir $(PMG_MAN1))) \
 	$(addprefix $(man3dir)/,$(notdir $(PMG_MAN3))) \
 	$(addprefix $(man7dir)/,$(notdir $(PMG_MAN7)))
@@ -128,7 +129,8 @@ man-check:
 
 # ---- install / uninstall ---------------------------------------------------
 
-install: version-check $(STATIC) $(SHARED) $(O)/pmguard $(PMG_PC)
+install: version-check $(STATIC) $(SHARED) $(O)/pmguard $(PMG_PC) \
+	$(O)/libpmguard-run.so
 	$(INSTALL) -d $(DESTDIR)$(libdir) $(DESTDIR)$(pkgconfigdir) \
 		$(DESTDIR)$(includedir) $(DESTDIR)$(bindir) \
 		$(DESTDIR)$(man1dir) $(DESTDIR)$(man3dir) $(DESTDIR)$(man7dir)
@@ -139,6 +141,7 @@ install: version-check $(STATIC) $(SHARED) $(O)/pmguard $(PMG_PC)
 	$(INSTALL) -m 644 include/pmguard.h $(DESTDIR)$(includedir)/pmguard.h
 	$(INSTALL) -m 644 $(PMG_PC) $(DESTDIR)$(pkgconfigdir)/libpmguard.pc
 	$(INSTALL) -m 755 $(O)/pmguard $(DESTDIR)$(bindir)/pmguard
+	$(INSTALL) -m 755 $(O)/libpmguard-run.so $(DESTDIR)$(libdir)/libpmguard-run.so
 	$(INSTALL) -m 644 $(PMG_MAN1) $(DESTDIR)$(man1dir)
 	$(INSTALL) -m 644 $(PMG_MAN3) $(DESTDIR)$(man3dir)
 	$(INSTALL) -m 644 $(PMG_MAN7) $(DESTDIR)$(man7dir)

@@ -33,6 +33,7 @@
 
 #include "contain.h"
 #include "internal.h"
+#include "sites.h"
 
 #ifndef SEGV_PKUERR
 #define SEGV_PKUERR 4
@@ -184,6 +185,7 @@ static void report_fault(const struct pmg_fault *f, pid_t tid,
 	_pmg_bd(&b, tid);
 	_pmg_bs(&b, " at ip ");
 	_pmg_bx(&b, f->ip);
+	_pmg_site_fmt(&b, f->ip);
 	_pmg_bs(&b, _pmg.prim->id == PMG_BACKEND_PKU ? ", PKRU "
 						     : ", emulated PKRU ");
 	_pmg_bx(&b, f->saved_pkval);
@@ -795,6 +797,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	uintptr_t page = 0;
 	pid_t tid;
 	int key, mode;
+	bool allowed;
 
 	if (!p)
 		goto not_ours;
@@ -842,6 +845,11 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		f.no_sync = true;
 	}
 	f.key = (unsigned)key;
+	allowed = _pmg_site_allowed(f.ip);	/* --allow: audit, unreported */
+	if (allowed) {
+		f.mode = PMG_MODE_AUDIT;
+		mode = PMG_FAULT_AUDIT;		/* the write goes through */
+	}
 	pmg_core_fault_decide(&_pmg.core, &f);
 	if (f.action == PMG_ACT_NOT_OURS)
 		goto not_ours;
@@ -884,8 +892,9 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			return;
 		}
 #endif
-		n = site_hit(f.ip, key);
-		report_fault(&f, tid, "audit", n == 1);
+		n = allowed ? 0 : site_hit(f.ip, key);
+		if (!allowed)
+			report_fault(&f, tid, "audit", n == 1);
 		_PMG_STAT_INC(audited);
 		notify(&f, tid, PMG_FAULT_AUDITED);
 #ifdef __x86_64__

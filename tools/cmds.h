@@ -4,6 +4,7 @@
 #define PMG_CMDS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 int cmd_info(int argc, char **argv);		/* tools/info.c */
 int cmd_selftest(int argc, char **argv);	/* tools/selftest.c */
@@ -13,6 +14,11 @@ int cmd_bench_fault(int argc, char **argv);	/* tools/bench.c */
 int cmd_bench_persist(int argc, char **argv);	/* tools/bench_persist.c */
 int cmd_demo(int argc, char **argv);		/* tools/demo.c */
 int cmd_inject(int argc, char **argv);		/* tools/inject.c */
+int cmd_run(int argc, char **argv);		/* tools/run.c */
+int cmd_learn(int argc, char **argv);		/* tools/run.c */
+int cmd_report(int argc, char **argv);		/* tools/report.c */
+/* "func+0x.. at file:line" for @off in the ELF file @path (libdw). */
+bool report_symbol(const char *path, unsigned long off, char *out, size_t n);
 
 /* Shared helpers (tools/util.c). */
 /* Print "pmguard: " + message to stderr; returns 2 (usage/input error). */

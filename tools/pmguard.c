@@ -20,6 +20,9 @@ static const struct {
 	{ "demo", cmd_demo, "stray writes stopped: the main job" },
 	{ "inject", cmd_inject, "a reproducible stray-write campaign" },
 	{ "bench", cmd_bench, "window and persistence benchmarks" },
+	{ "run", cmd_run, "protect an unmodified LMDB/libpmem program" },
+	{ "learn", cmd_learn, "record a program's own stray-write sites" },
+	{ "report", cmd_report, "symbolize a `pmguard run` report file" },
 };
 
 static int usage(FILE *f)

@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: MIT
+#
+# `pmguard run` / `pmguard learn`: the interposition library and its tests
+# (docs/run.md).  Included by the top-level Makefile (it includes every
+# mk/*.mk).
+#
+# needs: liblmdb-dev libpmem-dev libpmem2-dev lmdb-utils python3-lmdb
+#        libdw-dev
+#
+# Targets:
+#   run-lib     $(O)/libpmguard-run.so (also part of `make all`)
+#   run-check   the unmodified-program suite (tests/run/, TAP), last line
+#               `run: N passed, N failed, N skipped`; part of `make check`
+#   run-vm-check  the suite in the PKU guest (scripts/vm-run-check: the
+#               loader, the programs' libraries and Python with py-lmdb in
+#               the initramfs), last line `run-vm: N passed, ...`; part of
+#               `make check`
+#   run-bench   the overhead benchmark (tests/run/bench.sh): >= 1,000,000
+#               records through lmdb-prog and py-lmdb, unprotected vs
+#               `pmguard run` (Debian's mdb_load carries its own LMDB and
+#               cannot be interposed)
+
+RUN_LIB  := $(O)/libpmguard-run.so
+RUN_TEST_LIBS := $(O)/tests/run/libwild.so
+# The test programs need the libraries' headers; `make` (and `make demo`
+# after install-deps --build-only) builds without them and says so; the
+# adapters of the preload are compiled in only where the headers exist.
+run_have = $(shell printf '\043include <$(1)>\n' | \
+	$(CC) -E -x c - >/dev/null 2>&1 && echo 1)
+RUN_TEST_BINS :=
+ifeq ($(call run_have,libpmem.h),1)
+RUN_TEST_BINS += $(O)/tests/run/pmem-prog
+endif
+ifeq ($(call run_have,lmdb.h),1)
+RUN_TEST_BINS += $(O)/tests/run/lmdb-prog
+endif
+ifeq ($(call run_have,libpmem2.h),1)
+RUN_TEST_BINS += $(O)/tests/run/pmem2-prog
+endif
+RUN_MISSING := $(if $(filter 3,$(words $(RUN_TEST_BINS))),,1)
+ifeq ($(RUN_MISSING),1)
+$(info run: lmdb.h, libpmem.h or libpmem2.h missing: the run tests' programs are not built (scripts/install-deps))
+endif
+
+.PHONY: run-lib run-check run-bench run-vm-check
+all: run-lib
+run-lib: $(RUN_LIB) $(RUN_TEST_LIBS) $(RUN_TEST_BINS)
+CHECK_SUITES += run-check run-vm-check
+
+$(O)/pic/src/run/preload.o: src/run/preload.c $(LIB_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIBFLAGS) $(CFLAGS) -fPIC -DPMG_SHARED -c $< -o $@
+
+$(RUN_LIB): $(O)/pic/src/run/preload.o $(SH_OBJ) src/run/preload.map
+	$(CC) -shared -Wl,--version-script=src/run/preload.map -Wl,-z,defs \
+		$(CFLAGS) -o $@ $(O)/pic/src/run/preload.o $(SH_OBJ) $(LDLIBS)
+
+# Test helpers: no pmguard header, no pmguard library.
+$(O)/tests/run/libwild.so: tests/run/wild.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -fPIC -shared -o $@ $< -ldl -lpthread
+
+$(O)/tests/run/pmem-prog: tests/run/pmem-prog.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -lpmem
+
+$(O)/tests/run/pmem2-prog: tests/run/pmem2-prog.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -lpmem2
+
+$(O)/tests/run/lmdb-prog: tests/run/lmdb-prog.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
+
+# Each backend this machine has: mprotect always, PKU where the CPU has it
+# (auto picks it; without PKU the second entry runs mprotect again).
+run-check: all
+	@if [ "$(RUN_MISSING)" = 1 ]; then \
+		echo "run: SKIP: lmdb.h, libpmem.h or libpmem2.h missing"; \
+		echo "run: 0 passed, 0 failed, 1 skipped"; \
+		[ "$${CI:-}" != true ]; \
+	else \
+		O=$(O) tests/runtests.sh -t 300 -n run \
+		"env PMGUARD_BACKEND=mprotect tests/run/test-run.sh $(O)" \
+		"env PMGUARD_BACKEND=auto tests/run/test-run.sh $(O)"; \
+	fi
+
+# The same suite in the PKU guest, on dynamically linked programs.
+run-vm-check: all
+	@if [ "$(RUN_MISSING)" = 1 ]; then \
+		echo "run-vm: SKIP: lmdb.h, libpmem.h or libpmem2.h missing"; \
+		echo "run-vm: 0 passed, 0 failed, 1 skipped"; \
+		[ "$${CI:-}" != true ]; \
+	else scripts/vm-run-check $(O); fi
+
+run-bench: all
+	O=$(O) tests/run/bench.sh

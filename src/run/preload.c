@@ -1,0 +1,718 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libpmguard-run.so: the interposition library behind `pmguard run` and
+ * `pmguard learn` (docs/run.md).  Preloaded into an unmodified, dynamically
+ * linked program, it wraps the public calls of liblmdb, libpmem and
+ * libpmem2 (looked up with dlsym(RTLD_NEXT): an adapter does nothing until
+ * its library is loaded and called) and protects their mappings with
+ * pmguard domains:
+ *  - LMDB: an environment opened with MDB_WRITEMAP has its whole data map
+ *    in domain "lmdb"; a write transaction holds a write window on the
+ *    thread that began it, from mdb_txn_begin() to the end of
+ *    mdb_txn_commit() / mdb_txn_abort() (nested ones nest); read-only
+ *    transactions are not touched;
+ *  - libpmem / libpmem2: every mapping is in domain "pmem-run"; the copy
+ *    calls run through pmg_memcpy() and family, which open the window
+ *    themselves; flush, drain and persist pass through.
+ * Everything else of the library (fault modes, reports) is pmguard's own,
+ * linked in whole; only the wrapped calls and pthread_create are exported.
+ *
+ * Environment (set by `pmguard run` / `pmguard learn`):
+ *   PMGUARD_RUN_ALLOW=FILE        grant the sites of FILE (sites.c)
+ *   PMGUARD_RUN_LEARN=FILE        append the audit sites to FILE at exit
+ *   PMGUARD_RUN_LMDB_WRITEMAP=1   add MDB_WRITEMAP to every mdb_env_open()
+ *   PMGUARD_REPORT_FD=N           fault reports (and module lines) to N
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "../internal.h"
+#include "../sites.h"
+
+#if __has_include(<lmdb.h>)
+#include <lmdb.h>
+#define HAVE_LMDB 1
+#endif
+#if __has_include(<libpmem.h>)
+#include <libpmem.h>
+#define HAVE_PMEM 1
+#endif
+#if __has_include(<libpmem2.h>)
+#include <libpmem2.h>
+#define HAVE_PMEM2 1
+#endif
+
+#define RUN_API __attribute__((visibility("default")))
+#define PAGE_UP(n) (((n) + PMG_PAGE_SIZE - 1) & ~(PMG_PAGE_SIZE - 1))
+
+static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
+static int rep_fd = -1;		/* PMGUARD_REPORT_FD if set, else 2 */
+static bool rep_fd_set;
+static bool seen;		/* an adapter was called */
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (rep_fd < 0)
+		return;
+	va_start(ap, fmt);
+	dprintf(rep_fd, "pmguard-run: ");
+	vdprintf(rep_fd, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * The real function.  RTLD_NEXT searches the global scope; a library
+ * loaded as a dependency of a dlopen()ed module (py-lmdb's extension pulls
+ * in liblmdb that way) is only in that module's local scope, so it is
+ * then looked up by its soname, already loaded (RTLD_NOLOAD).
+ */
+static void *next(const char *name)
+{
+	static const char *const libs[] = { "liblmdb.so.0", "libpmem.so.1",
+					    "libpmem2.so.1" };
+	void *p = dlsym(RTLD_NEXT, name);
+	size_t i;
+
+	for (i = 0; !p && i < sizeof(libs) / sizeof(libs[0]); i++) {
+		void *h = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
+
+		if (h) {
+			p = dlsym(h, name);
+			dlclose(h);
+		}
+	}
+	if (!p) {
+		say("%s not found after the preload\n", name);
+		abort();
+	}
+	return p;
+}
+
+#define REAL(name) \
+	static __typeof__(&name) real_##name; \
+	if (!real_##name) \
+		real_##name = (__typeof__(&name))next(#name)
+
+/* A domain per adapter, created on first use; NULL if that failed. */
+static struct pmg_domain *domain(struct pmg_domain **slot, const char *name)
+{
+	int rc;
+
+	if (*slot)
+		return *slot;
+	rc = pmg_domain_new(slot, name, 0);
+	if (rc) {
+		say("cannot create domain '%s': %s: nothing protected\n", name,
+		    pmg_errormsg());
+		*slot = NULL;
+	}
+	return *slot;
+}
+
+static int protect(struct pmg_domain *d, void *addr, size_t len,
+		   const char *what)
+{
+	int rc = pmg_protect(d, addr, len);
+
+	if (rc)
+		say("cannot protect %s at %p (+%zu): %s\n", what, addr, len,
+		    pmg_errormsg());
+	return rc;
+}
+
+static void unprotect(void *addr, size_t len, const char *what)
+{
+	int rc = pmg_unprotect(addr, len);
+
+	if (rc)
+		say("cannot unprotect %s at %p (+%zu): %s\n", what, addr, len,
+		    pmg_errormsg());
+}
+
+/* A library loaded since the last look: new module lines, sites. */
+static void modules(void)
+{
+	__atomic_store_n(&seen, true, __ATOMIC_RELAXED);
+	_pmg_modules_refresh(rep_fd_set ? rep_fd : -1);
+}
+
+/* ------------------------------------------------------------- LMDB */
+#ifdef HAVE_LMDB
+#define MAX_ENVS 64
+#define MAX_TXNS 256
+
+static struct pmg_domain *lmdb_dom;
+static struct {
+	MDB_env *env;
+	void *addr;
+	size_t len;		/* protected length; 0: not protected */
+} envs[MAX_ENVS];
+static struct {
+	MDB_txn *txn, *parent;
+} txns[MAX_TXNS];
+static bool warned_nowritemap;
+
+static int env_slot(MDB_env *env)
+{
+	int i;
+
+	for (i = 0; i < MAX_ENVS; i++)
+		if (envs[i].env == env)
+			return i;
+	return -1;
+}
+
+/*
+ * The map's address: LMDB reports it (me_mapaddr) only for MDB_FIXEDMAP,
+ * so it is the shared mapping of the data file found in /proc/self/maps
+ * (same device and inode as mdb_env_get_fd()'s file), of the map size.
+ */
+static void *map_of_fd(int fd, size_t len)
+{
+	struct stat st;
+	FILE *f;
+	char line[512];
+	void *found = NULL;
+
+	if (fstat(fd, &st) || !(f = fopen("/proc/self/maps", "re")))
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, off, ino;
+		unsigned maj, min;
+		char perm[8];
+
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perm,
+			   &off, &maj, &min, &ino) != 7)
+			continue;
+		if (ino == st.st_ino && makedev(maj, min) == st.st_dev &&
+		    off == 0 && perm[3] == 's' && hi - lo >= len) {
+			found = (void *)lo;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+static void env_info(MDB_env *env, void **addr, size_t *len)
+{
+	REAL(mdb_env_info);
+	REAL(mdb_env_get_fd);
+	MDB_envinfo in;
+	mdb_filehandle_t fd;
+
+	memset(&in, 0, sizeof(in));
+	*addr = NULL;
+	*len = 0;
+	if (real_mdb_env_info(env, &in) || real_mdb_env_get_fd(env, &fd))
+		return;
+	*len = PAGE_UP(in.me_mapsize);
+	*addr = in.me_mapaddr ? in.me_mapaddr : map_of_fd(fd, *len);
+}
+
+/* Protect @env's map as it is now (lock held). */
+static void env_protect(MDB_env *env, int slot)
+{
+	struct pmg_domain *d = domain(&lmdb_dom, "lmdb");
+	void *addr;
+	size_t len;
+
+	env_info(env, &addr, &len);
+	envs[slot].env = env;
+	envs[slot].addr = addr;
+	envs[slot].len = 0;
+	if (d && addr && len && !protect(d, addr, len, "the LMDB map"))
+		envs[slot].len = len;
+}
+
+static void env_unprotect(int slot)
+{
+	if (envs[slot].len)
+		unprotect(envs[slot].addr, envs[slot].len, "the LMDB map");
+	envs[slot].len = 0;
+}
+
+RUN_API int mdb_env_open(MDB_env *env, const char *path, unsigned int flags,
+			 mdb_mode_t mode)
+{
+	REAL(mdb_env_open);
+	REAL(mdb_env_get_flags);
+	const char *wm = getenv("PMGUARD_RUN_LMDB_WRITEMAP");
+	unsigned f = 0;
+	int rc, slot;
+
+	if (wm && !strcmp(wm, "1") && !(flags & MDB_RDONLY))
+		flags |= MDB_WRITEMAP;
+	rc = real_mdb_env_open(env, path, flags, mode);
+	if (rc)
+		return rc;
+	real_mdb_env_get_flags(env, &f);
+	pthread_mutex_lock(&run_lock);
+	modules();
+	if (f & MDB_RDONLY) {
+		/* the map is read-only to the program anyway */
+	} else if (!(f & MDB_WRITEMAP)) {
+		if (!warned_nowritemap)
+			say("LMDB environment %s opened without MDB_WRITEMAP: "
+			    "its map is read-only to the program, pmguard "
+			    "protects nothing (said once)\n", path);
+		warned_nowritemap = true;
+	} else if ((slot = env_slot(NULL)) < 0) {
+		say("more than %d LMDB environments: %s not protected\n",
+		    MAX_ENVS, path);
+	} else {
+		env_protect(env, slot);
+	}
+	pthread_mutex_unlock(&run_lock);
+	return 0;
+}
+
+RUN_API void mdb_env_close(MDB_env *env)
+{
+	REAL(mdb_env_close);
+	int slot;
+
+	pthread_mutex_lock(&run_lock);
+	slot = env_slot(env);
+	if (slot >= 0) {
+		env_unprotect(slot);
+		envs[slot].env = NULL;
+	}
+	pthread_mutex_unlock(&run_lock);
+	real_mdb_env_close(env);
+}
+
+/* The map moves or changes size: unprotect, remap, protect again. */
+RUN_API int mdb_env_set_mapsize(MDB_env *env, size_t size)
+{
+	REAL(mdb_env_set_mapsize);
+	int rc, slot;
+
+	pthread_mutex_lock(&run_lock);
+	slot = env_slot(env);
+	if (slot >= 0)
+		env_unprotect(slot);
+	rc = real_mdb_env_set_mapsize(env, size);
+	if (slot >= 0)
+		env_protect(env, slot);
+	pthread_mutex_unlock(&run_lock);
+	return rc;
+}
+
+/*
+ * The env's map still the size we protected?  (lock held)  Only the size
+ * is compared, cheaply, at each write transaction: LMDB moves the map only
+ * in mdb_env_set_mapsize(), which is wrapped; a size another process set
+ * shows up here.
+ */
+static bool env_check(MDB_env *env, int slot)
+{
+	REAL(mdb_env_info);
+	MDB_envinfo in;
+
+	if (!real_mdb_env_info(env, &in) &&
+	    PAGE_UP(in.me_mapsize) == envs[slot].len)
+		return true;
+	say("LMDB map size changed (%zu -> %zu): protecting it again\n",
+	    envs[slot].len, (size_t)PAGE_UP(in.me_mapsize));
+	env_unprotect(slot);
+	env_protect(env, slot);
+	return envs[slot].len != 0;
+}
+
+RUN_API int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags,
+			  MDB_txn **txn)
+{
+	REAL(mdb_txn_begin);
+	bool win = false;
+	int rc, slot, i;
+
+	if (!(flags & MDB_RDONLY)) {
+		pthread_mutex_lock(&run_lock);
+		slot = env_slot(env);
+		win = slot >= 0 && env_check(env, slot);
+		pthread_mutex_unlock(&run_lock);
+	}
+	if (!win)
+		return real_mdb_txn_begin(env, parent, flags, txn);
+	rc = pmg_open(lmdb_dom, PMG_WRITE);
+	if (rc) {
+		say("cannot open the write window: %s\n", pmg_errormsg());
+		return real_mdb_txn_begin(env, parent, flags, txn);
+	}
+	rc = real_mdb_txn_begin(env, parent, flags, txn);
+	if (rc) {
+		pmg_close(lmdb_dom, PMG_WRITE);
+		return rc;
+	}
+	pthread_mutex_lock(&run_lock);
+	for (i = 0; i < MAX_TXNS && txns[i].txn; i++)
+		;
+	if (i < MAX_TXNS) {
+		txns[i].txn = *txn;
+		txns[i].parent = parent;
+	}
+	pthread_mutex_unlock(&run_lock);
+	if (i == MAX_TXNS) {
+		say("more than %d write transactions open: one runs without "
+		    "a window\n", MAX_TXNS);
+		pmg_close(lmdb_dom, PMG_WRITE);
+	}
+	return 0;
+}
+
+/*
+ * Forget @txn and the write transactions nested in it (commit and abort
+ * end those too); returns how many windows to close.  Done before the
+ * real call: the handle may be reused as soon as it is freed.
+ */
+static int txn_forget(MDB_txn *txn)
+{
+	int i, n = 0;
+	bool more = true;
+
+	pthread_mutex_lock(&run_lock);
+	for (i = 0; i < MAX_TXNS; i++)
+		if (txns[i].txn == txn) {
+			txns[i].txn = NULL;
+			n++;
+			break;
+		}
+	if (!n) {
+		pthread_mutex_unlock(&run_lock);
+		return 0;
+	}
+	/* descendants: entries whose parent is gone */
+	while (more) {
+		more = false;
+		for (i = 0; i < MAX_TXNS; i++) {
+			int j;
+			bool live = false;
+
+			if (!txns[i].txn || !txns[i].parent)
+				continue;
+			for (j = 0; j < MAX_TXNS; j++)
+				if (txns[j].txn == txns[i].parent)
+					live = true;
+			if (!live) {
+				txns[i].txn = NULL;
+				n++;
+				more = true;
+			}
+		}
+	}
+	pthread_mutex_unlock(&run_lock);
+	return n;
+}
+
+RUN_API int mdb_txn_commit(MDB_txn *txn)
+{
+	REAL(mdb_txn_commit);
+	int n = txn_forget(txn), rc;
+
+	rc = real_mdb_txn_commit(txn);
+	while (n-- > 0)
+		pmg_close(lmdb_dom, PMG_WRITE);
+	return rc;
+}
+
+RUN_API void mdb_txn_abort(MDB_txn *txn)
+{
+	REAL(mdb_txn_abort);
+	int n = txn_forget(txn);
+
+	real_mdb_txn_abort(txn);
+	while (n-- > 0)
+		pmg_close(lmdb_dom, PMG_WRITE);
+}
+#endif /* HAVE_LMDB */
+
+/* ----------------------------------------------------- libpmem(2) */
+#if defined(HAVE_PMEM) || defined(HAVE_PMEM2)
+#define MAX_MAPS 256
+static struct pmg_domain *pmem_dom;
+static struct {
+	void *addr;
+	size_t len;
+} maps[MAX_MAPS];
+
+static void map_add(void *addr, size_t len)
+{
+	struct pmg_domain *d;
+	int i;
+
+	len = PAGE_UP(len);
+	pthread_mutex_lock(&run_lock);
+	modules();
+	d = domain(&pmem_dom, "pmem-run");
+	for (i = 0; i < MAX_MAPS && maps[i].addr; i++)
+		;
+	if (i == MAX_MAPS)
+		say("more than %d pmem mappings: %p not protected\n",
+		    MAX_MAPS, addr);
+	else if (d && !protect(d, addr, len, "the pmem mapping")) {
+		maps[i].addr = addr;
+		maps[i].len = len;
+	}
+	pthread_mutex_unlock(&run_lock);
+}
+
+static void map_del(void *addr)
+{
+	int i;
+
+	pthread_mutex_lock(&run_lock);
+	for (i = 0; i < MAX_MAPS; i++)
+		if (maps[i].addr == addr) {
+			unprotect(addr, maps[i].len, "the pmem mapping");
+			maps[i].addr = NULL;
+			break;
+		}
+	pthread_mutex_unlock(&run_lock);
+}
+
+/* pmg_mem*() fail only on a window or msync error: say so, not silently */
+static void *copied(void *ret, void *dest, const char *fn)
+{
+	if (!ret)
+		say("%s(%p): %s\n", fn, dest, pmg_errormsg());
+	return dest;
+}
+#endif
+
+#ifdef HAVE_PMEM
+RUN_API void *pmem_map_file(const char *path, size_t len, int flags,
+			    mode_t mode, size_t *mapped_lenp, int *is_pmemp)
+{
+	REAL(pmem_map_file);
+	size_t ml = 0;
+	void *a = real_pmem_map_file(path, len, flags, mode, &ml, is_pmemp);
+
+	if (a)
+		map_add(a, ml);
+	if (mapped_lenp)
+		*mapped_lenp = ml;
+	return a;
+}
+
+RUN_API int pmem_unmap(void *addr, size_t len)
+{
+	REAL(pmem_unmap);
+
+	map_del(addr);
+	return real_pmem_unmap(addr, len);
+}
+
+RUN_API void *pmem_memcpy_persist(void *d, const void *s, size_t n)
+{
+	return copied(pmg_memcpy_persist(d, s, n), d, __func__);
+}
+
+RUN_API void *pmem_memmove_persist(void *d, const void *s, size_t n)
+{
+	return copied(pmg_memmove_persist(d, s, n), d, __func__);
+}
+
+RUN_API void *pmem_memset_persist(void *d, int c, size_t n)
+{
+	return copied(pmg_memset_persist(d, c, n), d, __func__);
+}
+
+RUN_API void *pmem_memcpy_nodrain(void *d, const void *s, size_t n)
+{
+	return copied(pmg_memcpy_nodrain(d, s, n), d, __func__);
+}
+
+RUN_API void *pmem_memmove_nodrain(void *d, const void *s, size_t n)
+{
+	return copied(pmg_memmove_nodrain(d, s, n), d, __func__);
+}
+
+RUN_API void *pmem_memset_nodrain(void *d, int c, size_t n)
+{
+	return copied(pmg_memset_nodrain(d, c, n), d, __func__);
+}
+
+RUN_API void *pmem_memcpy(void *d, const void *s, size_t n, unsigned fl)
+{
+	return copied(pmg_memcpy(d, s, n, fl), d, __func__);
+}
+
+RUN_API void *pmem_memmove(void *d, const void *s, size_t n, unsigned fl)
+{
+	return copied(pmg_memmove(d, s, n, fl), d, __func__);
+}
+
+RUN_API void *pmem_memset(void *d, int c, size_t n, unsigned fl)
+{
+	return copied(pmg_memset(d, c, n, fl), d, __func__);
+}
+#endif /* HAVE_PMEM */
+
+#ifdef HAVE_PMEM2
+RUN_API int pmem2_map_new(struct pmem2_map **map,
+			  const struct pmem2_config *cfg,
+			  const struct pmem2_source *src)
+{
+	REAL(pmem2_map_new);
+	REAL(pmem2_map_get_address);
+	REAL(pmem2_map_get_size);
+	int rc = real_pmem2_map_new(map, cfg, src);
+
+	if (rc == 0)
+		map_add(real_pmem2_map_get_address(*map),
+			real_pmem2_map_get_size(*map));
+	return rc;
+}
+
+RUN_API int pmem2_map_delete(struct pmem2_map **map)
+{
+	REAL(pmem2_map_delete);
+	REAL(pmem2_map_get_address);
+
+	if (map && *map)
+		map_del(real_pmem2_map_get_address(*map));
+	return real_pmem2_map_delete(map);
+}
+
+static void *run2_memcpy(void *d, const void *s, size_t n, unsigned fl)
+{
+	return copied(pmg_memcpy(d, s, n, fl), d, "pmem2 memcpy_fn");
+}
+
+static void *run2_memmove(void *d, const void *s, size_t n, unsigned fl)
+{
+	return copied(pmg_memmove(d, s, n, fl), d, "pmem2 memmove_fn");
+}
+
+static void *run2_memset(void *d, int c, size_t n, unsigned fl)
+{
+	return copied(pmg_memset(d, c, n, fl), d, "pmem2 memset_fn");
+}
+
+RUN_API pmem2_memcpy_fn pmem2_get_memcpy_fn(struct pmem2_map *map)
+{
+	return run2_memcpy;
+}
+
+RUN_API pmem2_memmove_fn pmem2_get_memmove_fn(struct pmem2_map *map)
+{
+	return run2_memmove;
+}
+
+RUN_API pmem2_memset_fn pmem2_get_memset_fn(struct pmem2_map *map)
+{
+	return run2_memset;
+}
+#endif /* HAVE_PMEM2 */
+
+/* ---------------------------------------------------------- start, exit */
+
+/* Learn mode: the audit sites, as PATH+0xOFF COUNT SYMBOL, appended. */
+static void learn_write(const char *file)
+{
+	int mfd = memfd_create("pmguard-sites", MFD_CLOEXEC);
+	FILE *in, *out;
+	char line[512];
+
+	if (mfd < 0)
+		return;
+	pmg_audit_dump(mfd);
+	lseek(mfd, 0, SEEK_SET);
+	in = fdopen(mfd, "r");
+	out = fopen(file, "ae");
+	if (!in || !out) {
+		say("learn: cannot write %s: %s\n", file, strerror(errno));
+		if (in)
+			fclose(in);
+		else
+			close(mfd);
+		if (out)
+			fclose(out);
+		return;
+	}
+	_pmg_modules_refresh(-1);
+	/* "pmguard: audit site 0xIP: N stray access(es), domain 'D'" */
+	while (fgets(line, sizeof(line), in)) {
+		unsigned long ip;
+		unsigned long long n;
+		char path[PATH_MAX];
+		uintptr_t off;
+		Dl_info di;
+
+		if (sscanf(line, "pmguard: audit site %lx: %llu", &ip, &n) != 2)
+			continue;
+		if (!_pmg_module_of(ip, path, sizeof(path), &off)) {
+			fprintf(out, "# %#lx %llu (in no module)\n", ip, n);
+			continue;
+		}
+		if (dladdr((void *)ip, &di) && di.dli_sname)
+			fprintf(out, "%s+%#lx %llu %s+%#lx\n", path,
+				(unsigned long)off, n, di.dli_sname,
+				ip - (unsigned long)di.dli_saddr);
+		else
+			fprintf(out, "%s+%#lx %llu ?\n", path,
+				(unsigned long)off, n);
+	}
+	fclose(in);
+	fclose(out);
+}
+
+static void run_exit(void)
+{
+	const char *learn = getenv("PMGUARD_RUN_LEARN");
+	uint64_t hits = _pmg_sites_hits();
+
+	if (!__atomic_load_n(&seen, __ATOMIC_RELAXED))
+		say("no liblmdb or libpmem call came through the dynamic "
+		    "linker: nothing was protected (a copy linked into the "
+		    "program itself, as in Debian's lmdb-utils, cannot be "
+		    "interposed)\n");
+
+	if (learn && *learn)
+		learn_write(learn);
+	if (hits)
+		say("%llu write(s) let through at allowed sites\n",
+		    (unsigned long long)hits);
+}
+
+__attribute__((constructor)) static void run_init(void)
+{
+	const char *fd = getenv("PMGUARD_REPORT_FD");
+	const char *allow = getenv("PMGUARD_RUN_ALLOW");
+	int rc;
+
+	rep_fd = 2;
+	if (fd && *fd) {
+		rep_fd = atoi(fd);
+		rep_fd_set = true;
+	}
+	rc = pmg_init();
+	if (rc)
+		say("pmg_init: %s: nothing will be protected\n",
+		    pmg_errormsg());
+	if (allow && *allow) {
+		rc = _pmg_sites_load(allow);
+		if (rc < 0) {
+			say("%s\n", pmg_errormsg());
+			_exit(127);
+		}
+	}
+	_pmg_modules_refresh(rep_fd_set ? rep_fd : -1);
+	atexit(run_exit);
+}

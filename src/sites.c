@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Module table and allowed write sites.
+ *
+ * Report lines name the module and offset of a faulting instruction next to
+ * its raw address, so that a person (or `pmguard report`) can find it in a
+ * binary whatever the load address was.  dladdr() and dl_iterate_phdr()
+ * take the loader's lock and are not async-signal-safe, so the table is
+ * built outside the handler: once when the library is loaded (a
+ * constructor) and again whenever `pmguard run`'s adapters see a library
+ * loaded later (_pmg_modules_refresh()).  The handler reads it under a
+ * sequence count and gives up after a few tries rather than spin: a report
+ * then carries the raw address only.
+ *
+ * Allowed sites (`pmguard run --allow FILE`, written by `pmguard learn`)
+ * are module path + offset pairs; each refresh turns them into absolute
+ * addresses in a lock-free open-addressing set the fault path reads.  A
+ * site of a module that was unloaded stays in the set (addresses are only
+ * added): a new module at the same address could inherit it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "sites.h"
+
+#define PMG_MODS 256
+#define PMG_MOD_PATH 240
+#define PMG_ALLOW 4096		/* allowed addresses (power of two) */
+
+struct mod {
+	uintptr_t lo, hi;	/* PT_LOAD extent */
+	uintptr_t bias;		/* load bias: offset = ip - bias */
+	char path[PMG_MOD_PATH];
+};
+
+static pthread_mutex_t mods_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mod mods[PMG_MODS];
+static unsigned nmods;
+static unsigned mods_seq;	/* odd while the table is rewritten */
+
+/* Allowed sites as read from the file (resolved at each refresh). */
+struct site {
+	char *path;
+	uintptr_t off;
+};
+static struct site *want;
+static size_t nwant;
+
+static uintptr_t allow_ip[PMG_ALLOW];
+static uint64_t allow_hits;
+
+/* ---- building the table (not AS-safe) ---- */
+
+struct scan {
+	struct mod *m;
+	unsigned n;
+};
+
+static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct scan *s = arg;
+	struct mod *m;
+	const char *name = info->dlpi_name;
+	char buf[PATH_MAX];
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	int i;
+
+	if (s->n >= PMG_MODS)
+		return 1;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (info->dlpi_addr + ph->p_vaddr < lo)
+			lo = info->dlpi_addr + ph->p_vaddr;
+		if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
+			hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+	}
+	if (lo >= hi)
+		return 0;
+	m = &s->m[s->n++];
+	m->lo = lo;
+	m->hi = hi;
+	m->bias = info->dlpi_addr;
+	if (!name || !*name) {
+		/* the main program (or the vdso, which has a name) */
+		ssize_t r = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+
+		buf[r > 0 ? r : 0] = 0;
+		name = buf;
+	} else if (realpath(name, buf)) {
+		name = buf;
+	}
+	/* a longer path is cut (it then matches no sites file line) */
+	for (i = 0; name[i] && i + 1 < (int)sizeof(m->path); i++)
+		m->path[i] = name[i];
+	m->path[i] = 0;
+	return 0;
+}
+
+static void allow_add(uintptr_t ip)
+{
+	unsigned i, h = (unsigned)((ip * 0x9E3779B97F4A7C15ull) >> 40);
+
+	for (i = 0; i < PMG_ALLOW; i++) {
+		unsigned s = (h + i) & (PMG_ALLOW - 1);
+		uintptr_t cur = __atomic_load_n(&allow_ip[s], __ATOMIC_ACQUIRE);
+
+		if (cur == ip)
+			return;
+		if (cur == 0) {
+			__atomic_store_n(&allow_ip[s], ip, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+}
+
+static bool known(const struct mod *old, unsigned nold, const struct mod *m)
+{
+	unsigned i;
+
+	for (i = 0; i < nold; i++)
+		if (old[i].bias == m->bias && !strcmp(old[i].path, m->path))
+			return true;
+	return false;
+}
+
+void _pmg_modules_refresh(int fd)
+{
+	static struct mod fresh[PMG_MODS], old[PMG_MODS];
+	struct scan s = { fresh, 0 };
+	unsigned i, nold;
+	size_t k;
+
+	pthread_mutex_lock(&mods_lock);
+	dl_iterate_phdr(scan_one, &s);
+	nold = nmods;
+	memcpy(old, mods, sizeof(mods[0]) * nold);
+	__atomic_add_fetch(&mods_seq, 1, __ATOMIC_ACQ_REL);
+	memcpy(mods, fresh, sizeof(mods[0]) * s.n);
+	__atomic_store_n(&nmods, s.n, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&mods_seq, 1, __ATOMIC_ACQ_REL);
+	for (i = 0; fd >= 0 && i < s.n; i++) {
+		if (known(old, nold, &fresh[i]) && nold)
+			continue;
+		dprintf(fd, "pmguard: module %#lx %#lx-%#lx %s\n",
+			(unsigned long)fresh[i].bias,
+			(unsigned long)fresh[i].lo, (unsigned long)fresh[i].hi,
+			fresh[i].path);
+	}
+	for (k = 0; k < nwant; k++)
+		for (i = 0; i < s.n; i++)
+			if (!strcmp(fresh[i].path, want[k].path))
+				allow_add(fresh[i].bias + want[k].off);
+	pthread_mutex_unlock(&mods_lock);
+}
+
+__attribute__((constructor)) static void sites_ctor(void)
+{
+	_pmg_modules_refresh(-1);
+}
+
+/* ---- reading it (AS-safe) ---- */
+
+bool _pmg_module_of(uintptr_t ip, char *path, size_t n, uintptr_t *off)
+{
+	int tries;
+
+	for (tries = 0; tries < 4; tries++) {
+		unsigned s1 = __atomic_load_n(&mods_seq, __ATOMIC_ACQUIRE);
+		unsigned i, nm = __atomic_load_n(&nmods, __ATOMIC_RELAXED);
+		bool found = false;
+
+		if (s1 & 1)
+			continue;
+		for (i = 0; i < nm && i < PMG_MODS; i++) {
+			size_t j;
+
+			if (ip < mods[i].lo || ip >= mods[i].hi)
+				continue;
+			for (j = 0; j + 1 < n && mods[i].path[j]; j++)
+				path[j] = mods[i].path[j];
+			if (n)
+				path[j] = 0;
+			*off = ip - mods[i].bias;
+			found = true;
+			break;
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&mods_seq, __ATOMIC_RELAXED) == s1)
+			return found;
+	}
+	return false;
+}
+
+void _pmg_site_fmt(struct _pmg_buf *b, uintptr_t ip)
+{
+	char path[PMG_MOD_PATH];
+	uintptr_t off;
+
+	if (!_pmg_module_of(ip, path, sizeof(path), &off))
+		return;
+	_pmg_bs(b, " (");
+	_pmg_bs(b, path);
+	_pmg_bs(b, "+");
+	_pmg_bx(b, off);
+	_pmg_bs(b, ")");
+}
+
+bool _pmg_site_allowed(uintptr_t ip)
+{
+	unsigned i, h = (unsigned)((ip * 0x9E3779B97F4A7C15ull) >> 40);
+
+	if (!ip)
+		return false;
+	for (i = 0; i < PMG_ALLOW; i++) {
+		unsigned s = (h + i) & (PMG_ALLOW - 1);
+		uintptr_t cur = __atomic_load_n(&allow_ip[s], __ATOMIC_ACQUIRE);
+
+		if (cur == ip) {
+			__atomic_add_fetch(&allow_hits, 1, __ATOMIC_RELAXED);
+			return true;
+		}
+		if (cur == 0)
+			return false;
+	}
+	return false;
+}
+
+uint64_t _pmg_sites_hits(void)
+{
+	return __atomic_load_n(&allow_hits, __ATOMIC_RELAXED);
+}
+
+/* ---- the sites file ---- */
+
+int _pmg_sites_load(const char *file)
+{
+	FILE *f = fopen(file, "re");
+	char line[PATH_MAX + 128];
+	unsigned lineno = 0;
+	int n = 0;
+
+	if (!f)
+		return _pmg_err(-errno, "sites file %s: %s", file,
+				strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line, *plus, *end;
+		unsigned long long off;
+		struct site *nw;
+
+		lineno++;
+		p[strcspn(p, " \t\n")] = 0;
+		if (!*p || *p == '#')
+			continue;
+		plus = strrchr(p, '+');
+		if (!plus || plus == p || strncmp(plus + 1, "0x", 2)) {
+			fclose(f);
+			return _pmg_err(-EINVAL, "sites file %s line %u: '%s' "
+					"is not PATH+0xOFFSET", file, lineno,
+					p);
+		}
+		errno = 0;
+		off = strtoull(plus + 1, &end, 16);
+		if (errno || *end) {
+			fclose(f);
+			return _pmg_err(-EINVAL, "sites file %s line %u: bad "
+					"offset '%s'", file, lineno, plus + 1);
+		}
+		*plus = 0;
+		nw = realloc(want, (nwant + 1) * sizeof(*want));
+		if (!nw) {
+			fclose(f);
+			return _pmg_err(-ENOMEM, "sites file %s: out of memory",
+					file);
+		}
+		want = nw;
+		want[nwant].path = strdup(p);
+		want[nwant].off = (uintptr_t)off;
+		if (!want[nwant].path) {
+			fclose(f);
+			return _pmg_err(-ENOMEM, "sites file %s: out of memory",
+					file);
+		}
+		nwant++;
+		n++;
+	}
+	fclose(f);
+	return n;
+}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lmdb-prog: a small LMDB program (MDB_WRITEMAP) for the `pmguard run`
+ * tests, in C so that it runs in the guest too.  No pmguard header.
+ *
+ *   lmdb-prog write DIR TXNS PER   TXNS write transactions of PER records
+ *                                  each (key "k%08u", value "v%08u" x 4)
+ *   lmdb-prog verify DIR N         exactly N records, each intact (N
+ *                                  "any": as many as there are)
+ * Exit 0 fine, 1 wrong data (printed), 2 usage or an LMDB error.
+ */
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CK(x) do { int rc_ = (x); if (rc_) { fprintf(stderr, \
+	"lmdb-prog: %s: %s\n", #x, mdb_strerror(rc_)); return 2; } } while (0)
+
+static void kv(unsigned i, char *k, char *v)
+{
+	snprintf(k, 16, "k%08u", i % 100000000u);
+	i %= 100000000u;
+	snprintf(v, 40, "v%08uv%08uv%08uv%08u", i, i, i, i);
+}
+
+int main(int argc, char **argv)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val key, val;
+	char k[16], v[40];
+	unsigned t, i, n = 0, want;
+
+	if (argc < 4)
+		return 2;
+	CK(mdb_env_create(&env));
+	CK(mdb_env_set_mapsize(env, 1ul << 30));
+	CK(mdb_env_open(env, argv[2], MDB_WRITEMAP, 0644));
+	if (!strcmp(argv[1], "write") && argc == 5) {
+		unsigned txns = (unsigned)atoi(argv[3]);
+		unsigned per = (unsigned)atoi(argv[4]);
+
+		for (t = 0; t < txns; t++) {
+			CK(mdb_txn_begin(env, NULL, 0, &txn));
+			CK(mdb_dbi_open(txn, NULL, 0, &dbi));
+			for (i = 0; i < per; i++) {
+				kv(t * per + i, k, v);
+				key.mv_data = k;
+				key.mv_size = strlen(k);
+				val.mv_data = v;
+				val.mv_size = strlen(v);
+				CK(mdb_put(txn, dbi, &key, &val, 0));
+			}
+			CK(mdb_txn_commit(txn));
+		}
+		printf("lmdb-prog: wrote %u records\n", txns * per);
+		mdb_env_close(env);
+		return 0;
+	}
+	if (strcmp(argv[1], "verify"))
+		return 2;
+	CK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+	CK(mdb_dbi_open(txn, NULL, 0, &dbi));
+	{
+		MDB_stat st;
+
+		CK(mdb_stat(txn, dbi, &st));
+		want = strcmp(argv[3], "any") ? (unsigned)atoi(argv[3])
+					      : (unsigned)st.ms_entries;
+	}
+	for (i = 0; i < want; i++) {
+		kv(i, k, v);
+		key.mv_data = k;
+		key.mv_size = strlen(k);
+		if (mdb_get(txn, dbi, &key, &val) || val.mv_size != strlen(v) ||
+		    memcmp(val.mv_data, v, val.mv_size)) {
+			printf("lmdb-prog: record %u missing or corrupted\n",
+			       i);
+			return 1;
+		}
+		n++;
+	}
+	{
+		MDB_stat st;
+
+		CK(mdb_stat(txn, dbi, &st));
+		if (st.ms_entries != n) {
+			printf("lmdb-prog: %zu entries, expected %u\n",
+			       st.ms_entries, n);
+			return 1;
+		}
+	}
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+	printf("lmdb-prog: %u records intact\n", n);
+	return 0;
+}

@@ -1,0 +1,259 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# test-run.sh [BUILD_DIR] - `pmguard run`, `learn` and `report` on
+# unmodified programs: py-lmdb (Debian python3-lmdb, writemap=True),
+# lmdb-utils, a small C LMDB program and a small libpmem program, with
+# and without the wild-write injector (tests/run/wild.c).  TAP.
+#
+# Paths (override for the guest): PMG (pmguard), WILD (libwild.so),
+# LMDBPROG, PMEMPROG, SCRIPT (lmdb-script.py), PY (python3 with the lmdb
+# module; tests that need it skip without it), MDB_DIR (where mdb_* are).
+# The backend is the environment's (the host: PMGUARD_BACKEND=mprotect,
+# where windows are process-wide: a wild write from another thread while
+# a write transaction is open is not caught there, by design; the
+# injector writes between transactions).
+set -u
+O=${1:-build}
+PMG=${PMG:-$O/pmguard}
+WILD=${WILD:-$O/tests/run/libwild.so}
+LMDBPROG=${LMDBPROG:-$O/tests/run/lmdb-prog}
+PMEMPROG=${PMEMPROG:-$O/tests/run/pmem-prog}
+SCRIPT=${SCRIPT:-$(dirname "$0")/lmdb-script.py}
+PY=${PY:-/usr/bin/python3}
+MDB_DIR=${MDB_DIR:-/usr/bin}
+case $WILD in /*) ;; *) WILD=$(pwd)/$WILD ;; esac
+
+n=0 failed=0
+T=$(mktemp -d "${TMPDIR:-/tmp}/pmg-run-test.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+echo "TAP version 13"
+
+ok() { n=$((n + 1)); echo "ok $n $1"; }
+nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n $1"; }
+skip() { n=$((n + 1)); echo "ok $n $1 # SKIP $2"; }
+check() { # check NAME COND...: COND is a shell command
+	name=$1; shift
+	if "$@"; then ok "$name"; else nok "$name"; fi
+}
+diag() { sed 's/^/# /' "$@"; }
+count() { grep -c -- "$1" "$2" 2>/dev/null; }
+
+backend=$($PMG info 2>/dev/null | sed -n 's/^backend: *\([a-z]*\).*/\1/p')
+echo "# backend: ${backend:-unknown}"
+have_py=0
+if [ -x "$PY" ] && "$PY" -c 'import lmdb' 2>/dev/null; then have_py=1; fi
+
+# 1: a static program is refused with a reason
+if [ ! -e "$O/vm/bin/pmguard" ] && [ -z "${STATIC_PROG:-}" ]; then
+	skip "static program refused" "no static binary to try"
+else
+	$PMG run -- "${STATIC_PROG:-$O/vm/bin/pmguard}" info >"$T/out" 2>&1
+	rc=$?
+	check "static program refused (exit 2, says so)" \
+		sh -c "[ $rc = 2 ] && grep -q 'statically linked' '$T/out'"
+	[ $rc = 2 ] || diag "$T/out"
+fi
+
+# ---- LMDB through the C program (dynamically linked liblmdb) ----
+mkdir "$T/c1"
+$PMG run --report "$T/c1.rep" -- $LMDBPROG write "$T/c1" 50 200 \
+	>"$T/out" 2>&1; rc=$?
+check "lmdb-prog strict: 50 write txns, no false positive" \
+	sh -c "[ $rc = 0 ] && ! grep -q 'stray' '$T/c1.rep'"
+$LMDBPROG verify "$T/c1" 10000 >"$T/out" 2>&1
+check "lmdb-prog: 10000 records intact" [ $? = 0 ]
+
+mkdir "$T/c2"
+LD_PRELOAD=$WILD WILD_AFTER=50 $PMG run --report "$T/c2.rep" -- \
+	$LMDBPROG write "$T/c2" 50 200 >"$T/out" 2>&1; rc=$?
+check "lmdb-prog + wild write, strict: aborted (SIGABRT) at the wild write" \
+	sh -c "[ $rc = 134 ] && grep -q 'strict (aborting): stray write' \
+	'$T/c2.rep' && grep -q 'libwild.so+0x' '$T/c2.rep'"
+[ $rc = 134 ] || diag "$T/out" "$T/c2.rep"
+$LMDBPROG verify "$T/c2" 10000 >"$T/out" 2>&1
+check "lmdb-prog + wild, strict: all 10000 committed records intact" [ $? = 0 ]
+
+mkdir "$T/c3"
+LD_PRELOAD=$WILD WILD_AFTER=50 $LMDBPROG write "$T/c3" 50 200 \
+	>"$T/out" 2>&1
+$LMDBPROG verify "$T/c3" 10000 >"$T/out" 2>&1
+check "lmdb-prog + wild, unprotected: the database is corrupted" [ $? != 0 ]
+
+# pmguard report: function and file:line with libdw (a dynamically
+# linked pmguard), module+offset without (the guest's static pmguard)
+$PMG report "$T/c2.rep" >"$T/sym" 2>&1
+if $PMG report "$T/c2.rep" 2>/dev/null | grep -q 'no debug info\| at .*:[0-9]'; then
+	check "pmguard report: the wild write as function and file:line" \
+		grep -q -- '-> wild_thread+0x[0-9a-f]* at .*wild.c:[0-9]' "$T/sym"
+else
+	check "pmguard report (no libdw here): the wild write as module+offset" \
+		grep -q -- '-> .*libwild.so+0x[0-9a-f]*$' "$T/sym"
+fi
+grep -q -- '-> .*wild' "$T/sym" || diag "$T/sym"
+
+# ---- lmdb-utils on an environment lmdb-prog wrote ----
+if [ ! -x "$MDB_DIR/mdb_dump" ]; then
+	for t in "mdb_dump" "mdb_load" "mdb_stat, mdb_copy" "lmdb-utils note"; do
+		skip "$t" "no $MDB_DIR/mdb_dump (lmdb-utils)"
+	done
+else
+	$PMG run --report "$T/u.rep" -- $MDB_DIR/mdb_dump "$T/c1" \
+		>"$T/dump" 2>"$T/out"; rc=$?
+	check "mdb_dump under pmguard run: exit 0, 10000 records" \
+		sh -c "[ $rc = 0 ] && [ \$(grep -c '^ 6b' '$T/dump') = 10000 ]"
+	mkdir "$T/u1"
+	$PMG run --lmdb-writemap --report "$T/u.rep" -- $MDB_DIR/mdb_load \
+		-f "$T/dump" "$T/u1" >"$T/out" 2>&1; rc=$?
+	$LMDBPROG verify "$T/u1" 10000 >>"$T/out" 2>&1
+	check "mdb_load under pmguard run, then lmdb-prog verifies 10000" \
+		sh -c "[ $rc = 0 ] && [ $? = 0 ]"
+	mkdir "$T/u2"
+	$PMG run -- $MDB_DIR/mdb_stat "$T/u1" >"$T/out" 2>&1 &&
+		$PMG run -- $MDB_DIR/mdb_copy "$T/u1" "$T/u2" >>"$T/out" 2>&1 &&
+		$LMDBPROG verify "$T/u2" 10000 >>"$T/out" 2>&1
+	check "mdb_stat, mdb_copy under pmguard run; the copy verifies" \
+		[ $? = 0 ]
+	# Debian's lmdb-utils carry LMDB inside (no liblmdb.so): say so
+	check "lmdb-utils: the report says nothing could be protected" \
+		grep -q 'nothing was protected' "$T/u.rep"
+fi
+
+# ---- a wild write while a write transaction is open on another thread ----
+mkdir "$T/c4"
+LD_PRELOAD=$WILD WILD_AFTER=50 WILD_DURING=1 $PMG run --report "$T/c4.rep" \
+	-- $LMDBPROG write "$T/c4" 50 200 >"$T/out" 2>&1; rc=$?
+if [ "$backend" = pku ]; then
+	check "PKU: wild write from another thread during a write txn: caught" \
+		sh -c "[ $rc = 134 ] && grep -q 'strict (aborting)' '$T/c4.rep'"
+	$LMDBPROG verify "$T/c4" any >"$T/out" 2>&1
+	check "PKU: ... and the committed records are intact" [ $? = 0 ]
+else
+	skip "wild write during another thread's write txn" \
+		"backend $backend: windows are process-wide, not caught by design"
+	skip "... records intact" "backend $backend"
+fi
+
+# ---- LMDB through py-lmdb (Debian python3-lmdb, system liblmdb) ----
+if [ $have_py = 0 ]; then
+	for t in "py strict clean" "py strict wild" "py strict intact" \
+		 "py audit wild" "py relaxed wild" "py unprotected corrupt" \
+		 "py map growth"; do
+		skip "$t" "no $PY with the lmdb module (python3-lmdb)"
+	done
+else
+	mkdir "$T/p1"
+	$PMG run --report "$T/p1.rep" -- $PY "$SCRIPT" write "$T/p1" 50 200 \
+		>"$T/out" 2>&1; rc=$?
+	check "py-lmdb strict: 50 write txns, no false positive" \
+		sh -c "[ $rc = 0 ] && ! grep -q stray '$T/p1.rep'"
+	[ $rc = 0 ] || diag "$T/out" "$T/p1.rep"
+
+	mkdir "$T/p2"
+	LD_PRELOAD=$WILD WILD_AFTER=51 $PMG run --report "$T/p2.rep" -- \
+		$PY "$SCRIPT" write "$T/p2" 50 200 >"$T/out" 2>&1; rc=$?
+	check "py-lmdb + wild write, strict: aborted at the wild write" \
+		sh -c "[ $rc = 134 ] && grep -q 'strict (aborting): stray write' \
+		'$T/p2.rep'"
+	$PY "$SCRIPT" verify "$T/p2" 10000 >"$T/out" 2>&1
+	check "py-lmdb + wild, strict: all 10000 records intact on reopen" \
+		[ $? = 0 ]
+
+	mkdir "$T/p3"
+	LD_PRELOAD=$WILD WILD_AFTER=51 WILD_WRITES=8 $PMG run --mode audit \
+		--report "$T/p3.rep" -- $PY "$SCRIPT" write "$T/p3" 50 200 \
+		>"$T/out" 2>&1; rc=$?
+	c=$(count 'audit: stray write' "$T/p3.rep")
+	check "py-lmdb + 8 wild writes, audit: runs on, 8 reports ($c)" \
+		sh -c "[ $rc = 0 ] && [ '$c' = 8 ]"
+
+	mkdir "$T/p4"
+	LD_PRELOAD=$WILD WILD_AFTER=51 WILD_WRITES=8 $PMG run --mode relaxed \
+		--report "$T/p4.rep" -- $PY "$SCRIPT" write "$T/p4" 50 200 \
+		>"$T/out" 2>&1; rc=$?
+	c=$(count 'relaxed.*stray write' "$T/p4.rep")
+	check "py-lmdb + 8 wild writes, relaxed: runs on, reported once ($c)" \
+		sh -c "[ $rc = 0 ] && [ '$c' = 1 ]"
+
+	mkdir "$T/p5"
+	LD_PRELOAD=$WILD WILD_AFTER=51 $PY "$SCRIPT" write "$T/p5" 50 200 \
+		>"$T/out" 2>&1
+	$PY "$SCRIPT" verify "$T/p5" 10000 >"$T/out" 2>&1
+	check "py-lmdb + wild, unprotected: the database is corrupted" \
+		[ $? != 0 ]
+
+	mkdir "$T/p6"
+	LD_PRELOAD=$WILD WILD_AFTER=21 $PMG run --report "$T/p6.rep" -- \
+		$PY "$SCRIPT" write "$T/p6" 20 100 --grow >"$T/out" 2>&1; rc=$?
+	check "py-lmdb map grown by set_mapsize: new map protected (wild caught)" \
+		sh -c "[ $rc = 134 ] && grep -q 'strict (aborting)' '$T/p6.rep'"
+	[ $rc = 134 ] || diag "$T/out" "$T/p6.rep"
+
+
+fi
+
+# ---- libpmem ----
+$PMG run --report "$T/m1.rep" -- $PMEMPROG write "$T/m1" 100 \
+	>"$T/out" 2>&1; rc=$?
+check "pmem-prog strict: 100 pmem_memcpy_persist, no false positive" \
+	sh -c "[ $rc = 0 ] && ! grep -q stray '$T/m1.rep'"
+LD_PRELOAD=$WILD WILD_AFTER=50 WILD_WRITES=4 $PMG run \
+	--report "$T/m2.rep" -- $PMEMPROG write "$T/m2" 100 >"$T/out" 2>&1
+rc=$?
+check "pmem-prog + wild, strict: aborted at the wild write" \
+	sh -c "[ $rc = 134 ] && grep -q \"strict (aborting): stray write.*'pmem-run'\" '$T/m2.rep'"
+$PMEMPROG verify "$T/m2" 50 >"$T/out" 2>&1
+check "pmem-prog + wild, strict: the 50 records written intact" [ $? = 0 ]
+LD_PRELOAD=$WILD WILD_AFTER=50 WILD_WRITES=4 $PMG run --mode audit \
+	--report "$T/m3.rep" -- $PMEMPROG write "$T/m3" 100 >"$T/out" 2>&1
+rc=$?
+c=$(count 'audit: stray write' "$T/m3.rep")
+check "pmem-prog + 4 wild writes, audit: runs on, 4 reports ($c)" \
+	sh -c "[ $rc = 0 ] && [ '$c' = 4 ]"
+LD_PRELOAD=$WILD WILD_AFTER=50 WILD_WRITES=4 $PMEMPROG write "$T/m4" 100 \
+	>"$T/out" 2>&1
+$PMEMPROG verify "$T/m4" 100 >"$T/out" 2>&1
+check "pmem-prog + wild, unprotected: corrupted" [ $? != 0 ]
+
+# ---- libpmem2 (pmem2-prog maps the file pmem-prog created) ----
+PMEM2PROG=${PMEM2PROG:-$O/tests/run/pmem2-prog}
+$PMEMPROG write "$T/n1" 1 >/dev/null 2>&1
+$PMG run --report "$T/n1.rep" -- $PMEM2PROG "$T/n1" 100 >"$T/out" 2>&1
+rc=$?
+$PMEMPROG verify "$T/n1" 100 >>"$T/out" 2>&1
+check "pmem2-prog strict: memcpy_fn/memset_fn, no false positive, intact" \
+	sh -c "[ $rc = 0 ] && [ $? = 0 ] && ! grep -q stray '$T/n1.rep'"
+[ $rc = 0 ] || diag "$T/out" "$T/n1.rep"
+$PMG run --report "$T/n2.rep" -- $PMEM2PROG "$T/n1" 100 --plain \
+	>"$T/out" 2>&1; rc=$?
+check "pmem2-prog --plain, strict: a plain store into the map aborts" \
+	sh -c "[ $rc = 134 ] && grep -q \"stray write.*'pmem-run'.*pmem2-prog+0x\" '$T/n2.rep'"
+
+# ---- the learn loop: the program's own plain store ----
+$PMG run --report "$T/l0.rep" -- $PMEMPROG write "$T/l0" 100 --plain \
+	>"$T/out" 2>&1; rc=$?
+check "pmem-prog --plain, strict: its own plain store is stray" \
+	sh -c "[ $rc = 134 ] && grep -q 'pmem-prog+0x' '$T/l0.rep'"
+rm -f "$T/l0"
+$PMG learn -o "$T/sites" -- $PMEMPROG write "$T/l0" 100 --plain \
+	>"$T/out" 2>&1; rc=$?
+check "learn: exit 0, exactly one site, in pmem-prog, count 1" \
+	sh -c "[ $rc = 0 ] && [ \$(grep -vc '^#' '$T/sites') = 1 ] && \
+	grep -q 'pmem-prog+0x[0-9a-f]* 1 ' '$T/sites'"
+diag "$T/sites"
+rm -f "$T/l0"
+$PMG run --allow "$T/sites" --report "$T/l1.rep" -- $PMEMPROG write \
+	"$T/l0" 100 --plain >"$T/out" 2>&1; rc=$?
+$PMEMPROG verify "$T/l0" 100 >>"$T/out" 2>&1
+check "run --allow SITES, strict: the learned store passes, data intact" \
+	sh -c "[ $rc = 0 ] && [ $? = 0 ] && ! grep -q stray '$T/l1.rep' && \
+	grep -q '1 write(s) let through' '$T/l1.rep'"
+LD_PRELOAD=$WILD WILD_AFTER=50 $PMG run --allow "$T/sites" \
+	--report "$T/l2.rep" -- $PMEMPROG write "$T/l2" 100 --plain \
+	>"$T/out" 2>&1; rc=$?
+check "run --allow SITES + wild write: the wild write still aborts" \
+	sh -c "[ $rc = 134 ] && grep -q 'libwild.so+0x' '$T/l2.rep'"
+
+echo "1..$n"
+echo "# $((n - failed)) passed, $failed failed"
+[ $failed = 0 ]

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libwild.so: a wild-write injector for the `pmguard run` tests, preloaded
+ * into an unmodified program (before libpmguard-run.so).  It knows nothing
+ * of pmguard.  It watches the LMDB or libpmem calls and, after the
+ * WILD_AFTER-th mdb_txn_commit() / pmem_memcpy_persist() returned, has a
+ * thread of its own write WILD_WRITES 8-byte words of 0xee into the
+ * mapping while the program waits (so no write transaction is open):
+ *   LMDB: into the upper half of the main database's root page (node
+ *         data), found through the newer meta page;
+ *   pmem: into the first records of the mapping (from offset 64 up).
+ * With WILD_DURING=1 (LMDB) the thread writes before the WILD_AFTER-th
+ * commit instead, while the program's write transaction (and its window
+ * on its own thread) is open.
+ * It prints "wild: N writes done" to stderr afterwards (a strict run never
+ * gets there).  WILD_AFTER unset: the library does nothing.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+
+static void *lmdb_env;
+static char *pmem_base;
+static unsigned long count, after, writes;
+static int during;
+
+static void *next(const char *name)
+{
+	static const char *const libs[] = { "liblmdb.so.0", "libpmem.so.1" };
+	void *p = dlsym(RTLD_NEXT, name);
+	unsigned i;
+
+	/* a library only in a dlopen()ed module's local scope (py-lmdb) */
+	for (i = 0; !p && i < 2; i++) {
+		void *h = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
+
+		if (h) {
+			p = dlsym(h, name);
+			dlclose(h);
+		}
+	}
+	if (!p) {
+		fprintf(stderr, "wild: %s not found\n", name);
+		abort();
+	}
+	return p;
+}
+
+/* The shared mapping of the env's data file (LMDB does not say where). */
+static char *map_of(int (*fd_fn)(void *, int *), size_t len)
+{
+	struct stat st;
+	char line[512];
+	char *found = NULL;
+	FILE *f;
+	int fd;
+
+	if (fd_fn(lmdb_env, &fd) || fstat(fd, &st))
+		return NULL;
+	f = fopen("/proc/self/maps", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, off, ino;
+		unsigned maj, min;
+		char perm[8];
+
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perm,
+			   &off, &maj, &min, &ino) == 7 && ino == st.st_ino &&
+		    makedev(maj, min) == st.st_dev && hi - lo >= len) {
+			found = (char *)lo;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* LMDB's on-disk layout (lmdb 0.9, 64-bit): page header 16 bytes; meta:
+ * txnid at 152, main database root at 128. */
+static char *lmdb_target(void)
+{
+	struct { void *addr; size_t mapsize, last_pg, last_txn;
+		 unsigned maxr, numr; } info;
+	struct { unsigned psize, depth; size_t b, l, o, e; } st;
+	int (*info_fn)(void *, void *) = next("mdb_env_info");
+	int (*stat_fn)(void *, void *) = next("mdb_env_stat");
+	int (*fd_fn)(void *, int *) = next("mdb_env_get_fd");
+	char *map, *m0, *m1, *meta;
+	uint64_t root;
+
+	if (info_fn(lmdb_env, &info) || stat_fn(lmdb_env, &st))
+		return NULL;
+	map = info.addr ? info.addr : map_of(fd_fn, info.mapsize);
+	if (!map)
+		return NULL;
+	m0 = map;
+	m1 = map + st.psize;
+	meta = *(uint64_t *)(m1 + 152) > *(uint64_t *)(m0 + 152) ? m1 : m0;
+	root = *(uint64_t *)(meta + 128);
+	fprintf(stderr, "wild: LMDB root page %llu (page size %u)\n",
+		(unsigned long long)root, st.psize);
+	return map + root * st.psize + st.psize / 2;
+}
+
+static void *wild_thread(void *arg)
+{
+	char *p = arg;
+	unsigned long i;
+
+	for (i = 0; i < writes; i++)
+		*(volatile uint64_t *)(p + 8 * i) = 0xeeeeeeeeeeeeeeeeull;
+	return NULL;
+}
+
+static void fire(char *target)
+{
+	pthread_t t;
+
+	if (!target)
+		return;
+	fprintf(stderr, "wild: writing %lu word(s) at %p\n", writes, target);
+	pthread_create(&t, NULL, wild_thread, target);
+	pthread_join(t, NULL);
+	fprintf(stderr, "wild: %lu writes done\n", writes);
+}
+
+static int tick(void)
+{
+	return after && __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED) ==
+		after;
+}
+
+__attribute__((constructor)) static void wild_init(void)
+{
+	const char *a = getenv("WILD_AFTER"), *w = getenv("WILD_WRITES");
+	const char *d = getenv("WILD_DURING");
+
+	during = d && !strcmp(d, "1");
+	after = a ? strtoul(a, NULL, 0) : 0;
+	writes = w ? strtoul(w, NULL, 0) : 1;
+	if (writes < 1 || writes > 256)
+		writes = 1;
+}
+
+int mdb_env_open(void *env, const char *path, unsigned flags, unsigned mode);
+int mdb_env_open(void *env, const char *path, unsigned flags, unsigned mode)
+{
+	int (*fn)(void *, const char *, unsigned, unsigned) =
+		next("mdb_env_open");
+
+	lmdb_env = env;
+	return fn(env, path, flags, mode);
+}
+
+int mdb_txn_commit(void *txn);
+int mdb_txn_commit(void *txn)
+{
+	int (*fn)(void *) = next("mdb_txn_commit");
+	int rc;
+
+	/* WILD_DURING=1: while the write transaction is still open */
+	if (during && lmdb_env && tick())
+		fire(lmdb_target());
+	rc = fn(txn);
+	if (!during && rc == 0 && lmdb_env && tick())
+		fire(lmdb_target());
+	return rc;
+}
+
+void *pmem_map_file(const char *path, size_t len, int flags, mode_t mode,
+		    size_t *ml, int *ip);
+void *pmem_map_file(const char *path, size_t len, int flags, mode_t mode,
+		    size_t *ml, int *ip)
+{
+	void *(*fn)(const char *, size_t, int, mode_t, size_t *, int *) =
+		next("pmem_map_file");
+	void *r = fn(path, len, flags, mode, ml, ip);
+
+	if (r)
+		pmem_base = r;
+	return r;
+}
+
+void *pmem_memcpy_persist(void *d, const void *s, size_t n);
+void *pmem_memcpy_persist(void *d, const void *s, size_t n)
+{
+	void *(*fn)(void *, const void *, size_t) =
+		next("pmem_memcpy_persist");
+	void *r = fn(d, s, n);
+
+	if (pmem_base && tick())
+		fire(pmem_base + 64);
+	return r;
+}
