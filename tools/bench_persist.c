@@ -37,7 +37,7 @@ static const size_t sizes[] = { 64, 256, 4096, 64 << 10, 2 << 20 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 struct bench {
-	char *unprot, *prot;	/* two mappings of the one file */
+	char *unprot, *prot;	/* two pools of one size */
 	char *src;
 	memcpy_fn pmdk;
 	size_t span;		/* destinations rotate through this */
@@ -112,7 +112,7 @@ int cmd_bench_persist(int argc, char **argv)
 	struct pmg_pool *pu = NULL, *pp = NULL;
 	struct pmg_persist_info pi;
 	const char *dir = NULL, *pmdk_why = NULL;
-	char path[512];
+	char path[512], ppath[520];
 	struct bench b;
 	void *lib;
 	bool json = false;
@@ -158,7 +158,9 @@ int cmd_bench_persist(int argc, char **argv)
 	if (snprintf(path, sizeof(path), "%s/pmguard-bench-%d.pool", dir,
 		     (int)getpid()) >= (int)sizeof(path))
 		return cli_error("bench persist: --dir: path too long");
-	if (cli_scratch(path, false))
+	/* Two pool files: a pool is open in one place at a time (its lock). */
+	snprintf(ppath, sizeof(ppath), "%s.prot", path);
+	if (cli_scratch(path, false) || cli_scratch(ppath, false))
 		return cli_error("bench persist: --dir: path too long");
 	rc = pmg_pool_config_new(&cfg);
 	if (!rc)
@@ -168,13 +170,17 @@ int cmd_bench_persist(int argc, char **argv)
 	if (!rc)
 		rc = pmg_pool_create(&pu, path, cfg);
 	if (!rc)
-		rc = pmg_pool_open(&pp, path, NULL);
+		rc = pmg_pool_config_set_flags(cfg, 0);
+	if (!rc)
+		rc = pmg_pool_create(&pp, ppath, cfg);
 	pmg_pool_config_delete(&cfg);
 	if (rc) {
 		cli_error("bench persist: %s", pmg_errormsg());
 		pmg_pool_close(&pu);
 		unlink(path);
+		unlink(ppath);
 		cli_scratch_done(path);
+		cli_scratch_done(ppath);
 		return 1;
 	}
 	pmg_persist_get_info(&pi);
@@ -186,7 +192,9 @@ int cmd_bench_persist(int argc, char **argv)
 		pmg_pool_close(&pp);
 		pmg_pool_close(&pu);
 		unlink(path);
+		unlink(ppath);
 		cli_scratch_done(path);
+		cli_scratch_done(ppath);
 		return cli_error("bench persist: out of memory") - 1;
 	}
 	for (s = 0; s < (2 << 20); s++)
@@ -244,7 +252,7 @@ int cmd_bench_persist(int argc, char **argv)
 			 "(PMGUARD_IS_PMEM_FORCE=1, PMEM_IS_PMEM_FORCE=1) on "
 			 "one mapping; pmguard_gbps is pmg_memcpy_persist on "
 			 "an unprotected mapping; protected_over_unprotected "
-			 "is ours on a protected mapping of the same file "
+			 "is ours on a protected pool of the same size "
 			 "over ours unprotected (each call opens and closes "
 			 "a window); medians of interleaved rounds");
 		json_arr(&j, "results");
@@ -298,7 +306,9 @@ int cmd_bench_persist(int argc, char **argv)
 	pmg_pool_close(&pp);
 	pmg_pool_close(&pu);
 	unlink(path);
+	unlink(ppath);
 	cli_scratch_done(path);
+	cli_scratch_done(ppath);
 	if (lib)
 		dlclose(lib);
 	return 0;
