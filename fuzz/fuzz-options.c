@@ -4,17 +4,22 @@
  *
  * Input: fields separated by NUL bytes.  Field 0's first byte picks what
  * is fuzzed:
- *   even  _pmg_opt_parse(o, name, value): name is one of the known options
- *         (byte 1 of field 0 picks it) or, if that byte says so, field 1;
- *         the value is the next field, or NULL (unset) if there is none
+ *   even  _pmg_opt_parse(o, name, value): the name is picked by byte 1 of
+ *         field 0: below 0x80 one of the library group (PMGUARD_BACKEND,
+ *         _FAULT_MODE, _REPORT_FD), 0x80..0xbf one of the persistence
+ *         group (the 0/1 flags, PMGUARD_MOVNT_THRESHOLD), from 0xc0 on
+ *         field 1; the value is the next field, or NULL (unset) if there
+ *         is none
  *   odd   _pmg_opts_from_env(): PMGUARD_BACKEND, PMGUARD_FAULT_MODE and
  *         PMGUARD_REPORT_FD are set to fields 1, 2, 3 (a missing field
  *         leaves the variable unset)
  *
  * The model is the documented grammar: PMGUARD_BACKEND auto|pku|mprotect,
  * PMGUARD_FAULT_MODE strict|relaxed|audit (exact, case-sensitive),
- * PMGUARD_REPORT_FD an integer -1..INT_MAX written as strtol(3) reads it
- * (leading blanks and a sign allowed, nothing after the digits).  Every
+ * PMGUARD_REPORT_FD -1 or decimal digits up to INT_MAX (no blanks, no
+ * sign, nothing after the digits), the flags 0 or 1, the threshold decimal
+ * digits up to LONG_MAX.  The model's own arithmetic never overflows: a
+ * bound is checked before each n * 10 + d.  Every
  * result is compared: return value, the struct (a failed parse leaves it
  * unchanged), and the error message (it names the variable and, truncated
  * to 64 bytes, the bad value).  Any mismatch aborts.
@@ -73,7 +78,7 @@ static int model_mode(const char *v, int *out)
 	return 0;
 }
 
-/* strtol's grammar, by hand: [blanks][+|-]digits, nothing after. */
+/* -1, or digits only, nothing after; saturates instead of overflowing. */
 static int model_fd(const char *v, int *out)
 {
 	const char *s = v;
@@ -280,7 +285,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (pick >= 0xc0)	/* the name from the input */
 			one_parse(f[1] ? f[1] : "", f[2]);
-		else
+		else if (pick >= 0x80)	/* the persistence group */
+			one_parse(names[3 + pick % 8], f[1]);
+		else			/* the library group */
 			one_parse(names[pick % 3], f[1]);
 	} else {
 		from_env(&f[1]);

@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,9 +63,10 @@ static struct {
 	int first, npages;
 } model[NPAGES];
 
-static volatile int faults;		/* stray faults seen */
+/* written by the observer, in the SIGSEGV handler */
+static volatile sig_atomic_t faults;	/* stray faults seen */
 static void *volatile fault_addr;
-static volatile int fault_access;
+static volatile sig_atomic_t fault_access;
 static struct pmg_domain *volatile fault_dom;
 
 static void observer(const struct pmg_fault_info *fi, void *arg)
@@ -129,14 +131,19 @@ static void access_page(int pg, unsigned off, int acc)
 		     (void *)dom[model[pg].dom]);
 }
 
-static void check_lookup(const char *addr)
+/*
+ * Look up the byte at @off from page 0 (it may lie in a guard page or
+ * beyond the mapping: the address is made with integer arithmetic, as
+ * pointer arithmetic outside an object is undefined).
+ */
+static void check_lookup(intptr_t off)
 {
+	const char *addr = (const char *)((uintptr_t)map + (uintptr_t)off);
 	void *base = NULL;
 	size_t len = 0;
 	struct pmg_domain *d = pmg_lookup(addr, &base, &len);
-	ptrdiff_t off = addr - map;
-	int pg = off >= 0 && off < (ptrdiff_t)(NPAGES * PAGE) ?
-		(int)(off / (ptrdiff_t)PAGE) : -1;
+	int pg = off >= 0 && off < (intptr_t)(NPAGES * PAGE) ?
+		(int)(off / (intptr_t)PAGE) : -1;
 
 	if (pg < 0 || model[pg].dom < 0) {
 		if (d)
@@ -350,9 +357,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					     model[pg].npages);
 			break;
 		case 4:
-			check_lookup(map + (ptrdiff_t)((b[1] % (NPAGES + 4)) -
-						       2) * (ptrdiff_t)PAGE +
-				     w % PAGE);
+			/* pages -2 .. NPAGES + 1 */
+			check_lookup(((intptr_t)(b[1] % (NPAGES + 4)) - 2) *
+					     (intptr_t)PAGE +
+				     (intptr_t)(w % PAGE));
 			break;
 		case 5:
 			access_page(pg, w, PMG_WRITE);
@@ -374,7 +382,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			do_cycle(di);
 			break;
 		default:
-			check_lookup(map + (size_t)pg * PAGE);
+			check_lookup((intptr_t)pg * (intptr_t)PAGE);
 			break;
 		}
 	}
@@ -383,7 +391,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (model[i].dom >= 0)
 			do_unprotect(model[i].first, model[i].npages);
 	for (i = 0; i < NPAGES; i++) {
-		check_lookup(map + (size_t)i * PAGE);
+		check_lookup((intptr_t)i * (intptr_t)PAGE);
 		access_page(i, 0, PMG_WRITE);
 	}
 	return 0;

@@ -13,14 +13,25 @@
  *  - strict, 200 trials: every pool verifies clean on reopen (apart from
  *    by-design misses on mprotect);
  *  - relaxed: reported once per domain, no false positive;
- *  - bad options: exit 2 with a message naming the bad value.
+ *  - bad options: exit 2 with a message naming the bad value;
+ *  - --reports to a path that cannot be opened: exit 1, and the message
+ *    is that path's error, not a later one;
+ *  - interrupted: SIGTERM to the parent alone (kill, timeout), SIGINT to
+ *    the process group (Ctrl-C), SIGHUP, at random moments: the CLI ends
+ *    by that signal, no process of its session is left (no orphaned
+ *    trial child) and no scratch file or directory is left, in its own
+ *    temporary directory or in --dir; after SIGKILL of the parent (which
+ *    nothing can clean up after) the trial child still dies.
  * Sized to stay well under a minute in the QEMU TCG guest.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "tap.h"
 
@@ -59,7 +70,7 @@ static bool find_cli(void)
 struct run {
 	int status;		/* exit status, or -1 (signal, exec) */
 	char out[16384];
-	char err[4096];
+	char err[16384];
 };
 
 static void slurp(int fd, char *buf, size_t size)
@@ -338,6 +349,301 @@ static void test_bad(const char *what, const char *const *args,
 		tap_diag("status %d, stderr: %.300s", r.status, r.err);
 }
 
+/*
+ * Long campaigns stay linear: by default a trial makes at most 10000
+ * stray writes (its pool, whose every window edge is an mprotect of the
+ * whole pool on that backend, stays bounded); and progress goes to stderr
+ * as lines when it is not a terminal (PMGUARD_PROGRESS=0: a line per new
+ * percentage, so the test does not depend on timing).
+ */
+static void test_long(void)
+{
+	struct run r;
+	const char *last;
+
+	setenv("PMGUARD_PROGRESS", "0", 1);
+	run_inject(&r, (const char *const[]){ "--writes", "25000",
+		   "--threads", "2", "--mode", "off", "--json", NULL });
+	unsetenv("PMGUARD_PROGRESS");
+	if (!tap_ok(ran(&r, "off, 25000") && num(&r, "trials") == 3 &&
+		    num(&r, "injected") + num(&r, "skipped") == 25000,
+		    "25000 stray writes: 3 trials by default (at most 10000 "
+		    "each), all made"))
+		tap_diag("trials %lld", num(&r, "trials"));
+	last = strrchr(r.err, '\n');
+	while (last && last > r.err && last[-1] != '\n')
+		last--;
+	if (!tap_ok(strstr(r.err, "pmguard inject: off: ") &&
+		    last && strstr(last, ": 100% after "),
+		    "progress on stderr (not a terminal): lines 'pmguard "
+		    "inject: off: N%% after S s', the last at 100%%"))
+		tap_diag("stderr: %.300s", r.err);
+}
+
+/* --reports to a path that cannot be opened: that path's error. */
+static void test_reports_enoent(void)
+{
+	struct run r;
+
+	run_inject(&r, (const char *const[]){ "--writes", "8", "--reports",
+		   "/nonexistent/x", NULL });
+	if (!tap_ok(r.status == 1 && strstr(r.err, "/nonexistent/x") &&
+		    strstr(r.err, strerror(ENOENT)) &&
+		    !strstr(r.err, "superblock"),
+		    "--reports /nonexistent/x: exit 1, the message is the "
+		    "path's ENOENT"))
+		tap_diag("status %d, stderr: %.300s", r.status, r.err);
+}
+
+/* ------------------------------------------------ interruption */
+
+/* Processes in session @sid (/proc/PID/stat field 6), other than @not. */
+static int in_session(pid_t sid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char p[300], buf[1024], *rp;
+		int fd, s = -1;
+		ssize_t len;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(p, sizeof(p), "/proc/%s/stat", e->d_name);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		/* after "(comm)": state ppid pgrp session */
+		rp = strrchr(buf, ')');
+		if (rp && sscanf(rp + 1, " %*c %*d %*d %d", &s) == 1 &&
+		    s == sid)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Entries in directory @dir (not . and ..), -1 if it cannot be read. */
+static int entries(const char *dir, char *first, size_t size)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			if (!n && first)
+				snprintf(first, size, "%s", e->d_name);
+			n++;
+		}
+	closedir(d);
+	return n;
+}
+
+/* Empty @dir of files (one level; the CLI's directory may hold its pool,
+ * report files or a pool's temporary name) and remove it. */
+static void rm_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char p[4400], sub[4400];
+
+	if (d) {
+		while ((e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+			if (unlink(p)) {
+				snprintf(sub, sizeof(sub), "%s", p);
+				rm_dir(sub);
+			}
+		}
+		closedir(d);
+	}
+	rmdir(dir);
+}
+
+/*
+ * Start the CLI in its own session, TMPDIR=@tmp, args @args; after
+ * @delay_ms, send @sig to the parent (@group: to the process group, as
+ * Ctrl-C does).  Its wait status, or -1.
+ */
+static int interrupted(const char *tmp, const char *const *args, int sig,
+		       bool group, int delay_ms, pid_t *sid)
+{
+	const char *argv[32];
+	struct timespec ts = { delay_ms / 1000,
+			       (long)(delay_ms % 1000) * 1000000L };
+	int n = 0, st = -1;
+	pid_t pid;
+
+	argv[n++] = cli;
+	argv[n++] = "inject";
+	while (*args && n < 31)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR);
+		sigset_t none;
+
+		/* as a foreground program of a terminal: a test runner in a
+		 * non-interactive shell starts us with SIGINT and SIGQUIT
+		 * ignored, and the CLI keeps ignored signals ignored */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setsid();
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		setenv("TMPDIR", tmp, 1);
+		execv(cli, (char *const *)argv);
+		_exit(127);
+	}
+	*sid = pid;
+	if (pid < 0)
+		return -1;
+	nanosleep(&ts, NULL);
+	kill(group ? -pid : pid, sig);
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return st;
+}
+
+/* Wait up to 5 s for session @sid to be empty; processes left. */
+static int session_left(pid_t sid)
+{
+	int i, n = 0;
+
+	for (i = 0; i < 500; i++) {
+		n = in_session(sid);
+		if (n <= 0)
+			return n;
+		usleep(10000);
+	}
+	return n;
+}
+
+static void test_interrupt(void)
+{
+	static const struct {
+		int sig;
+		bool group;
+		const char *how;
+	} how[] = {
+		{ SIGTERM, false, "SIGTERM to the parent (kill, timeout)" },
+		{ SIGINT, true, "SIGINT to the process group (Ctrl-C)" },
+		{ SIGHUP, false, "SIGHUP to the parent" },
+		{ SIGINT, false, "SIGINT to the parent alone" },
+	};
+	const char *d = getenv("TMPDIR");
+	char base[4096], tmp[4200], user[4300], first[256];
+	unsigned seed = (unsigned)time(NULL);
+	int bad_sig, orphans, left, k, i, st, n;
+	pid_t sid;
+
+	snprintf(base, sizeof(base), "%s", d && *d ? d : "/tmp");
+	if (in_session(getsid(0)) < 0) {
+		tap_skip("interrupted inject", "no /proc to find processes");
+		tap_skip("interrupted inject, --dir", "no /proc");
+		tap_skip("inject parent SIGKILLed", "no /proc");
+		return;
+	}
+	tap_diag("interrupt delays from seed %u", seed);
+	srand(seed);
+	/* the CLI's own temporary directory (under TMPDIR), then --dir */
+	for (k = 0; k < 2; k++) {
+		bad_sig = orphans = left = 0;
+		for (i = 0; i < 12; i++) {
+			int h = i % 4, delay = rand() % 400;
+			const char *const own[] = { "--writes", "100000",
+						    "--json", NULL };
+			const char *const dir[] = { "--writes", "100000",
+						    "--dir", user, NULL };
+
+			snprintf(tmp, sizeof(tmp),
+				 "%s/pmg-test-inject-XXXXXX", base);
+			user[0] = '\0';
+			if (mkdtemp(tmp))
+				snprintf(user, sizeof(user), "%s/user", tmp);
+			if (!user[0] || (k && mkdir(user, 0700))) {
+				left++;
+				tap_diag("cannot make %s", tmp);
+				break;
+			}
+			st = interrupted(tmp, k ? dir : own, how[h].sig,
+					 how[h].group, delay, &sid);
+			if (st == -1 || !WIFSIGNALED(st) ||
+			    WTERMSIG(st) != how[h].sig) {
+				bad_sig++;
+				tap_diag("%s after %d ms: wait status %#x",
+					 how[h].how, delay, st);
+			}
+			n = session_left(sid);
+			if (n) {
+				orphans++;
+				tap_diag("%s after %d ms: %d process(es) of "
+					 "its session left", how[h].how,
+					 delay, n);
+				kill(-sid, SIGKILL);
+				session_left(sid);
+			}
+			first[0] = '\0';
+			n = entries(k ? user : tmp, first, sizeof(first));
+			if (n != 0) {
+				left++;
+				tap_diag("%s after %d ms: %d entries left in "
+					 "%s, e.g. '%s'", how[h].how, delay, n,
+					 k ? "--dir" : "TMPDIR", first);
+			}
+			rm_dir(tmp);
+		}
+		tap_ok(!bad_sig && !orphans && !left,
+		       "inject interrupted 12 times at random moments%s: "
+		       "ended by the signal each time (%d not), no process "
+		       "of its session left (%d times), no scratch file left "
+		       "(%d times)", k ? ", pool in --dir" : "", bad_sig,
+		       orphans, left);
+	}
+	/* SIGKILL of the parent: nothing can clean up after it, but the
+	 * trial child must not run on */
+	orphans = 0;
+	for (i = 0; i < 3; i++) {
+		const char *const own[] = { "--writes", "100000", NULL };
+
+		snprintf(tmp, sizeof(tmp), "%s/pmg-test-inject-XXXXXX", base);
+		if (!mkdtemp(tmp))
+			break;
+		interrupted(tmp, own, SIGKILL, false, 300 + rand() % 300,
+			    &sid);
+		if (session_left(sid)) {
+			orphans++;
+			kill(-sid, SIGKILL);
+			session_left(sid);
+		}
+		rm_dir(tmp);
+	}
+	tap_ok(i == 3 && !orphans, "inject parent SIGKILLed 3 times: its "
+	       "trial child died with it each time (%d left running)",
+	       orphans);
+}
+
 int main(void)
 {
 	struct run info;
@@ -347,7 +653,7 @@ int main(void)
 	if (!find_cli())
 		tap_skip_all("no pmguard CLI ($PMGUARD_CLI, PATH, "
 			     "build/pmguard)");
-	tap_init(16);
+	tap_init(22);
 	tap_diag("cli: %s", cli);
 	run_inject(&info, (const char *const[]){ "--writes", "8", "--json",
 		   NULL });
@@ -371,5 +677,8 @@ int main(void)
 		 "--trials", "9", NULL }, "9");
 	test_bad("unknown", (const char *const[]){ "--frobnicate", NULL },
 		 "--frobnicate");
+	test_reports_enoent();
+	test_long();
+	test_interrupt();
 	return tap_done();
 }

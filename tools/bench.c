@@ -17,7 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "args.h"
+#include "cleanup.h"
 #include "cmds.h"
+#include "json.h"
 #include "pmguard.h"
 
 #define ROUNDS 7
@@ -95,7 +98,7 @@ static double mprotect_child(void)
 	if (pipe(p))
 		return -1;
 	fflush(NULL);
-	pid = fork();
+	pid = cli_fork();
 	if (pid == 0) {
 		dup2(p[1], 1);
 		close(p[0]);
@@ -105,34 +108,46 @@ static double mprotect_child(void)
 		_exit(127);
 	}
 	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		return -1;
+	}
 	n = read(p[0], buf, sizeof(buf) - 1);
 	close(p[0]);
-	waitpid(pid, &st, 0);
+	cli_wait(pid, &st, false);
 	if (n <= 0 || !WIFEXITED(st) || WEXITSTATUS(st))
 		return -1;
 	buf[n] = '\0';
 	return atof(buf);
 }
 
+static void window_usage(FILE *f)
+{
+	fprintf(f, "usage: pmguard bench window [--json]\n"
+		   "  the cost of one window open+close pair on each path "
+		   "available\n");
+}
+
 int cmd_bench_window(int argc, char **argv)
 {
-	bool json = cli_has_flag(argc, argv, "--json");
-	bool mp_only = cli_has_flag(argc, argv, "--mprotect-only");
+	bool json = false, mp_only = false;
+	const struct cli_opt opts[] = {
+		{ .name = "--json", .kind = CLI_FLAG, .out = &json },
+		/* internal: the child that measures mprotect on PKU */
+		{ .name = "--mprotect-only", .kind = CLI_FLAG,
+		  .out = &mp_only },
+		{ .name = NULL },
+	};
+	const struct cli_verb verb = { "bench window", opts, window_usage,
+				       NULL, NULL };
 	struct pmg_domain *d = NULL;
 	double sw, hw = -1, mp = -1;
 	char *page;
-	int i, rc;
+	int rc;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help")) {
-			printf("usage: pmguard bench window [--json]\n");
-			return 0;
-		}
-		if (strcmp(argv[i], "--json") &&
-		    strcmp(argv[i], "--mprotect-only"))
-			return cli_error("bench window: unknown option '%s'",
-					 argv[i]);
-	}
+	rc = cli_args(&verb, argc, argv);
+	if (rc != CLI_GO_ON)
+		return rc;
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	rc = pmg_domain_new(&d, "bench", 0);
@@ -154,16 +169,28 @@ int cmd_bench_window(int argc, char **argv)
 		mp = bench_api(d, 20000);
 	}
 	if (json) {
-		printf("{\"backend\": \"%s\", \"results\": [", pmg_backend_name(
-		       pmg_backend()));
-		printf("{\"path\": \"software\", \"ns_per_pair\": %.3f}", sw);
-		if (hw >= 0)
-			printf(", {\"path\": \"wrpkru\", \"ns_per_pair\": %.3f}",
-			       hw);
-		if (mp >= 0)
-			printf(", {\"path\": \"mprotect\", \"ns_per_pair\": "
-			       "%.3f}", mp);
-		printf("]}\n");
+		struct json j;
+
+		json_begin(&j, stdout, false);
+		json_str(&j, "backend", pmg_backend_name(pmg_backend()));
+		json_arr(&j, "results");
+		json_obj(&j, NULL);
+		json_str(&j, "path", "software");
+		json_num(&j, "ns_per_pair", sw, 3);
+		json_end(&j);
+		if (hw >= 0) {
+			json_obj(&j, NULL);
+			json_str(&j, "path", "wrpkru");
+			json_num(&j, "ns_per_pair", hw, 3);
+			json_end(&j);
+		}
+		if (mp >= 0) {
+			json_obj(&j, NULL);
+			json_str(&j, "path", "mprotect");
+			json_num(&j, "ns_per_pair", mp, 3);
+			json_end(&j);
+		}
+		json_finish(&j);
 	} else {
 		printf("backend: %s\n", pmg_backend_name(pmg_backend()));
 		printf("window open+close pair, median of %d rounds:\n", ROUNDS);
@@ -182,12 +209,23 @@ int cmd_bench_window(int argc, char **argv)
 	return 0;
 }
 
+static void bench_usage(FILE *f)
+{
+	fprintf(f, "usage: pmguard bench window [--json]\n"
+		   "       pmguard bench persist [--json] [--rounds N] "
+		   "[--dir DIR]\n"
+		   "  (pmguard bench NAME --help for each)\n");
+}
+
 int cmd_bench(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help")) {
-		printf("usage: pmguard bench window [--json]\n"
-		       "       pmguard bench persist [--json]\n");
-		return argc < 2 ? 2 : 0;
+	if (argc < 2) {
+		bench_usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		bench_usage(stdout);
+		return 0;
 	}
 	if (!strcmp(argv[1], "window"))
 		return cmd_bench_window(argc - 1, argv + 1);

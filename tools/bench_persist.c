@@ -20,7 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "args.h"
+#include "cleanup.h"
 #include "cmds.h"
+#include "json.h"
 #include "pmguard.h"
 
 #define POOL_SIZE (8UL << 20)
@@ -75,7 +78,7 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static int usage(FILE *f)
+static void usage(FILE *f)
 {
 	fprintf(f, "usage: pmguard bench persist [--json] [--rounds N] "
 		   "[--dir DIR]\n"
@@ -84,8 +87,9 @@ static int usage(FILE *f)
 		   "  on one file mapping in DIR (default /dev/shm, else "
 		   "/tmp), both forced\n"
 		   "  to the flush path; and ours with protection on vs "
-		   "off.\n");
-	return f == stderr ? 2 : 0;
+		   "off.\n"
+		   "  --rounds N  rounds per size, 1..%d (default 15)\n",
+		   MAX_ROUNDS);
 }
 
 static const char *pick_dir(const char *want)
@@ -112,28 +116,24 @@ int cmd_bench_persist(int argc, char **argv)
 	struct bench b;
 	void *lib;
 	bool json = false;
-	int rounds = 15, i, r, v, nv, rc, vars[NVAR];
+	unsigned long long nrounds = 15;
+	const struct cli_opt opts[] = {
+		{ .name = "--json", .kind = CLI_FLAG, .out = &json },
+		{ .name = "--rounds", .kind = CLI_COUNT, .lo = 1,
+		  .hi = MAX_ROUNDS, .out = &nrounds },
+		{ .name = "--dir", .kind = CLI_STRING, .out = &dir },
+		{ .name = NULL },
+	};
+	const struct cli_verb verb = { "bench persist", opts, usage, NULL,
+				       NULL };
+	int rounds, i, r, v, nv, rc, vars[NVAR];
 	size_t s;
 	double t_start = cli_now();
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return usage(stdout);
-		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-			rounds = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
-			dir = argv[++i];
-		else {
-			cli_error("bench persist: unknown argument '%s'",
-				  argv[i]);
-			return usage(stderr);
-		}
-	}
-	if (rounds < 1 || rounds > MAX_ROUNDS)
-		return cli_error("bench persist: --rounds must be 1..%d",
-				 MAX_ROUNDS);
+	rc = cli_args(&verb, argc, argv);
+	if (rc != CLI_GO_ON)
+		return rc;
+	rounds = (int)nrounds;
 
 	/* Before our first pool call and before libpmem's constructor. */
 	setenv("PMGUARD_IS_PMEM_FORCE", "1", 1);
@@ -155,8 +155,11 @@ int cmd_bench_persist(int argc, char **argv)
 	vars[nv++] = PROT;
 
 	dir = pick_dir(dir);
-	snprintf(path, sizeof(path), "%s/pmguard-bench-%d.pool", dir,
-		 (int)getpid());
+	if (snprintf(path, sizeof(path), "%s/pmguard-bench-%d.pool", dir,
+		     (int)getpid()) >= (int)sizeof(path))
+		return cli_error("bench persist: --dir: path too long");
+	if (cli_scratch(path, false))
+		return cli_error("bench persist: --dir: path too long");
 	rc = pmg_pool_config_new(&cfg);
 	if (!rc)
 		rc = pmg_pool_config_set_size(cfg, POOL_SIZE);
@@ -171,6 +174,7 @@ int cmd_bench_persist(int argc, char **argv)
 		cli_error("bench persist: %s", pmg_errormsg());
 		pmg_pool_close(&pu);
 		unlink(path);
+		cli_scratch_done(path);
 		return 1;
 	}
 	pmg_persist_get_info(&pi);
@@ -182,7 +186,8 @@ int cmd_bench_persist(int argc, char **argv)
 		pmg_pool_close(&pp);
 		pmg_pool_close(&pu);
 		unlink(path);
-		return cli_error("bench persist: out of memory");
+		cli_scratch_done(path);
+		return cli_error("bench persist: out of memory") - 1;
 	}
 	for (s = 0; s < (2 << 20); s++)
 		b.src[s] = (char)(s * 131 + 7);
@@ -221,36 +226,47 @@ int cmd_bench_persist(int argc, char **argv)
 	}
 
 	if (json) {
-		printf("{\"backend\": \"%s\", \"flush\": \"%s\", \"movnt\": "
-		       "\"%s\", \"movnt_threshold\": %zu, \"file\": \"%s\", "
-		       "\"forced_pmem\": true, \"rounds\": %d, \"pmdk\": %s, "
-		       "\"note\": \"both sides forced to the flush path "
-		       "(PMGUARD_IS_PMEM_FORCE=1, PMEM_IS_PMEM_FORCE=1) on one "
-		       "mapping; pmguard_gbps is pmg_memcpy_persist on an "
-		       "unprotected mapping; protected_over_unprotected is "
-		       "ours on a protected mapping of the same file over "
-		       "ours unprotected (each call opens and closes a "
-		       "window); medians of interleaved rounds\",\n"
-		       " \"results\": [\n",
-		       pmg_backend_name(pmg_backend()), pi.flush, pi.movnt,
-		       pi.movnt_threshold, path, rounds,
-		       b.pmdk ? "\"libpmem.so.1\"" : "null");
+		struct json j;
+
+		json_begin(&j, stdout, true);
+		json_str(&j, "backend", pmg_backend_name(pmg_backend()));
+		json_str(&j, "flush", pi.flush);
+		json_str(&j, "movnt", pi.movnt);
+		json_u64(&j, "movnt_threshold", pi.movnt_threshold);
+		json_str(&j, "file", path);
+		json_bool(&j, "forced_pmem", true);
+		json_int(&j, "rounds", rounds);
+		if (b.pmdk)
+			json_str(&j, "pmdk", "libpmem.so.1");
+		else
+			json_null(&j, "pmdk");
+		json_str(&j, "note", "both sides forced to the flush path "
+			 "(PMGUARD_IS_PMEM_FORCE=1, PMEM_IS_PMEM_FORCE=1) on "
+			 "one mapping; pmguard_gbps is pmg_memcpy_persist on "
+			 "an unprotected mapping; protected_over_unprotected "
+			 "is ours on a protected mapping of the same file "
+			 "over ours unprotected (each call opens and closes "
+			 "a window); medians of interleaved rounds");
+		json_arr(&j, "results");
 		for (s = 0; s < NSIZES; s++) {
-			printf("  {\"size\": %zu, \"pmguard_gbps\": %.4f, ",
-			       sizes[s], gb[OURS][s]);
-			if (b.pmdk)
-				printf("\"pmdk_gbps\": %.4f, \"ratio_vs_pmdk\": "
-				       "%.3f, ", gb[PMDK][s],
-				       gb[OURS][s] / gb[PMDK][s]);
-			else
-				printf("\"pmdk_gbps\": null, \"ratio_vs_pmdk\": "
-				       "null, ");
-			printf("\"pmguard_protected_gbps\": %.4f, "
-			       "\"protected_over_unprotected\": %.4f}%s\n",
-			       gb[PROT][s], gb[PROT][s] / gb[OURS][s],
-			       s + 1 < NSIZES ? "," : "");
+			json_obj(&j, NULL);
+			json_u64(&j, "size", sizes[s]);
+			json_num(&j, "pmguard_gbps", gb[OURS][s], 4);
+			if (b.pmdk) {
+				json_num(&j, "pmdk_gbps", gb[PMDK][s], 4);
+				json_num(&j, "ratio_vs_pmdk",
+					 gb[OURS][s] / gb[PMDK][s], 3);
+			} else {
+				json_null(&j, "pmdk_gbps");
+				json_null(&j, "ratio_vs_pmdk");
+			}
+			json_num(&j, "pmguard_protected_gbps", gb[PROT][s],
+				 4);
+			json_num(&j, "protected_over_unprotected",
+				 gb[PROT][s] / gb[OURS][s], 4);
+			json_end(&j);
 		}
-		printf(" ]}\n");
+		json_finish(&j);
 	} else {
 		if (pmdk_why)
 			printf("PMDK: %s\n", pmdk_why);
@@ -282,6 +298,7 @@ int cmd_bench_persist(int argc, char **argv)
 	pmg_pool_close(&pp);
 	pmg_pool_close(&pu);
 	unlink(path);
+	cli_scratch_done(path);
 	if (lib)
 		dlclose(lib);
 	return 0;

@@ -35,7 +35,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "campaign.h"
+#include "cleanup.h"
 #include "cmds.h"
 #include "store.h"
 
@@ -111,26 +113,18 @@ const char *campaign_by_design_reason(void)
 	       "domain is not caught";
 }
 
-int campaign_parse_num(const char *verb, const char *opt, const char *s,
-		       unsigned long long lo, unsigned long long hi,
-		       unsigned long long *out)
+unsigned campaign_default_trials(int mode, uint64_t writes)
 {
-	unsigned long long v;
-	char *end;
+	uint64_t n = (writes + CAMPAIGN_TRIAL_WRITES - 1) /
+		     CAMPAIGN_TRIAL_WRITES;
 
-	if (!s || !*s)
-		return cli_error("%s: %s needs a value", verb, opt);
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (s[0] == '-' || s[0] == '+' || (s[0] < '0' || s[0] > '9') ||
-	    errno == EINVAL || *end || end == s)
-		return cli_error("%s: %s: bad value '%s' (a number, %llu.."
-				 "%llu)", verb, opt, s, lo, hi);
-	if (errno == ERANGE || v < lo || v > hi)
-		return cli_error("%s: %s: value '%s' out of range (%llu.."
-				 "%llu)", verb, opt, s, lo, hi);
-	*out = v;
-	return 0;
+	if (mode == CM_STRICT && n < 200)
+		n = 200;
+	if (n > writes)
+		n = writes;
+	if (n > CAMPAIGN_MAX_TRIALS)
+		n = CAMPAIGN_MAX_TRIALS;
+	return n ? (unsigned)n : 1;
 }
 
 /* -------------------------------------------------------------- rng */
@@ -193,7 +187,7 @@ struct trial {
 	uint32_t cap, nkeys;
 	uint64_t seed;
 	const char *path;
-	const char *report_path;
+	int report_fd;		/* the --reports file, or -1 */
 	struct store_kv **kv;	/* [T][cap]: what each writer puts */
 	struct inj *inj;	/* [ninj], shared */
 	uint32_t ninj;
@@ -728,17 +722,9 @@ static void child_run(struct trial *t)
 	struct rlimit nocore = { 0, 0 };
 	unsigned i, p;
 	uint32_t s;
-	int fd = -1;
 
 	setrlimit(RLIMIT_CORE, &nocore);	/* strict aborts: no cores */
-	if (t->report_path) {
-		fd = open(t->report_path, O_WRONLY | O_CREAT | O_APPEND |
-			  O_CLOEXEC, 0644);
-		if (fd < 0)
-			child_fail(t, "%s: %s", t->report_path,
-				   strerror(errno));
-	}
-	pmg_set_report_fd(fd);
+	pmg_set_report_fd(t->report_fd);
 	pmg_set_fault_observer(observer, t);
 	if (t->mode != CM_OFF)
 		pmg_set_fault_mode(t->mode == CM_STRICT ? PMG_FAULT_STRICT
@@ -795,14 +781,25 @@ static void child_run(struct trial *t)
 
 /* ------------------------------------------------------ progress bar */
 
-void campaign_bar_init(struct campaign_bar *b, const char *label)
+void campaign_bar_init(struct campaign_bar *b, const char *verb,
+		       const char *label)
 {
-	const char *term = getenv("TERM");
+	const char *term = getenv("TERM"), *e = getenv("PMGUARD_PROGRESS");
+	unsigned long long v;
 
+	b->verb = verb;
 	b->label = label;
 	b->shown = -1;
 	/* not on a dumb terminal (the PKU guest's serial console is one) */
 	b->tty = isatty(2) && term && *term && strcmp(term, "dumb");
+	b->every = CAMPAIGN_PROGRESS_S;
+	if (e && !strcmp(e, "off"))
+		b->every = -1;
+	else if (e && *e && !cli_number(verb, "PMGUARD_PROGRESS", e, false, 0,
+					86400, &v))
+		b->every = (int)v;
+	b->t0 = cli_now();
+	b->last = 0;
 }
 
 void campaign_bar_draw(double done, void *arg)
@@ -810,11 +807,27 @@ void campaign_bar_draw(double done, void *arg)
 	struct campaign_bar *b = arg;
 	char bar[41];
 	int pct = (int)(done * 100 + 0.5), n, i;
+	double now;
 
-	if (!b->tty || pct == b->shown)
-		return;
 	if (pct > 100)
 		pct = 100;
+	if (pct == b->shown)
+		return;
+	if (!b->tty) {
+		if (b->every < 0)
+			return;
+		now = cli_now();
+		/* a line every few seconds; the last one at 100% */
+		if (!(pct == 100 && b->last) &&
+		    now - (b->last ? b->last : b->t0) < b->every)
+			return;
+		b->shown = pct;
+		b->last = now;
+		fprintf(stderr, "pmguard %s: %s: %d%% after %.1f s\n",
+			b->verb, b->label, pct, now - b->t0);
+		fflush(stderr);
+		return;
+	}
 	b->shown = pct;
 	n = pct * 40 / 100;
 	for (i = 0; i < 40; i++)
@@ -914,11 +927,10 @@ static int wait_child(pid_t pid, const struct campaign_opts *o,
 	pid_t r;
 
 	for (;;) {
-		r = o->progress ? waitpid(pid, &st, WNOHANG)
-				: waitpid(pid, &st, 0);
+		r = cli_wait(pid, &st, o->progress != NULL);
 		if (r == pid)
 			return st;
-		if (r < 0 && errno != EINTR)
+		if (r < 0)
 			return -1;
 		if (r == 0) {
 			double in = total ? (double)__atomic_load_n(
@@ -1035,10 +1047,13 @@ static double now_s(void)
 static int fail(struct campaign_result *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* The first error is the one that tells: later ones are its effects. */
 static int fail(struct campaign_result *r, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (r->error[0])
+		return -1;
 	va_start(ap, fmt);
 	vsnprintf(r->error, sizeof(r->error), fmt, ap);
 	va_end(ap);
@@ -1083,12 +1098,15 @@ static int run_trial(const struct campaign_opts *o, unsigned i,
 		}
 		store_keys(seed, l, t->T, t->nkeys, t->cap, t->kv[l]);
 	}
-	if (store_create_file(path, store_pool_size(t->T, t->cap))) {
-		fail(r, "creating the pool %s: %s", path, pmg_errormsg());
+	if (cli_scratch(path, false)) {
+		fail(r, "%s: path too long", path);
 		goto out;
 	}
-	fflush(NULL);
-	pid = fork();
+	if (store_create_file(path, store_pool_size(t->T, t->cap))) {
+		fail(r, "creating the pool %s: %s", path, pmg_errormsg());
+		goto out_file;
+	}
+	pid = cli_fork();
 	if (pid < 0) {
 		fail(r, "fork: %s", strerror(errno));
 		goto out_file;
@@ -1138,6 +1156,7 @@ static int run_trial(const struct campaign_opts *o, unsigned i,
 	rc = r->trials_failed ? -1 : 0;
 out_file:
 	unlink(path);
+	cli_scratch_done(path);
 out:
 	if (t->kv)
 		for (l = 0; l < t->T; l++)
@@ -1153,15 +1172,18 @@ int campaign_run(const struct campaign_opts *o, struct campaign_result *r)
 {
 	char dir[300];
 	bool own_dir = !o->dir;
-	struct trial *t;
+	struct trial *t = NULL;
 	struct inj *inj = NULL;
 	struct trial_shm *shm = NULL;
-	uint64_t most;
+	sigset_t old;
+	int report_fd = -1;
+	uint64_t most = 0;
 	double t0 = now_s();
 	unsigned i;
 	int rc = -1;
 
 	memset(r, 0, sizeof(*r));
+	dir[0] = '\0';
 	r->mode = o->mode;
 	r->planned = o->writes;
 	r->backend = "none";
@@ -1173,12 +1195,28 @@ int campaign_run(const struct campaign_opts *o, struct campaign_result *r)
 	    o->trials < 1 || o->writes < o->trials || o->mode < 0 ||
 	    o->mode >= CM_MODES)
 		return fail(r, "bad campaign options");
+	/* the reports file first: a bad path is the error to report */
+	if (o->report_path) {
+		report_fd = open(o->report_path, O_WRONLY | O_CREAT |
+				 O_APPEND | O_CLOEXEC, 0644);
+		if (report_fd < 0)
+			return fail(r, "--reports %s: %s", o->report_path,
+				    strerror(errno));
+	}
 	if (own_dir) {
 		snprintf(dir, sizeof(dir), "%s/pmguard-XXXXXX",
 			 campaign_tmp_base());
-		if (!mkdtemp(dir))
-			return fail(r, "making a directory in %s: %s",
-				    campaign_tmp_base(), strerror(errno));
+		/* no signal between mkdtemp and the registration */
+		cli_signals_hold(&old);
+		if (!mkdtemp(dir)) {
+			cli_signals_release(&old);
+			fail(r, "making a directory in %s: %s",
+			     campaign_tmp_base(), strerror(errno));
+			dir[0] = '\0';
+			goto out;
+		}
+		cli_scratch(dir, true);
+		cli_signals_release(&old);
 	} else {
 		snprintf(dir, sizeof(dir), "%s", o->dir);
 	}
@@ -1194,7 +1232,7 @@ int campaign_run(const struct campaign_opts *o, struct campaign_result *r)
 	t->protect = o->mode != CM_OFF;
 	t->gate_on = t->protect && pmg_backend() == PMG_BACKEND_MPROTECT;
 	t->serialize = o->mode == CM_STRICT;
-	t->report_path = o->report_path;
+	t->report_fd = report_fd;
 	rc = 0;
 	for (i = 0; i < o->trials && rc == 0; i++)
 		rc = run_trial(o, i, dir, t, inj, shm, r);
@@ -1202,14 +1240,17 @@ int campaign_run(const struct campaign_opts *o, struct campaign_result *r)
 		o->progress(1.0, o->progress_arg);
 out:
 	r->elapsed_s = now_s() - t0;
-	if (own_dir) {
+	if (own_dir && dir[0]) {
 		char name[64];
 
 		snprintf(name, sizeof(name), "kv-%s.pool",
 			 campaign_mode_name(o->mode));
 		rm_tree_file(dir, name);
 		rmdir(dir);
+		cli_scratch_done(dir);
 	}
+	if (report_fd >= 0)
+		close(report_fd);
 	free(t);
 	if (inj)
 		munmap(inj, most * sizeof(*inj));

@@ -15,6 +15,15 @@
 #define CAMPAIGN_MAX_THREADS	64
 #define CAMPAIGN_MAX_WRITES	10000000ull
 #define CAMPAIGN_MAX_TRIALS	100000u
+/*
+ * Stray writes per trial by default.  A trial's pool grows with its
+ * writes, and on the mprotect backend every window edge mprotect()s the
+ * whole pool, so one trial costs O(writes^2); trials of a bounded size
+ * keep a campaign linear in its writes.
+ */
+#define CAMPAIGN_TRIAL_WRITES	10000u
+/* Seconds between progress lines when stderr is not a terminal. */
+#define CAMPAIGN_PROGRESS_S	5
 
 /* Modes: off (no protection at all) and the library's three fault modes. */
 enum campaign_mode {
@@ -110,25 +119,31 @@ const char *campaign_by_design_reason(void);
 int campaign_run(const struct campaign_opts *o, struct campaign_result *r);
 
 /*
- * Parse the value @s of option @opt of verb @verb: an unsigned number
- * (decimal or 0x hex) in [@lo, @hi].  0, or 2 after a message naming the
- * bad value on stderr.
+ * Trials for @writes stray writes in @mode when none are asked for: one
+ * per CAMPAIGN_TRIAL_WRITES writes; strict: at least 200 (each child
+ * stops at its first stray write), but never more than @writes.
  */
-int campaign_parse_num(const char *verb, const char *opt, const char *s,
-		       unsigned long long lo, unsigned long long hi,
-		       unsigned long long *out);
+unsigned campaign_default_trials(int mode, uint64_t writes);
 
 /* The directory temporary pools go under: $TMPDIR, /dev/shm or /tmp. */
 const char *campaign_tmp_base(void);
 
-/* A progress bar on stderr, drawn only if stderr is a terminal. */
+/*
+ * Progress on stderr: a bar redrawn in place on a terminal; otherwise a
+ * line "pmguard VERB: LABEL: N% after S s" every CAMPAIGN_PROGRESS_S
+ * seconds (PMGUARD_PROGRESS=S: every S seconds, 0: at every new
+ * percentage, off: none), and a last one at 100% if any was printed.
+ */
 struct campaign_bar {
-	const char *label;
+	const char *verb, *label;
 	int shown;		/* last percentage drawn, -1 none */
 	bool tty;
+	int every;		/* lines: seconds apart, 0 each %, -1 none */
+	double t0, last;	/* start, last line printed (0: none) */
 };
 
-void campaign_bar_init(struct campaign_bar *b, const char *label);
+void campaign_bar_init(struct campaign_bar *b, const char *verb,
+		       const char *label);
 /* A campaign_opts.progress hook; @arg is the struct campaign_bar. */
 void campaign_bar_draw(double done, void *arg);
 /* Erase the bar (before printing anything else). */

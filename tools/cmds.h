@@ -14,7 +14,6 @@ int cmd_demo(int argc, char **argv);		/* tools/demo.c */
 int cmd_inject(int argc, char **argv);		/* tools/inject.c */
 
 /* Shared helpers (tools/util.c). */
-bool cli_has_flag(int argc, char **argv, const char *flag);
 /* Print "pmguard: " + message to stderr; returns 2 (usage/input error). */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Monotonic seconds. */

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "campaign.h"
+#include "cleanup.h"
 #include "cmds.h"
 #include "pmguard.h"
 
@@ -214,40 +216,29 @@ int cmd_demo(int argc, char **argv)
 		.writes = DEMO_WRITES, .threads = DEMO_THREADS, .seed = 1,
 	};
 	char dir[300], reports[CM_MODES][400] = { { 0 } };
-	unsigned long long v;
+	unsigned long long writes = DEMO_WRITES, threads = DEMO_THREADS;
+	unsigned long long seed = 1;
+	const struct cli_opt opts[] = {
+		{ "--writes", CLI_COUNT, DEMO_TRIALS, CAMPAIGN_MAX_WRITES,
+		  NULL, &writes, NULL },
+		{ "--threads", CLI_COUNT, 1, CAMPAIGN_MAX_THREADS, NULL,
+		  &threads, NULL },
+		{ "--seed", CLI_SEED, 0, ~0ull, NULL, &seed, NULL },
+		{ NULL, CLI_FLAG, 0, 0, NULL, NULL, NULL },
+	};
+	const struct cli_verb verb = { "demo", opts, usage, NULL, NULL };
+	sigset_t old;
 	bool pku, ok = true;
 	double t0 = cli_now();
-	int i, rc = 0;
+	int i, rc;
 
-	i = 1;
-	while (i < argc) {
-		const char *a = argv[i];
-		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 0;
-		}
-		if (!strcmp(a, "--writes")) {
-			if (campaign_parse_num("demo", a, val, DEMO_TRIALS,
-					       CAMPAIGN_MAX_WRITES, &v))
-				return 2;
-			o.writes = v;
-		} else if (!strcmp(a, "--threads")) {
-			if (campaign_parse_num("demo", a, val, 1,
-					       CAMPAIGN_MAX_THREADS, &v))
-				return 2;
-			o.threads = (unsigned)v;
-		} else if (!strcmp(a, "--seed")) {
-			if (campaign_parse_num("demo", a, val, 0, ~0ull, &v))
-				return 2;
-			o.seed = v;
-		} else {
-			return cli_error("demo: unknown option '%s' (see "
-					 "pmguard demo --help)", a);
-		}
-		i += 2;
-	}
+	rc = cli_args(&verb, argc, argv);
+	if (rc != CLI_GO_ON)
+		return rc;
+	rc = 0;
+	o.writes = writes;
+	o.threads = (unsigned)threads;
+	o.seed = seed;
 	if (pmg_init()) {
 		cli_error("demo: %s", pmg_errormsg());
 		return 1;
@@ -255,14 +246,19 @@ int cmd_demo(int argc, char **argv)
 	pku = pmg_backend() == PMG_BACKEND_PKU;
 	snprintf(dir, sizeof(dir), "%s/pmguard-demo-XXXXXX",
 		 campaign_tmp_base());
+	cli_signals_hold(&old);		/* made and registered as one step */
 	if (!mkdtemp(dir)) {
+		cli_signals_release(&old);
 		cli_error("demo: making a directory in %s: %s",
 			  campaign_tmp_base(), strerror(errno));
 		return 1;
 	}
+	cli_scratch(dir, true);
+	cli_signals_release(&old);
 	res = calloc(CM_MODES, sizeof(*res));
 	if (!res) {
 		rmdir(dir);
+		cli_scratch_done(dir);
 		return 1;
 	}
 
@@ -291,10 +287,11 @@ int cmd_demo(int argc, char **argv)
 		snprintf(reports[m], sizeof(reports[m]), "%s/reports-%s.log",
 			 dir, campaign_mode_name(m));
 		o.mode = m;
-		o.trials = m == CM_STRICT ? DEMO_TRIALS : 1;
+		o.trials = m == CM_STRICT ? DEMO_TRIALS
+			   : campaign_default_trials(m, o.writes);
 		o.dir = dir;
 		o.report_path = reports[m];
-		campaign_bar_init(&bar, campaign_mode_name(m));
+		campaign_bar_init(&bar, "demo", campaign_mode_name(m));
 		o.progress = campaign_bar_draw;
 		o.progress_arg = &bar;
 		if (campaign_run(&o, &res[m])) {
@@ -322,6 +319,7 @@ int cmd_demo(int argc, char **argv)
 		if (reports[i][0])
 			unlink(reports[i]);
 	rmdir(dir);
+	cli_scratch_done(dir);
 	free(res);
 	return rc;
 }

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "cmds.h"
+#include "json.h"
 #include "pmguard.h"
 
 static const char *yesno(bool b)
@@ -12,26 +14,28 @@ static const char *yesno(bool b)
 	return b ? "yes" : "no";
 }
 
-static const char *tf(bool b)
+static void usage(FILE *f)
 {
-	return b ? "true" : "false";
+	fprintf(f, "usage: pmguard info [--json]\n"
+		   "  what pmguard would use here, and why (--json: one "
+		   "JSON object)\n");
 }
 
 int cmd_info(int argc, char **argv)
 {
-	bool json = cli_has_flag(argc, argv, "--json");
+	bool json = false;
+	const struct cli_opt opts[] = {
+		{ .name = "--json", .kind = CLI_FLAG, .out = &json },
+		{ .name = NULL },
+	};
+	const struct cli_verb verb = { "info", opts, usage, NULL, NULL };
 	struct pmg_info in;
 	const char *mode;
-	int rc, i;
+	int rc;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help")) {
-			printf("usage: pmguard info [--json]\n");
-			return 0;
-		}
-		if (strcmp(argv[i], "--json"))
-			return cli_error("info: unknown option '%s'", argv[i]);
-	}
+	rc = cli_args(&verb, argc, argv);
+	if (rc != CLI_GO_ON)
+		return rc;
 	rc = pmg_get_info(&in);
 	if (rc) {
 		cli_error("info: %s", pmg_errormsg());
@@ -40,19 +44,27 @@ int cmd_info(int argc, char **argv)
 	mode = in.fault_mode == PMG_FAULT_STRICT ? "strict"
 	       : in.fault_mode == PMG_FAULT_AUDIT ? "audit" : "relaxed";
 	if (json) {
-		printf("{\"version\": \"%s\", \"backend\": \"%s\", "
-		       "\"thread_local_windows\": %s, "
-		       "\"cpu\": {\"pku\": %s, \"ospke\": %s, \"pks\": %s, "
-		       "\"clwb\": %s, \"clflushopt\": %s}, "
-		       "\"kernel_pkeys\": %s, \"keys_total\": %d, "
-		       "\"keys_used\": %d, \"keys_free\": %d, "
-		       "\"fault_mode\": \"%s\", \"xsave_pkru_offset\": %u}\n",
-		       pmg_version(), pmg_backend_name(in.backend),
-		       tf(in.backend == PMG_BACKEND_PKU), tf(in.cpu_pku),
-		       tf(in.cpu_ospke), tf(in.cpu_pks), tf(in.cpu_clwb),
-		       tf(in.cpu_clflushopt), tf(in.kernel_pkeys),
-		       in.keys_total, in.keys_used, in.keys_free, mode,
-		       in.xsave_pkru_offset);
+		struct json j;
+
+		json_begin(&j, stdout, false);
+		json_str(&j, "version", pmg_version());
+		json_str(&j, "backend", pmg_backend_name(in.backend));
+		json_bool(&j, "thread_local_windows",
+			  in.backend == PMG_BACKEND_PKU);
+		json_obj(&j, "cpu");
+		json_bool(&j, "pku", in.cpu_pku);
+		json_bool(&j, "ospke", in.cpu_ospke);
+		json_bool(&j, "pks", in.cpu_pks);
+		json_bool(&j, "clwb", in.cpu_clwb);
+		json_bool(&j, "clflushopt", in.cpu_clflushopt);
+		json_end(&j);
+		json_bool(&j, "kernel_pkeys", in.kernel_pkeys);
+		json_int(&j, "keys_total", in.keys_total);
+		json_int(&j, "keys_used", in.keys_used);
+		json_int(&j, "keys_free", in.keys_free);
+		json_str(&j, "fault_mode", mode);
+		json_u64(&j, "xsave_pkru_offset", in.xsave_pkru_offset);
+		json_finish(&j);
 		return 0;
 	}
 	printf("pmguard %s\n", pmg_version());

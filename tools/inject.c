@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "campaign.h"
 #include "cmds.h"
+#include "json.h"
 #include "pmguard.h"
 
 static void usage(FILE *f)
@@ -31,103 +33,78 @@ static void usage(FILE *f)
 "  --threads T   writer threads, 1..%d (default 4)\n"
 "  --mode M      off (no protection), strict, relaxed, audit (default)\n"
 "  --seed S      campaign seed, decimal or 0x hex (default 1)\n"
-"  --trials K    children, 1..%u, at most N (default 1; strict: 200,\n"
-"                or N if smaller)\n"
+"  --trials K    children, 1..%u, at most N (default: one per %u\n"
+"                writes; strict: at least 200, or N if smaller)\n"
 "  --json        one JSON object on stdout\n"
 "  --dir DIR     where the pool files go (default: a temporary directory\n"
 "                under $TMPDIR, /dev/shm or /tmp, removed afterwards)\n"
 "  --reports F   append the library's fault reports to F (default: none)\n"
 "\n"
+"Progress goes to stderr: a bar on a terminal, else a line every %d s\n"
+"(PMGUARD_PROGRESS=S sets S, 0 a line per step, off none).\n"
 "Exit status: 0 the campaign ran, 1 it could not, 2 bad options.\n",
-		CAMPAIGN_MAX_WRITES, CAMPAIGN_MAX_THREADS, CAMPAIGN_MAX_TRIALS);
-}
-
-static int num(const char *opt, const char *s, unsigned long long lo,
-	       unsigned long long hi, unsigned long long *out)
-{
-	return campaign_parse_num("inject", opt, s, lo, hi, out);
+		CAMPAIGN_MAX_WRITES, CAMPAIGN_MAX_THREADS, CAMPAIGN_MAX_TRIALS,
+		CAMPAIGN_TRIAL_WRITES, CAMPAIGN_PROGRESS_S);
 }
 
 static void print_json(const struct campaign_opts *o,
 		       const struct campaign_result *r)
 {
+	struct json j;
 	int k;
 
-	printf("{\n");
-	printf("  \"backend\": \"%s\",\n", r->backend);
-	printf("  \"mode\": \"%s\",\n", campaign_mode_name(r->mode));
-	printf("  \"seed\": %llu,\n", (unsigned long long)o->seed);
-	printf("  \"writes\": %llu,\n", (unsigned long long)o->writes);
-	printf("  \"threads\": %u,\n", o->threads);
-	printf("  \"trials\": %u,\n", o->trials);
-	printf("  \"injected\": %llu,\n", (unsigned long long)r->injected);
-	printf("  \"caught\": %llu,\n", (unsigned long long)r->caught);
-	printf("  \"missed\": %llu,\n", (unsigned long long)r->missed);
-	printf("  \"missed_by_design\": %llu,\n",
-	       (unsigned long long)r->missed_by_design);
-	printf("  \"missed_by_design_reason\": \"%s\",\n",
-	       r->mode == CM_OFF ? "" : campaign_by_design_reason());
-	printf("  \"corrupted_records\": %llu,\n",
-	       (unsigned long long)r->corrupted_records);
-	printf("  \"corrupted_by_design\": %llu,\n",
-	       (unsigned long long)r->corrupted_by_design);
-	printf("  \"silent_corruptions\": %llu,\n",
-	       (unsigned long long)r->silent_corruptions);
-	printf("  \"false_positives\": %llu,\n",
-	       (unsigned long long)r->false_positives);
-	printf("  \"elapsed_s\": %.3f,\n", r->elapsed_s);
-	printf("  \"reported\": %llu,\n", (unsigned long long)r->reported);
-	printf("  \"skipped\": %llu,\n", (unsigned long long)r->skipped);
-	printf("  \"faults\": %llu,\n", (unsigned long long)r->faults);
-	printf("  \"records\": %llu,\n", (unsigned long long)r->records);
-	printf("  \"reported_records\": %llu,\n",
-	       (unsigned long long)r->reported_records);
-	printf("  \"reported_intact\": %llu,\n",
-	       (unsigned long long)r->reported_intact);
-	printf("  \"unexplained_corruptions\": %llu,\n",
-	       (unsigned long long)r->unexplained);
-	printf("  \"crc_failures\": %llu,\n",
-	       (unsigned long long)r->crc_failures);
-	printf("  \"bad_keys\": %llu,\n", (unsigned long long)r->bad_keys);
-	printf("  \"lost_records\": %llu,\n",
-	       (unsigned long long)r->lost_records);
-	printf("  \"wrong_address\": %llu,\n",
-	       (unsigned long long)r->wrong_address);
-	printf("  \"trials_aborted\": %llu,\n",
-	       (unsigned long long)r->trials_aborted);
-	printf("  \"trials_failed\": %llu,\n",
-	       (unsigned long long)r->trials_failed);
-	printf("  \"reopens\": %llu,\n", (unsigned long long)r->reopens);
-	printf("  \"reopens_moved\": %llu,\n",
-	       (unsigned long long)r->reopens_moved);
-	printf("  \"by_bug\": {\n");
+	json_begin(&j, stdout, true);
+	json_str(&j, "backend", r->backend);
+	json_str(&j, "mode", campaign_mode_name(r->mode));
+	json_u64(&j, "seed", o->seed);
+	json_u64(&j, "writes", o->writes);
+	json_u64(&j, "threads", o->threads);
+	json_u64(&j, "trials", o->trials);
+	json_u64(&j, "injected", r->injected);
+	json_u64(&j, "caught", r->caught);
+	json_u64(&j, "missed", r->missed);
+	json_u64(&j, "missed_by_design", r->missed_by_design);
+	json_str(&j, "missed_by_design_reason",
+		 r->mode == CM_OFF ? "" : campaign_by_design_reason());
+	json_u64(&j, "corrupted_records", r->corrupted_records);
+	json_u64(&j, "corrupted_by_design", r->corrupted_by_design);
+	json_u64(&j, "silent_corruptions", r->silent_corruptions);
+	json_u64(&j, "false_positives", r->false_positives);
+	json_num(&j, "elapsed_s", r->elapsed_s, 3);
+	json_u64(&j, "reported", r->reported);
+	json_u64(&j, "skipped", r->skipped);
+	json_u64(&j, "faults", r->faults);
+	json_u64(&j, "records", r->records);
+	json_u64(&j, "reported_records", r->reported_records);
+	json_u64(&j, "reported_intact", r->reported_intact);
+	json_u64(&j, "unexplained_corruptions", r->unexplained);
+	json_u64(&j, "crc_failures", r->crc_failures);
+	json_u64(&j, "bad_keys", r->bad_keys);
+	json_u64(&j, "lost_records", r->lost_records);
+	json_u64(&j, "wrong_address", r->wrong_address);
+	json_u64(&j, "trials_aborted", r->trials_aborted);
+	json_u64(&j, "trials_failed", r->trials_failed);
+	json_u64(&j, "reopens", r->reopens);
+	json_u64(&j, "reopens_moved", r->reopens_moved);
+	json_obj(&j, "by_bug");
 	for (k = 0; k < BUG_KINDS; k++) {
 		const struct bug_count *b = &r->bug[k];
 
-		printf("    \"%s\": {\"injected\": %llu, \"caught\": %llu, "
-		       "\"reported\": %llu, \"missed\": %llu, "
-		       "\"missed_by_design\": %llu, \"skipped\": %llu}%s\n",
-		       bug_name(k), (unsigned long long)b->injected,
-		       (unsigned long long)b->caught,
-		       (unsigned long long)b->reported,
-		       (unsigned long long)b->missed,
-		       (unsigned long long)b->missed_by_design,
-		       (unsigned long long)b->skipped,
-		       k + 1 < BUG_KINDS ? "," : "");
+		json_obj(&j, bug_name(k));
+		j.pretty = false;	/* one line per bug */
+		json_u64(&j, "injected", b->injected);
+		json_u64(&j, "caught", b->caught);
+		json_u64(&j, "reported", b->reported);
+		json_u64(&j, "missed", b->missed);
+		json_u64(&j, "missed_by_design", b->missed_by_design);
+		json_u64(&j, "skipped", b->skipped);
+		json_end(&j);
+		j.pretty = true;
 	}
-	printf("  }%s\n", r->error[0] ? "," : "");
-	if (r->error[0]) {
-		const char *c;
-
-		printf("  \"error\": \"");
-		for (c = r->error; *c; c++)
-			if (*c == '"' || *c == '\\')
-				printf("\\%c", *c);
-			else if ((unsigned char)*c >= 0x20)
-				putchar(*c);
-		printf("\"\n");
-	}
-	printf("}\n");
+	json_end(&j);
+	if (r->error[0])
+		json_str(&j, "error", r->error);
+	json_finish(&j);
 }
 
 static void print_text(const struct campaign_opts *o,
@@ -172,83 +149,45 @@ static void print_text(const struct campaign_opts *o,
 int cmd_inject(int argc, char **argv)
 {
 	struct campaign_opts o = {
-		.writes = 10000, .threads = 4, .mode = CM_AUDIT, .seed = 1,
+		.threads = 4, .mode = CM_AUDIT, .seed = 1,
 	};
 	struct campaign_result *r;
 	struct campaign_bar bar;
-	unsigned long long v;
+	unsigned long long writes = 10000, threads = 4, trials = 0, seed = 1;
 	bool json = false, trials_set = false;
-	int i, rc;
+	int mode = CM_AUDIT, rc;
+	const char *const modes[] = { "off", "strict", "relaxed", "audit",
+				      NULL };
+	const struct cli_opt opts[] = {
+		{ "--writes", CLI_COUNT, 1, CAMPAIGN_MAX_WRITES, NULL,
+		  &writes, NULL },
+		{ "--threads", CLI_COUNT, 1, CAMPAIGN_MAX_THREADS, NULL,
+		  &threads, NULL },
+		{ "--mode", CLI_CHOICE, 0, 0, modes, &mode, NULL },
+		{ "--seed", CLI_SEED, 0, ~0ull, NULL, &seed, NULL },
+		{ "--trials", CLI_COUNT, 1, CAMPAIGN_MAX_TRIALS, NULL,
+		  &trials, &trials_set },
+		{ "--json", CLI_FLAG, 0, 0, NULL, &json, NULL },
+		{ "--dir", CLI_STRING, 0, 0, NULL, &o.dir, NULL },
+		{ "--reports", CLI_STRING, 0, 0, NULL, &o.report_path, NULL },
+		{ NULL, CLI_FLAG, 0, 0, NULL, NULL, NULL },
+	};
+	const struct cli_verb verb = { "inject", opts, usage, NULL, NULL };
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = NULL, *eq;
-		char name[32];
-
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 0;
-		}
-		if (!strcmp(a, "--json")) {
-			json = true;
-			continue;
-		}
-		if (strncmp(a, "--", 2))
-			return cli_error("inject: unexpected argument '%s' (see "
-					 "pmguard inject --help)", a);
-		eq = strchr(a, '=');
-		snprintf(name, sizeof(name), "%.*s",
-			 (int)(eq ? eq - a : (long)strlen(a)), a);
-		if (strcmp(name, "--writes") && strcmp(name, "--threads") &&
-		    strcmp(name, "--mode") && strcmp(name, "--seed") &&
-		    strcmp(name, "--trials") && strcmp(name, "--dir") &&
-		    strcmp(name, "--reports"))
-			return cli_error("inject: unknown option '%s' (see "
-					 "pmguard inject --help)", a);
-		if (eq)
-			val = eq + 1;
-		else if (i + 1 < argc)
-			val = argv[++i];
-		else
-			return cli_error("inject: %s needs a value", name);
-		if (!strcmp(name, "--writes")) {
-			if (num(name, val, 1, CAMPAIGN_MAX_WRITES, &v))
-				return 2;
-			o.writes = v;
-		} else if (!strcmp(name, "--threads")) {
-			if (num(name, val, 1, CAMPAIGN_MAX_THREADS, &v))
-				return 2;
-			o.threads = (unsigned)v;
-		} else if (!strcmp(name, "--trials")) {
-			if (num(name, val, 1, CAMPAIGN_MAX_TRIALS, &v))
-				return 2;
-			o.trials = (unsigned)v;
-			trials_set = true;
-		} else if (!strcmp(name, "--seed")) {
-			if (num(name, val, 0, ~0ull, &v))
-				return 2;
-			o.seed = v;
-		} else if (!strcmp(name, "--mode")) {
-			o.mode = campaign_mode_parse(val);
-			if (o.mode < 0)
-				return cli_error("inject: --mode: bad value "
-						 "'%s' (off, strict, relaxed "
-						 "or audit)", val);
-		} else if (!*val) {
-			return cli_error("inject: %s needs a value", name);
-		} else if (!strcmp(name, "--dir")) {
-			o.dir = val;
-		} else {
-			o.report_path = val;
-		}
-	}
-	if (!trials_set)
-		o.trials = o.mode != CM_STRICT ? 1
-			   : o.writes < 200 ? (unsigned)o.writes : 200;
+	rc = cli_args(&verb, argc, argv);
+	if (rc != CLI_GO_ON)
+		return rc;
+	o.writes = writes;
+	o.threads = (unsigned)threads;
+	o.mode = mode;
+	o.seed = seed;
+	o.trials = trials_set ? (unsigned)trials
+			      : campaign_default_trials(o.mode, o.writes);
 	if (o.trials > o.writes)
 		return cli_error("inject: --trials %u is more than --writes "
 				 "%llu: each trial needs a stray write",
 				 o.trials, (unsigned long long)o.writes);
-	campaign_bar_init(&bar, campaign_mode_name(o.mode));
+	campaign_bar_init(&bar, "inject", campaign_mode_name(o.mode));
 	o.progress = campaign_bar_draw;
 	o.progress_arg = &bar;
 	r = calloc(1, sizeof(*r));

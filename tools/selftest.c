@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cmds.h"
 #include "pmguard.h"
 #include "probe.h"
@@ -555,33 +556,49 @@ static const struct {
 	{ 9, "crash test (strict stray write)", run_crash },
 };
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pmguard selftest [N...]\n"
+		   "  0 defaults, 1 single, 2/3 context switch, "
+		   "4 exception, 5 exception update,\n"
+		   "  6 all keys, 9 crash test (give 9 twice); "
+		   "default: 0 1 2 3 4 5 6\n");
+}
+
+struct tlist {
+	int list[64];
+	int n, nines;
+};
+
+/* A test number: decimal digits, 0..99. */
+static int take(const char *arg, void *ctx)
+{
+	struct tlist *l = ctx;
+	unsigned long long v;
+
+	if (cli_number("selftest", "test number", arg, false, 0, 99, &v))
+		return 2;
+	if (l->n == 64)
+		return cli_error("selftest: too many tests (64 at most)");
+	l->list[l->n++] = (int)v;
+	l->nines += v == 9;
+	return 0;
+}
+
 int cmd_selftest(int argc, char **argv)
 {
-	int list[64], n = 0, i, j, failed = 0, nines = 0, rc;
+	static const struct cli_opt opts[] = { { .name = NULL } };
+	struct tlist tl = { .n = 0 };
+	const struct cli_verb verb = { "selftest", opts, usage, take, &tl };
+	int *list = tl.list, n, i, j, failed = 0, nines, rc;
 	int passed = 0, skipped = 0;
 	bool armed = false;
 
-	for (i = 1; i < argc; i++) {
-		char *end;
-		long v;
-
-		if (!strcmp(argv[i], "--help")) {
-			printf("usage: pmguard selftest [N...]\n"
-			       "  0 defaults, 1 single, 2/3 context switch, "
-			       "4 exception, 5 exception update,\n"
-			       "  6 all keys, 9 crash test (give 9 twice); "
-			       "default: 0 1 2 3 4 5 6\n");
-			return 0;
-		}
-		v = strtol(argv[i], &end, 10);
-		if (*end || end == argv[i] || v < 0 || v > 99)
-			return cli_error("selftest: '%s' is not a test number",
-					 argv[i]);
-		if (n == 64)
-			return cli_error("selftest: too many tests");
-		list[n++] = (int)v;
-		nines += v == 9;
-	}
+	rc = cli_args(&verb, argc, argv);
+	if (rc != CLI_GO_ON)
+		return rc;
+	n = tl.n;
+	nines = tl.nines;
 	if (!n)
 		for (j = 0; j <= 6; j++)
 			list[n++] = j;

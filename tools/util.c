@@ -7,16 +7,6 @@
 
 #include "cmds.h"
 
-bool cli_has_flag(int argc, char **argv, const char *flag)
-{
-	int i;
-
-	for (i = 1; i < argc; i++)
-		if (!strcmp(argv[i], flag))
-			return true;
-	return false;
-}
-
 int cli_error(const char *fmt, ...)
 {
 	va_list ap;
