@@ -404,6 +404,23 @@ static char *map_at(struct pmg_pool *p, char *a)
 
 	m = mmap(a, p->maplen, prot, MAP_SHARED_VALIDATE | MAP_SYNC | fixed,
 		 p->fd, (off_t)p->offset);
+	if (m == MAP_FAILED && errno == EOPNOTSUPP && fixed) {
+		/*
+		 * Linux 6.1 and other kernels whose LEGACY_MAP_MASK lacks
+		 * MAP_FIXED_NOREPLACE refuse it with MAP_SHARED_VALIDATE
+		 * (EOPNOTSUPP) even on DAX: ask for @a as a hint, which
+		 * replaces nothing either; elsewhere counts as taken.
+		 */
+		m = mmap(a, p->maplen, prot, MAP_SHARED_VALIDATE | MAP_SYNC,
+			 p->fd, (off_t)p->offset);
+		if (m != MAP_FAILED && m != a) {
+			munmap(m, p->maplen);
+			errno = EEXIST;
+			return MAP_FAILED;
+		}
+		if (m == MAP_FAILED && errno != EOPNOTSUPP && errno != EINVAL)
+			return MAP_FAILED;
+	}
 	p->map_sync = m != MAP_FAILED;
 	if (m == MAP_FAILED && (errno == EOPNOTSUPP || errno == EINVAL))
 		m = mmap(a, p->maplen, prot, MAP_SHARED | fixed, p->fd,
