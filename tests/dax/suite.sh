@@ -34,6 +34,7 @@ setup_fail() {
 
 echo "# dax: kernel $(uname -r), $(nproc) cpus"
 grep -i 'persistent memory' /proc/iomem | sed 's/^/# dax: iomem /'
+# shellcheck disable=SC2012
 ls /sys/bus/nd/devices 2>/dev/null | tr '\n' ' ' | sed 's/^/# dax: nd devices: /'
 echo
 
@@ -84,7 +85,8 @@ else
 		if [ -z "$devdax" ]; then
 			setup_fail "no /dev/dax* after binding $seed"
 		else
-			echo "# dax: device dax $devdax, align $(cat /sys/bus/dax/devices/$(basename "$devdax")/align 2>/dev/null), size $(cat /sys/bus/dax/devices/$(basename "$devdax")/size 2>/dev/null)"
+			dd_=/sys/bus/dax/devices/${devdax#/dev/}
+			echo "# dax: device dax $devdax, align $(cat "$dd_/align" 2>/dev/null), size $(cat "$dd_/size" 2>/dev/null)"
 		fi
 	fi
 fi
@@ -94,8 +96,8 @@ mkdir -p /tmp/dax-bin
 w() {	# w NAME COMMAND...: /tmp/dax-bin/NAME runs COMMAND
 	n=$1
 	shift
-	printf '#!/bin/sh\nunset PMGUARD_IS_PMEM_FORCE\n%s\n' "$*" >/tmp/dax-bin/$n
-	chmod +x /tmp/dax-bin/$n
+	printf '#!/bin/sh\nunset PMGUARD_IS_PMEM_FORCE\n%s\n' "$*" >"/tmp/dax-bin/$n"
+	chmod +x "/tmp/dax-bin/$n"
 	list="$list /tmp/dax-bin/$n"
 }
 list=
@@ -105,6 +107,7 @@ if [ "$fsdax_ok" = 1 ]; then
 	w fsdax-dax-test 'exec dax-test fsdax /mnt/dax'
 	w fsdax-test-pool 'PMG_DISK_DIR=/mnt/dax exec test-pool'
 	w fsdax-test-persist 'PMG_DISK_DIR=/mnt/dax exec test-persist'
+	# shellcheck disable=SC2016  # expanded by the wrapper
 	w fsdax-test-crash 'TMPDIR=/mnt/dax PMG_CRASH_ITERS=${PMG_CRASH_ITERS:-60} exec test-crash'
 	w fsdax-demo 'mkdir -p /mnt/dax/demo && TMPDIR=/mnt/dax/demo exec pmguard demo --writes 400'
 	w fsdax-inject 'mkdir -p /mnt/dax/inject && exec pmguard inject --dir /mnt/dax/inject --writes 2000 --threads 2 --mode audit --trials 2'
@@ -132,4 +135,4 @@ if [ "$fail" -gt 0 ]; then
 	echo "dax: ${p:-0} passed, $((${f:-0} + fail)) failed, ${s:-0} skipped"
 	exit 1
 fi
-exit $rc
+exit "$rc"
