@@ -273,7 +273,7 @@ static int guard_add(struct guard *g, struct pmg_domain *d, int acc)
 	return 0;
 }
 
-static void guard_close(struct guard *g)
+static void guard_close_slow(struct guard *g)
 {
 	while (g->n > 0) {
 		g->n--;
@@ -283,6 +283,14 @@ static void guard_close(struct guard *g)
 		_pmg_pw_close(g->pw);
 		g->pw = 0;
 	}
+}
+
+/* Inline: after a non-temporal copy every store (even a call's pushes)
+ * waits for the write-combining buffers; most calls have nothing to close. */
+static inline __attribute__((always_inline)) void guard_close(struct guard *g)
+{
+	if (__builtin_expect(g->n > 0 || g->pw, 0))
+		guard_close_slow(g);
 }
 
 /* The domain of the protected range holding @addr, and its end. */
