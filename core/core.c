@@ -147,45 +147,33 @@ int pmg_ws_close(struct pmg_ws *ws, unsigned key, unsigned acc)
 	return 0;
 }
 
-/* @pkval with every claimed key set to the rights @ws gives it. */
-uint32_t pmg_ws_apply(const struct pmg_core *c, const struct pmg_ws *ws,
-		      uint32_t pkval)
-{
-	unsigned k;
-
-	for (k = 1; k < PMG_NR_KEYS; k++)
-		if (c->key[k].used)
-			pkval = pmg_pkval_update(pkval, k,
-				pmg_ws_rights(ws, k, c->key[k].dflt));
-	return pkval;
-}
-
 /*
  * Decide what to do about a protection-key fault on f->key by a context
- * whose window counts are @ws and whose saved register is f->saved_pkval.
- * @ws NULL means the context holds no window of its own: a fresh exception
- * or signal context, or a port that cannot tell (user space passes NULL, so
- * a stale register is synced up to the defaults, never to window rights).  Sets f->action and, where the action loads a register
- * value, f->new_pkval.
+ * whose saved register is f->saved_pkval.  Sets f->action and, where the
+ * action loads a register value, f->new_pkval.
  *
  *  1. A key we do not own: not ours.
- *  2. The saved register is stricter than the context's windows and the
- *     key's default say, and those allow the access: the context predates
- *     the key or runs with a reset register (a signal handler).  Sync it
- *     and retry; this is no stray access.  Skipped when f->no_sync says
- *     the port's register is never stale (then an explicit noaccess on a
- *     key whose default allows access is honoured).
- *  3. Otherwise the access is stray.  The key's callback may grant it
- *     (pks_update_exception()); else the mode decides: strict stops,
- *     relaxed reports once per key and grants, audit reports and grants
- *     this one access (the port re-arms after it).
+ *  2. The saved register is stricter than the key's default, and the
+ *     default allows the access: the context predates the key or runs with
+ *     a reset register (a user-space thread created before the key, a
+ *     signal handler).  Sync it to the default and retry; this is no stray
+ *     access.  Skipped when f->no_sync says the port's register is never
+ *     stale: the kernel (PKRS is only ever what it wrote, so an explicit
+ *     pks_mk_noaccess() on a key whose default allows access is honoured)
+ *     and the mprotect backend (page protection is the process-wide truth).
+ *     Window counts play no part: a context that opened a window set its
+ *     register itself, so a register stricter than the default never means
+ *     "a window is open".
+ *  3. Otherwise the access is stray.  The key's callback may handle it
+ *     (PMG_ACT_GRANT); else the mode decides: strict stops, relaxed reports
+ *     once per key and grants, audit reports and grants this one access
+ *     (the port re-arms after it).  Grants are what the access needs
+ *     (pmg_window_rights()), keeping the other keys' bits.
  */
-void pmg_core_fault_decide(struct pmg_core *c, const struct pmg_ws *ws,
-			   struct pmg_fault *f)
+void pmg_core_fault_decide(struct pmg_core *c, struct pmg_fault *f)
 {
-	static const struct pmg_ws none;
 	struct pmg_core_key *e;
-	unsigned expect, saved, grant;
+	unsigned saved, grant;
 	pmg_core_fault_cb cb;
 
 	f->new_pkval = f->saved_pkval;
@@ -195,14 +183,12 @@ void pmg_core_fault_decide(struct pmg_core *c, const struct pmg_ws *ws,
 		return;
 	}
 	e = &c->key[f->key];
-	if (!ws)
-		ws = &none;
-	expect = pmg_ws_rights(ws, f->key, e->dflt);
 	saved = pmg_pkval_rights(f->saved_pkval, f->key);
 
-	if (!f->no_sync && saved != expect &&
-	    pmg_rights_allow(expect, f->acc)) {
-		f->new_pkval = pmg_pkval_update(f->saved_pkval, f->key, expect);
+	if (!f->no_sync && saved != e->dflt &&
+	    pmg_rights_allow(e->dflt, f->acc)) {
+		f->new_pkval = pmg_pkval_update(f->saved_pkval, f->key,
+						e->dflt);
 		f->action = PMG_ACT_SYNC;
 		return;
 	}
@@ -261,7 +247,7 @@ int pmg_mode_parse(const char *s)
 
 const char *pmg_rights_name(unsigned rights)
 {
-	switch (rights & 0x3u) {
+	switch (pmg_arch_field_rights(rights & PMG_PKR_FIELD_MASK)) {
 	case PMG_RIGHTS_RW:
 		return "read-write";
 	case PMG_RIGHTS_WD:

@@ -2,7 +2,8 @@
 /*
  * pmguard arch-neutral core: protection-key register math, the consumer
  * (domain) table with default rights, per-context window nesting and the
- * fault-policy decision.
+ * fault-policy decision.  The register layout is the architecture's
+ * (arch/<arch>/pmg_arch.h).
  *
  * Freestanding C11: it includes only <stdint.h>, <stdbool.h> and <stddef.h>
  * and calls nothing, so the same source builds into libpmguard (user space,
@@ -12,10 +13,11 @@
  * src/prim.h and kernel/.
  *
  * Mapping to the seeds (Linux PKS V8): PMG_PKR_*_KEY() are PKR_*_KEY(),
- * pmg_pkval_update() is pkey_update_pkval(), enum pmg_consumer and
- * PMG_INIT_VALUE are enum pks_pkey_consumers and PKS_INIT_VALUE,
- * pmg_core_fault_decide() is the pks_fault_mode / pks_key_callback /
- * pks_update_exception() logic of handle_pks_key_callback().
+ * pmg_pkval_update() is pkey_update_pkval(), struct pmg_core is the table
+ * behind enum pks_pkey_consumers (whose entries are the kernel's, in
+ * kernel/pks.h), pmg_core_fault_decide() is the pks_fault_mode /
+ * pks_key_callback / pks_update_exception() logic of
+ * handle_pks_key_callback().
  */
 #ifndef PMG_CORE_H
 #define PMG_CORE_H
@@ -28,23 +30,35 @@
 extern "C" {
 #endif
 
-/* ---- The permission register (PKRU for user pages, PKRS for supervisor) */
+/* ---- The permission register (PKRU for user pages, PKRS for supervisor)
+ *
+ * The layout is the architecture's (core/arch/<arch>/pmg_arch.h): number of
+ * keys, field width, and the field value of each right.  Everything below
+ * is written in those terms, so a port with other keys and bits changes
+ * only its arch header.
+ */
+#ifndef PMG_ARCH_HEADER
+#define PMG_ARCH_HEADER "arch/x86/pmg_arch.h"
+#endif
+#include PMG_ARCH_HEADER
 
-#define PMG_NR_KEYS		16
-#define PMG_PKR_AD_BIT		0x1u	/* access disable */
-#define PMG_PKR_WD_BIT		0x2u	/* write disable */
-#define PMG_PKR_BITS_PER_KEY	2
+#define PMG_NR_KEYS		PMG_ARCH_NR_KEYS
+#define PMG_PKR_BITS_PER_KEY	PMG_ARCH_BITS_PER_KEY
+#define PMG_PKR_FIELD_MASK	((1u << PMG_PKR_BITS_PER_KEY) - 1u)
 #define PMG_PKR_SHIFT(key)	((unsigned)(key) * PMG_PKR_BITS_PER_KEY)
-#define PMG_PKR_MASK(key)	(0x3u << PMG_PKR_SHIFT(key))
-#define PMG_PKR_RW_KEY(key)	(0u << PMG_PKR_SHIFT(key))
-#define PMG_PKR_AD_KEY(key)	(PMG_PKR_AD_BIT << PMG_PKR_SHIFT(key))
-#define PMG_PKR_WD_KEY(key)	(PMG_PKR_WD_BIT << PMG_PKR_SHIFT(key))
+#define PMG_PKR_MASK(key)	(PMG_PKR_FIELD_MASK << PMG_PKR_SHIFT(key))
+/* @key's field set to @rights (enum pmg_rights), the other keys 0. */
+#define PMG_PKR_KEY(key, rights) ((uint32_t)(rights) << PMG_PKR_SHIFT(key))
+#define PMG_PKR_RW_KEY(key)	PMG_PKR_KEY(key, PMG_RIGHTS_RW)
+#define PMG_PKR_AD_KEY(key)	PMG_PKR_KEY(key, PMG_RIGHTS_AD)
+#define PMG_PKR_WD_KEY(key)	PMG_PKR_KEY(key, PMG_RIGHTS_WD)
 
-/* The two bits of one key, as the hardware defines them. */
+/* The three rights of one key, as the architecture encodes them (x86: the
+ * two hardware bits, so AD = access disable, WD = write disable). */
 enum pmg_rights {
-	PMG_RIGHTS_RW = 0,			/* read and write */
-	PMG_RIGHTS_AD = PMG_PKR_AD_BIT,		/* no access */
-	PMG_RIGHTS_WD = PMG_PKR_WD_BIT,		/* read only */
+	PMG_RIGHTS_RW = PMG_ARCH_RIGHTS_RW,	/* read and write */
+	PMG_RIGHTS_AD = PMG_ARCH_RIGHTS_NONE,	/* no access */
+	PMG_RIGHTS_WD = PMG_ARCH_RIGHTS_RO,	/* read only */
 };
 
 /* What a window or a fault asks for. */
@@ -58,23 +72,28 @@ static inline uint32_t pmg_pkval_update(uint32_t pkval, unsigned key,
 					unsigned rights)
 {
 	return (pkval & ~PMG_PKR_MASK(key)) |
-	       ((rights & 0x3u) << PMG_PKR_SHIFT(key));
+	       ((rights & PMG_PKR_FIELD_MASK) << PMG_PKR_SHIFT(key));
 }
 
-/* The two bits of @key in @pkval (AD|WD together reads as AD). */
+/* @key's rights in @pkval, as one of enum pmg_rights (on x86 AD|WD
+ * together reads as AD). */
 static inline unsigned pmg_pkval_rights(uint32_t pkval, unsigned key)
 {
-	unsigned r = (pkval >> PMG_PKR_SHIFT(key)) & 0x3u;
-
-	return (r & PMG_PKR_AD_BIT) ? PMG_RIGHTS_AD : r;
+	return pmg_arch_field_rights((pkval >> PMG_PKR_SHIFT(key)) &
+				     PMG_PKR_FIELD_MASK);
 }
 
-/* Whether @rights let @acc through. */
+/* Whether @rights (any field value) let @acc through. */
 static inline bool pmg_rights_allow(unsigned rights, unsigned acc)
 {
-	if (rights & PMG_PKR_AD_BIT)
+	switch (pmg_arch_field_rights(rights & PMG_PKR_FIELD_MASK)) {
+	case PMG_RIGHTS_RW:
+		return true;
+	case PMG_RIGHTS_WD:
+		return acc == PMG_ACC_READ;
+	default:
 		return false;
-	return acc == PMG_ACC_READ || !(rights & PMG_PKR_WD_BIT);
+	}
 }
 
 /* The rights an open window of kind @acc gives a key whose default is @dflt. */
@@ -85,31 +104,11 @@ static inline unsigned pmg_window_rights(unsigned dflt, unsigned acc)
 	return PMG_RIGHTS_WD;
 }
 
-/* ---- Static consumers (the seeds' enum pks_pkey_consumers) ----
- *
- * The supervisor port allocates keys statically, exactly as the seeds do:
- * add an entry here with a unique value 1..15 and its default in
- * PMG_INIT_VALUE.  Key 0 must stay read/write so untagged pages keep their
- * ordinary paging permissions; unused keys are access-disabled.  User space
- * gets its keys from pkey_alloc() instead and keeps the same table shape.
- */
-enum pmg_consumer {
-	PMG_KEY_DEFAULT = 0,	/* must be 0 for default PTE values */
-	PMG_KEY_TEST = 1,	/* pks_test */
-	PMG_KEY_PMEM = 2,	/* PGMAP_PROTECTION: stray-write protection */
-	PMG_KEY_NR_CONSUMERS,
-};
-
-#define PMG_INIT_VALUE (PMG_PKR_RW_KEY(PMG_KEY_DEFAULT) |		\
-			PMG_PKR_AD_KEY(PMG_KEY_TEST) |			\
-			PMG_PKR_AD_KEY(PMG_KEY_PMEM) |			\
-			PMG_PKR_AD_KEY(3) | PMG_PKR_AD_KEY(4) |		\
-			PMG_PKR_AD_KEY(5) | PMG_PKR_AD_KEY(6) |		\
-			PMG_PKR_AD_KEY(7) | PMG_PKR_AD_KEY(8) |		\
-			PMG_PKR_AD_KEY(9) | PMG_PKR_AD_KEY(10) |	\
-			PMG_PKR_AD_KEY(11) | PMG_PKR_AD_KEY(12) |	\
-			PMG_PKR_AD_KEY(13) | PMG_PKR_AD_KEY(14) |	\
-			PMG_PKR_AD_KEY(15))
+/* Key 0 is every untagged page's key: it must stay read/write.  Which
+ * other key serves whom is the port's: the kernel's static consumers
+ * (the seeds' enum pks_pkey_consumers, PKS_INIT_VALUE) are in kernel/pks.h,
+ * user space gets its keys from pkey_alloc(). */
+#define PMG_KEY_DEFAULT 0
 
 /* ---- Errors: Linux errno values, negated by the callers' convention ---- */
 #define PMG_E_PERM	1
@@ -142,9 +141,12 @@ struct pmg_fault;
 
 /*
  * Per-key fault callback (the seeds' pks_key_callback).  Called for a stray
- * access on its key before the fault mode applies; returns true to grant the
- * interrupted context the access (pks_update_exception()), false to let the
- * mode decide.  Runs in the fault path: signal handler or #PF handler.
+ * access on its key before the fault mode applies; returns true when it
+ * handled the fault (PMG_ACT_GRANT), false to let the mode decide.  What
+ * "handled" grants is the port's: user space loads new_pkval (the rights
+ * the access needs); the kernel, as in the seeds, loads only what the
+ * callback itself set with pks_update_exception().  Runs in the fault
+ * path: signal handler or #PF handler.
  */
 typedef bool (*pmg_core_fault_cb)(const struct pmg_fault *f, void *arg);
 
@@ -160,7 +162,8 @@ struct pmg_fault {
 	int action;		/* out: enum pmg_core_action */
 	int code;		/* port's own: si_code, #PF error code */
 	bool no_sync;		/* the port's saved register is never stale:
-				   skip the sync step (the kernel's PKRS) */
+				   skip the sync step (the kernel's PKRS, the
+				   mprotect backend's page protection) */
 };
 
 #define PMG_KEY_NAME_MAX 32
@@ -198,11 +201,8 @@ int pmg_core_count_used(const struct pmg_core *c);
 unsigned pmg_ws_rights(const struct pmg_ws *ws, unsigned key, unsigned dflt);
 int pmg_ws_open(struct pmg_ws *ws, unsigned key, unsigned acc);
 int pmg_ws_close(struct pmg_ws *ws, unsigned key, unsigned acc);
-uint32_t pmg_ws_apply(const struct pmg_core *c, const struct pmg_ws *ws,
-		      uint32_t pkval);
 
-void pmg_core_fault_decide(struct pmg_core *c, const struct pmg_ws *ws,
-			   struct pmg_fault *f);
+void pmg_core_fault_decide(struct pmg_core *c, struct pmg_fault *f);
 
 const char *pmg_mode_name(unsigned mode);
 int pmg_mode_parse(const char *s);

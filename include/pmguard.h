@@ -50,7 +50,9 @@ enum pmg_backend {
  * installed before are chained to).  A fault mode or report fd set through
  * the API before pmg_init() wins over the environment.  Called implicitly
  * by pmg_domain_new() and pmg_get_info().  After a failure it may be
- * called again.  Returns 0, -ENOTSUP (pku asked for but missing), -EINVAL
+ * called again (the pthread_atfork() handlers are registered once per
+ * process however often it is retried).  On success pmg_errormsg() is
+ * left as it was.  Returns 0, -ENOTSUP (pku asked for but missing), -EINVAL
  * (a bad environment value; pmg_errormsg() names it), or what
  * sigaction()/pthread_atfork() returned.  Not AS-safe.
  */
@@ -64,7 +66,12 @@ const char *pmg_backend_name(int backend);
 
 /**
  * pmg_errormsg() - what the last failing call in this thread objected to.
- * The string is per-thread and valid until the next call.  AS-safe.
+ * The rule: read it right after a call has failed; it describes that call's
+ * failure (a step inside it is named as part of it: "creating the pool
+ * domain: a domain named 'pmem' exists").  A call that succeeds leaves it
+ * as it was, also when it recovered from an inner failure (pmg_init()
+ * falling back from PKU); the next failing call in the thread replaces it.
+ * Per-thread, empty until a call fails.  AS-safe.
  */
 const char *pmg_errormsg(void);
 
@@ -84,10 +91,12 @@ const char *pmg_version(void);
  * pmg_domain_delete().
  */
 struct pmg_domain {
-	int _key;		/* protection key, 1..15 */
+	int _key;		/* protection key, 1..15; 0 once deleted */
 	uint32_t _mask;		/* the key's two register bits */
 	uint32_t _rd_bits;	/* register bits with a read window open */
 	uint32_t _dflt_bits;	/* register bits with no window open */
+	const struct pmg_domain *_self;	/* this handle's address while it
+					   is live: a copy's is not its own */
 };
 
 /**
@@ -112,6 +121,9 @@ int pmg_domain_new(struct pmg_domain **dp, const char *name, unsigned flags);
  * All windows on it must be closed first: the calling thread's are seen
  * (and on mprotect every thread's), other threads' on PKU are not, and a
  * thread that still holds one would keep rights on the key's next domain.
+ * Windows of a thread that has ended (returned, pthread_exit(),
+ * cancelled) were closed when it ended (and reported on the report fd), so
+ * they never keep a domain busy.
  * Returns 0, -EBUSY (ranges are still protected by it, or windows are
  * open), -EINVAL (not a live domain: also a stale copy of a handle).  Not
  * AS-safe.
@@ -180,6 +192,7 @@ int _pmg_open_slow(struct pmg_domain *d, int acc);
 int _pmg_close_slow(struct pmg_domain *d, int acc);
 int _pmg_unbalanced(struct pmg_domain *d, int acc, void *caller);
 int _pmg_overflow(struct pmg_domain *d);
+int _pmg_bad_handle(struct pmg_domain *d, int acc);
 int _pmg_ctx_open(struct pmg_domain *d, int acc, uint32_t reg);
 bool _pmg_ctx_close(struct pmg_domain *d, int acc);
 
@@ -230,8 +243,12 @@ _PMG_INLINE int _pmg_open_edge(struct pmg_domain *d, int acc,
 	unsigned k = (unsigned)d->_key;
 	uint16_t *n = acc ? &t->w[k] : &t->r[k];
 	unsigned w = t->w[k], r = t->r[k];
-	uint32_t v = rd(), nv;
+	uint32_t v, nv;
 
+	/* a copy or a forged struct: not at the address it names */
+	if (__builtin_expect(d->_self != d, 0))
+		return _pmg_bad_handle(d, acc);
+	v = rd();
 	if (__builtin_expect(w | r, 0)) {
 		/* nested: check the register still holds our windows */
 		if (__builtin_expect(*n == UINT16_MAX, 0))
@@ -257,6 +274,8 @@ _PMG_INLINE int _pmg_close_edge(struct pmg_domain *d, int acc,
 	uint16_t *n = acc ? &t->w[k] : &t->r[k];
 	uint32_t v, nv;
 
+	if (__builtin_expect(d->_self != d, 0))
+		return _pmg_bad_handle(d, acc);
 	if (__builtin_expect(*n == 0, 0))
 		return _pmg_unbalanced(d, acc, __builtin_return_address(0));
 	if (__builtin_expect(t->w[0] != 0, 0) && _pmg_ctx_close(d, acc))
@@ -284,7 +303,14 @@ _PMG_INLINE bool _pmg_valid(const struct pmg_domain *d, int acc)
  *
  * Windows nest (up to 65535 deep per kind); each pmg_open() needs one
  * pmg_close() of the same kind.  On PKU the window is this thread's only:
- * no syscall, no lock.  On the mprotect backend it is process-wide.
+ * no syscall, no lock.  On the mprotect backend it is process-wide.  A
+ * thread that ends with windows open (return, pthread_exit(),
+ * cancellation) has them closed as it ends, reported once on the report
+ * fd ("thread T ended with N write and M read window(s) open on domain
+ * 'x': closed them"); on PKU that needs the thread to have been created
+ * through pmguard's pthread_create wrapper (the default).  @d must be the
+ * handle pmg_domain_new() gave: a copy of it, or a struct made by hand,
+ * is refused with -EINVAL on both backends.
  * Returns 0, -EINVAL (bad domain or kind), -EOVERFLOW (nesting too deep,
  * or more than 16 nested signal handlers with windows), and on mprotect
  * what mprotect() returned (the edge is then undone).  AS-safe on PKU (a

@@ -12,6 +12,8 @@
 #include "pgtable.h"
 #include "pks.h"
 
+#define CACHE_LINE	64UL
+
 struct pmem_device pmem0 = {
 	.phys = PMEM0_START,
 	.size = PMEM0_SIZE,
@@ -154,6 +156,45 @@ void dax_mk_noaccess(struct dax_device *dax_dev)
 		dax_dev->ops->mk_noaccess(dax_dev);
 }
 
+/*
+ * dax_flush(): write the CPU caches back to the media (arch_wb_cache_pmem(),
+ * one flush per cache line).  A cache-line flush is checked like a byte
+ * load (it faults where a read of the line would), so it needs the same
+ * guard as any access: the seed found a dax_flush() that ran unguarded
+ * ("Testing revealed a dax_flush() which was not properly protected").
+ * QEMU TCG does not check CLFLUSH against the page or the key, so the
+ * model reads each line before flushing it: an unguarded flush of
+ * protected pmem faults here as it would on a PKS machine.
+ */
+void dax_flush(struct dax_device *dax_dev, void *addr, size_t size)
+{
+	unsigned long p = (unsigned long)addr & ~(CACHE_LINE - 1);
+	unsigned long end = (unsigned long)addr + size;
+
+	if (!dax_dev || !dax_dev->alive)
+		return;
+	for (; p < end; p += CACHE_LINE) {
+		(void)*(volatile const u8 *)p;
+		__asm__ __volatile__("clflush %0" : "+m"(*(volatile u8 *)p));
+	}
+}
+
+/* fs/dax.c's dax_writeback_one() after the seed: the flush of a dirty
+ * range sits between the guards. */
+int dax_writeback(struct dax_device *dax_dev, pgoff_t pgoff, long nr_pages)
+{
+	void *kaddr;
+	long rc;
+
+	rc = dax_direct_access(dax_dev, pgoff, nr_pages, &kaddr, NULL);
+	if (rc < 0)
+		return (int)rc;
+	dax_mk_readwrite(dax_dev);
+	dax_flush(dax_dev, kaddr, (size_t)rc * PAGE_SIZE);
+	dax_mk_noaccess(dax_dev);
+	return 0;
+}
+
 /* fs/dax.c's dax_memzero(), with the guards the seed added. */
 int dax_memzero(struct dax_device *dax_dev, pgoff_t pgoff, unsigned offset,
 		size_t size)
@@ -168,6 +209,7 @@ int dax_memzero(struct dax_device *dax_dev, pgoff_t pgoff, unsigned offset,
 		return (int)rc;
 	dax_mk_readwrite(dax_dev);
 	memset((char *)kaddr + offset, 0, size);
+	dax_flush(dax_dev, (char *)kaddr + offset, size);
 	dax_mk_noaccess(dax_dev);
 	return 0;
 }

@@ -35,6 +35,8 @@ long dax_direct_access(struct dax_device *dax_dev, pgoff_t pgoff,
 bool dax_map_protected(struct dax_device *dax_dev);
 void dax_mk_readwrite(struct dax_device *dax_dev);
 void dax_mk_noaccess(struct dax_device *dax_dev);
+void dax_flush(struct dax_device *dax_dev, void *addr, size_t size);
+int dax_writeback(struct dax_device *dax_dev, pgoff_t pgoff, long nr_pages);
 int dax_memzero(struct dax_device *dax_dev, pgoff_t pgoff, unsigned offset,
 		size_t size);
 

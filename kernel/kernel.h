@@ -78,6 +78,17 @@ enum kexit {
 void __noreturn kernel_exit(enum kexit code);
 void __noreturn panic(const char *fmt, ...) __printf(1, 2);
 
+/* dump_stack(): print the caller's call trace.  The last one's frames are
+ * kept in dump_stack_last (the tests check kmap()'s trace). */
+#define DUMP_STACK_KEEP 8
+struct dump_stack_info {
+	unsigned long count;		/* dump_stack() calls */
+	int frames;			/* frames the last one printed */
+	unsigned long ret[DUMP_STACK_KEEP];	/* its return addresses */
+};
+extern struct dump_stack_info dump_stack_last;
+void dump_stack(void);
+
 void warn_slowpath(const char *file, int line, void *caller,
 		   const char *fmt, ...) __printf(4, 5);
 #define WARN(cond, ...) ({						\

@@ -101,9 +101,28 @@ void kunmap_local(const void *addr)
 }
 
 /*
+ * kmap_atomic(): kmap_local_page() with preemption disabled until
+ * kunmap_atomic(), as in Linux (the seeds' fs/dax.c copy_cow_page_dax()
+ * uses it).  The window is the same thread-local one: PKRS is per context,
+ * and an atomic section never switches out.
+ */
+void *kmap_atomic(struct page *page)
+{
+	preempt_disable();
+	return kmap_local_page(page);
+}
+
+void kunmap_atomic(const void *addr)
+{
+	kunmap_local(addr);
+	preempt_enable();
+}
+
+/*
  * Long-term kmap() cannot open a thread-local window for an unknown time,
- * so a protected page is flagged (the seeds' pgmap_protection_flag_invalid)
- * and left protected: accesses through it fault.
+ * so a protected page is flagged with "a warning with a trace from that
+ * call stack" (seed 001; the seeds' pgmap_protection_flag_invalid()) and
+ * left protected: accesses through it fault.
  */
 void *kmap(struct page *page)
 {
@@ -111,6 +130,7 @@ void *kmap(struct page *page)
 		kmap_protected_warnings++;
 		WARN(1, "kmap() of protected pmem page pfn 0x%lx: "
 		     "use kmap_local_page()\n", page_to_pfn(page));
+		dump_stack();
 	}
 	return page_address(page);
 }

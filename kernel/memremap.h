@@ -67,6 +67,8 @@ unsigned pgmap_window_count(void);
 
 void *kmap_local_page(struct page *page);
 void kunmap_local(const void *addr);
+void *kmap_atomic(struct page *page);
+void kunmap_atomic(const void *addr);
 void *kmap(struct page *page);
 void kunmap(struct page *page);
 

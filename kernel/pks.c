@@ -235,20 +235,25 @@ static void pks_report(const char *what, const struct pmg_fault *f,
 	printk("pks: stray %s of 0x%lx, pkey %u (%s): %s\n",
 	       f->acc == PMG_ACC_WRITE ? "write" : "read",
 	       (unsigned long)f->addr, f->key, e->name, what);
-	printk("PKRS: 0x%08x -> 0x%08x (pks_fault_mode=%s)\n",
-	       f->saved_pkval, f->new_pkval, pmg_mode_name(f->mode));
+	printk("PKRS: 0x%08x -> 0x%08x (pkey %u %s, pks_fault_mode=%s)\n",
+	       f->saved_pkval, f->new_pkval, f->key,
+	       pmg_rights_name(pmg_pkval_rights(f->new_pkval, f->key)),
+	       pmg_mode_name(f->mode));
 }
 
 /*
  * A protection-key #PF.  The core decides (core/core.c,
- * pmg_core_fault_decide()): a stale register is synced, a key callback may
- * grant (pks_update_exception()), then the mode applies.  The mode is the
- * seeds' pks_fault_mode and, as there, governs the PMEM key only; every
- * other key is strict, so a stray access with no callback oopses.
+ * pmg_core_fault_decide()): a key callback may handle the fault, then the
+ * mode applies.  The mode is the seeds' pks_fault_mode and, as there,
+ * governs the PMEM key only; every other key is strict, so a stray access
+ * with no callback oopses.  PKRS is only ever what this kernel wrote, so
+ * the core's sync step is off (no_sync): an explicit pks_mk_noaccess() on
+ * a key whose default allows access is enforced.
  *
- * Open windows count only for faults in thread context: an exception
- * handler runs with the init value and has no windows of its own even if
- * the thread it interrupted has some.
+ * The decision reads only the interrupted context's saved PKRS, never the
+ * thread's window counts: kmap_local_page() and the dax guards set PKRS
+ * when they open a window, and an exception handler runs with the init
+ * value whatever windows the thread it interrupted holds (test 15).
  */
 bool pks_handle_key_fault(struct pt_regs *regs, unsigned long hw_error_code,
 			  unsigned long address)
@@ -271,34 +276,41 @@ bool pks_handle_key_fault(struct pt_regs *regs, unsigned long hw_error_code,
 	f.mode = f.key == PKS_KEY_PGMAP_PROTECTION ? pks_fault_mode
 						   : PMG_MODE_STRICT;
 
+	/* The core's callback shape has no pt_regs: the kernel callback
+	 * finds this fault's frame here (nested faults stack it). */
 	outer = c->fault_regs;
 	c->fault_regs = regs;
-	pmg_core_fault_decide(&pks_core, c->irq_depth == 1 && t ? &t->ws : NULL,
-			      &f);
+	pmg_core_fault_decide(&pks_core, &f);
 	c->fault_regs = outer;
 
 	switch (f.action) {
-	case PMG_ACT_SYNC:
-		pks_stats.syncs++;
-		*saved = f.new_pkval;
-		return true;
 	case PMG_ACT_GRANT:
+		/* The seeds' callback semantics: true means handled, and the
+		 * only grant is what the callback set with
+		 * pks_update_exception() (already in *saved).  A callback
+		 * that grants nothing sees the access fault again. */
 		pks_stats.callbacks++;
-		/* Respect what the callback set with pks_update_exception();
-		 * grant what the access needs if it set nothing. */
-		if (*saved == f.saved_pkval)
-			*saved = f.new_pkval;
 		return true;
 	case PMG_ACT_RELAX_REPORT:
-		pks_stats.relaxed_reports++;
-		pks_report("protection disabled for this context", &f, t);
-		*saved = f.new_pkval;
-		return true;
 	case PMG_ACT_RELAX_SILENT:
-		pks_stats.relaxed_silent++;
+		/* Relaxed "disable[s] the protection and allow[s] access"
+		 * (seed 001): the key becomes read-write for the faulting
+		 * context, whatever the access; a stray read is not granted
+		 * read-only (the core's grant, used by user space). */
+		f.new_pkval = pmg_pkval_update(f.saved_pkval, f.key,
+					       PKEY_READ_WRITE);
+		if (f.action == PMG_ACT_RELAX_REPORT) {
+			pks_stats.relaxed_reports++;
+			pks_report("protection disabled for this context", &f,
+				   t);
+		} else {
+			pks_stats.relaxed_silent++;
+		}
 		*saved = f.new_pkval;
 		return true;
 	default:
+		/* PMG_ACT_STRICT (the kernel never asks for a sync, and
+		 * offers no audit mode) */
 		pks_stats.strict++;
 		return false;
 	}

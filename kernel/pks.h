@@ -3,9 +3,10 @@
  * Protection Keys for Supervisor pages: the seeds' kernel API on top of the
  * shared core (core/pmg_core.h).
  *
- * Static consumers and the default register value come from the core: the
- * seeds' enum pks_pkey_consumers / PKS_INIT_VALUE are enum pmg_consumer /
- * PMG_INIT_VALUE, and the register math is pmg_pkval_update().
+ * The static consumer table (the seeds' enum pks_pkey_consumers and
+ * PKS_INIT_VALUE, include/linux/pks-keys.h) is this kernel's and lives
+ * here; the core keeps the table's state (struct pmg_core) and does the
+ * register math (pmg_pkval_update() is pkey_update_pkval()).
  */
 #ifndef PMG_PKS_H
 #define PMG_PKS_H
@@ -15,22 +16,40 @@
 
 struct pt_regs;
 
-/* The seeds' names for the consumer table (include/linux/pks-keys.h). */
-#define PKS_KEY_DEFAULT			PMG_KEY_DEFAULT
-#define PKS_KEY_TEST			PMG_KEY_TEST
-#define PKS_KEY_PGMAP_PROTECTION	PMG_KEY_PMEM
-#define PKS_KEY_NR_CONSUMERS		PMG_KEY_NR_CONSUMERS
-#define PKS_INIT_VALUE			PMG_INIT_VALUE
+/*
+ * Static consumers, as the seeds allocate them: add an entry with a unique
+ * value 1..PMG_NR_KEYS-1 and its default in PKS_INIT_VALUE.  Key 0 must
+ * stay read/write so untagged pages keep their ordinary paging
+ * permissions; unused keys are access-disabled.  pks_core_setup() claims
+ * the entries in the core's table and checks its value against this one.
+ */
+enum pks_pkey_consumers {
+	PKS_KEY_DEFAULT = PMG_KEY_DEFAULT,	/* must be 0 for default PTEs */
+	PKS_KEY_TEST = 1,			/* pks_test */
+	PKS_KEY_PGMAP_PROTECTION = 2,		/* PGMAP_PROTECTION */
+	PKS_KEY_NR_CONSUMERS,
+};
+
+#define PKS_INIT_VALUE (PMG_PKR_RW_KEY(PKS_KEY_DEFAULT) |		\
+			PMG_PKR_AD_KEY(PKS_KEY_TEST) |			\
+			PMG_PKR_AD_KEY(PKS_KEY_PGMAP_PROTECTION) |	\
+			PMG_PKR_AD_KEY(3) | PMG_PKR_AD_KEY(4) |		\
+			PMG_PKR_AD_KEY(5) | PMG_PKR_AD_KEY(6) |		\
+			PMG_PKR_AD_KEY(7) | PMG_PKR_AD_KEY(8) |		\
+			PMG_PKR_AD_KEY(9) | PMG_PKR_AD_KEY(10) |	\
+			PMG_PKR_AD_KEY(11) | PMG_PKR_AD_KEY(12) |	\
+			PMG_PKR_AD_KEY(13) | PMG_PKR_AD_KEY(14) |	\
+			PMG_PKR_AD_KEY(15))
 #define PKR_RW_KEY(k)			PMG_PKR_RW_KEY(k)
 #define PKR_AD_KEY(k)			PMG_PKR_AD_KEY(k)
 #define PKR_WD_KEY(k)			PMG_PKR_WD_KEY(k)
 #define PKR_PKEY_SHIFT(k)		PMG_PKR_SHIFT(k)
-#define PKEY_ACCESS_MASK		0x3u
+#define PKEY_ACCESS_MASK		PMG_PKR_FIELD_MASK
 
 /* Protection values, as the uapi defines them (and as the register does). */
-#define PKEY_READ_WRITE		0x0u
-#define PKEY_DISABLE_ACCESS	0x1u
-#define PKEY_DISABLE_WRITE	0x2u
+#define PKEY_READ_WRITE		PMG_RIGHTS_RW
+#define PKEY_DISABLE_ACCESS	PMG_RIGHTS_AD
+#define PKEY_DISABLE_WRITE	PMG_RIGHTS_WD
 
 /*
  * The consumer table of this kernel and the register value every CPU,
@@ -72,8 +91,9 @@ void pks_switch_to(u32 next_pkrs);
 /*
  * Per-key fault callbacks (V9 "mm/pkeys: Introduce PKS fault callbacks"):
  * called for a protection-key fault on the key before the fault mode
- * applies.  Return true when handled (normally after granting the access
- * with pks_update_exception()).
+ * applies.  Return true when handled.  The only grant is what the callback
+ * sets with pks_update_exception(): true without it retries the access
+ * with the same PKRS, which faults (and calls the callback) again.
  */
 typedef bool (*pks_key_callback)(struct pt_regs *regs, unsigned long address,
 				 bool write);
@@ -89,7 +109,6 @@ int pks_set_fault_mode(const char *val);
 struct pks_stats {
 	unsigned long faults;		/* protection-key faults seen */
 	unsigned long callbacks;	/* handled by a key callback */
-	unsigned long syncs;		/* stale register fixed, retried */
 	unsigned long relaxed_reports;	/* relaxed mode: warned */
 	unsigned long relaxed_silent;	/* relaxed mode: allowed quietly */
 	unsigned long strict;		/* strict: fixed up or oopsed */

@@ -136,7 +136,9 @@ bool fixup_exception(struct pt_regs *regs)
 	return false;
 }
 
-static void show_trace(unsigned long bp)
+/* Print the frame-pointer chain from @bp; returns the frames printed,
+ * their return addresses in @ret (up to @nret of them). */
+static int show_trace_ret(unsigned long bp, unsigned long *ret, int nret)
 {
 	int depth;
 
@@ -150,8 +152,28 @@ static void show_trace(unsigned long bp)
 		if (!frame[1])
 			break;
 		printk(" %s\n", ksym(frame[1], sym, sizeof(sym)));
+		if (depth < nret)
+			ret[depth] = frame[1];
 		bp = frame[0];
 	}
+	return depth;
+}
+
+static void show_trace(unsigned long bp)
+{
+	show_trace_ret(bp, NULL, 0);
+}
+
+struct dump_stack_info dump_stack_last;
+
+/* Linux's dump_stack(): the call trace of the caller, kept for checks. */
+void __attribute__((noinline)) dump_stack(void)
+{
+	struct dump_stack_info *d = &dump_stack_last;
+
+	d->count++;
+	d->frames = show_trace_ret((unsigned long)__builtin_frame_address(0),
+				   d->ret, DUMP_STACK_KEEP);
 }
 
 static void show_regs(struct pt_regs *regs)

@@ -143,6 +143,8 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 	h->_rd_bits = pmg_window_rights(dflt, PMG_ACC_READ)
 		      << PMG_PKR_SHIFT(key);
 	h->_dflt_bits = dflt << PMG_PKR_SHIFT(key);
+	/* the inline edges refuse a handle not at this address (a copy) */
+	h->_self = h;
 	__atomic_store_n(&h->_key, key, __ATOMIC_RELEASE);
 	d->flags = flags;
 	d->nranges = 0;
@@ -210,6 +212,7 @@ PMG_API int pmg_domain_delete(struct pmg_domain **dp)
 	_pmg.prim->key_free(key);
 	/* the handle stays allocated: a stale copy reads key 0 */
 	__atomic_store_n(&d->h->_key, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&d->h->_self, NULL, __ATOMIC_RELEASE);
 	d->h = NULL;
 	*dp = NULL;
 out:
@@ -399,6 +402,8 @@ static int mp_edge(struct _pmg_dom *d, int acc, bool open, void *caller)
 	unsigned *g = acc ? &d->gw : &d->gr;
 	int rc;
 
+	if (open)
+		_pmg_thread_arm();	/* a thread ending inside it */
 	pthread_mutex_lock(&_pmg.lock);
 	rc = open ? pmg_ws_open(ws, key, (unsigned)acc)
 		  : pmg_ws_close(ws, key, (unsigned)acc);
@@ -431,6 +436,58 @@ static int mp_edge(struct _pmg_dom *d, int acc, bool open, void *caller)
 	}
 	pthread_mutex_unlock(&_pmg.lock);
 	return rc;
+}
+
+/*
+ * The calling thread ends with windows open (thread.c's destructor): close
+ * them all.  On mprotect its counts leave the process-wide ones and the
+ * pages get the rights the remaining windows say; on PKU the register dies
+ * with the thread.  Each domain it held is reported once, here.
+ */
+void _pmg_release_windows(void)
+{
+	struct _pmg_ws *t = &_pmg_tls;
+	struct {
+		char name[PMG_KEY_NAME_MAX];
+		unsigned w, r;
+	} gone[PMG_NR_KEYS];
+	unsigned k, n = 0, i;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+
+	pthread_mutex_lock(&_pmg.lock);
+	for (k = 1; k < PMG_NR_KEYS; k++) {
+		struct _pmg_dom *d = &_pmg.dom[k];
+		unsigned w = t->w[k], r = t->r[k], before, after;
+
+		if (!(w | r))
+			continue;
+		t->w[k] = t->r[k] = 0;
+		pmg_strlcpy(gone[n].name, d->live ? _pmg.core.key[k].name
+				: "(deleted)", sizeof(gone[n].name));
+		gone[n].w = w;
+		gone[n].r = r;
+		n++;
+		if (!d->live || _pmg.prim->thread_local)
+			continue;
+		before = _pmg_global_rights(d);
+		d->gw -= w < d->gw ? w : d->gw;
+		d->gr -= r < d->gr ? r : d->gr;
+		after = _pmg_global_rights(d);
+		if (before != after)
+			(void)_pmg.prim->set_rights((int)k, after);
+	}
+	t->w[0] = 0;
+	pthread_mutex_unlock(&_pmg.lock);
+	for (i = 0; i < n; i++)
+		_pmg_report_dead_windows(tid, gone[i].name, gone[i].w,
+					 gone[i].r);
+}
+
+PMG_API int _pmg_bad_handle(struct pmg_domain *d, int acc)
+{
+	(void)acc;
+	return _pmg_err_s(-EINVAL, "window on a domain that is not live "
+			  "(deleted, or not a handle pmg_domain_new() gave)");
 }
 
 static int bad_window(const struct pmg_domain *d, int acc)

@@ -174,6 +174,23 @@ void _pmg_report_unbalanced(struct pmg_domain *d, int acc, void *caller)
 	backtrace_to(report_fd());
 }
 
+void _pmg_report_dead_windows(pid_t tid, const char *name, unsigned w,
+			      unsigned r)
+{
+	struct _pmg_buf b = { .n = 0 };
+
+	_pmg_bs(&b, "pmguard: thread ");
+	_pmg_bd(&b, tid);
+	_pmg_bs(&b, " ended with ");
+	_pmg_bd(&b, w);
+	_pmg_bs(&b, " write and ");
+	_pmg_bd(&b, r);
+	_pmg_bs(&b, " read window(s) open on domain '");
+	_pmg_bs(&b, name);
+	_pmg_bs(&b, "': closed them\n");
+	_pmg_bflush(&b, report_fd());
+}
+
 void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
 			   void *caller)
 {
@@ -334,7 +351,6 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	const struct _pmg_prim *p = __atomic_load_n(&_pmg.prim,
 						    __ATOMIC_ACQUIRE);
 	struct pmg_fault f;
-	const struct pmg_ws *ws = NULL;
 	uint32_t *reg = NULL;
 	uintptr_t page = 0;
 	pid_t tid;
@@ -364,7 +380,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			goto not_ours;
 		f.saved_pkval = *reg;
 		/*
-		 * Sync only up to the defaults (ws NULL): a thread that
+		 * Sync only up to the defaults (no windows): a thread that
 		 * opened a window set its register itself, so a register
 		 * stricter than the defaults is an older thread or a fresh
 		 * signal context, and neither holds the thread's windows.
@@ -384,7 +400,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		f.no_sync = true;
 	}
 	f.key = (unsigned)key;
-	pmg_core_fault_decide(&_pmg.core, ws, &f);
+	pmg_core_fault_decide(&_pmg.core, &f);
 	if (f.action == PMG_ACT_NOT_OURS)
 		goto not_ours;
 

@@ -24,7 +24,7 @@ PMG_API int _pmg_fast;
 PMG_API __thread struct _pmg_ws _pmg_tls
 	__attribute__((tls_model("initial-exec"), aligned(64)));
 
-static __thread char errmsg[512];
+static __thread char errmsg[PMG_ERRMSG_MAX];
 
 int _pmg_err(int err, const char *fmt, ...)
 {
@@ -34,6 +34,42 @@ int _pmg_err(int err, const char *fmt, ...)
 	vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
 	va_end(ap);
 	return err;
+}
+
+/*
+ * Prefix the current message: "<prefix>: <what the failing call said>".
+ * The old message is copied out first: formatting into the buffer that
+ * supplies an argument would be an overlapping vsnprintf().
+ */
+int _pmg_err_prefix(int err, const char *fmt, ...)
+{
+	char old[sizeof(errmsg)];
+	va_list ap;
+	int n;
+
+	pmg_strlcpy(old, errmsg, sizeof(old));
+	va_start(ap, fmt);
+	n = vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < sizeof(errmsg) && old[0]) {
+		pmg_strlcpy(errmsg + n, ": ", sizeof(errmsg) - (size_t)n);
+		n += 2;
+		if ((size_t)n < sizeof(errmsg))
+			pmg_strlcpy(errmsg + n, old,
+				    sizeof(errmsg) - (size_t)n);
+	}
+	return err;
+}
+
+/* Keep the message across steps whose own failures must not show. */
+void _pmg_err_save(char *buf, size_t size)
+{
+	pmg_strlcpy(buf, errmsg, size);
+}
+
+void _pmg_err_restore(const char *buf)
+{
+	pmg_strlcpy(errmsg, buf, sizeof(errmsg));
 }
 
 /* AS-safe variant: a constant message. */
@@ -108,6 +144,7 @@ PMG_API int pmg_init(void)
 {
 	struct _pmg_opts o;
 	const struct _pmg_prim *prim = NULL;
+	char msg[PMG_ERRMSG_MAX];
 	int rc;
 
 	if (__atomic_load_n(&_pmg.inited, __ATOMIC_ACQUIRE))
@@ -117,6 +154,9 @@ PMG_API int pmg_init(void)
 		pthread_mutex_unlock(&_pmg.lock);
 		return 0;
 	}
+	/* a successful init leaves the message as it found it (the PKU
+	 * probe's "no PKU" before the mprotect fallback is not a failure) */
+	_pmg_err_save(msg, sizeof(msg));
 	rc = _pmg_opts_from_env(&o);
 	if (rc)
 		goto out;
@@ -141,10 +181,11 @@ PMG_API int pmg_init(void)
 	}
 	pmg_core_init(&_pmg.core);
 	/* the environment, unless the API set a value before init */
-	if (!_pmg.mode_set)
-		_pmg.mode = o.mode;
-	if (!_pmg.fd_set)
-		_pmg.report_fd = o.report_fd;
+	if (!__atomic_load_n(&_pmg.mode_set, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&_pmg.mode, o.mode, __ATOMIC_RELAXED);
+	if (!__atomic_load_n(&_pmg.fd_set, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&_pmg.report_fd, o.report_fd,
+				 __ATOMIC_RELAXED);
 	_pmg.xsave_pkru_off = xsave_pkru_offset();
 	{
 		/* backtrace() loads libgcc on first use: not in a handler. */
@@ -152,7 +193,8 @@ PMG_API int pmg_init(void)
 
 		(void)backtrace(bt, 2);
 	}
-	/* atfork first: once the handlers are in, init must not fail */
+	/* atfork and the thread-exit key: registered once per process, a
+	 * retried init does not add a second set */
 	rc = _pmg_thread_install();
 	if (rc)
 		goto out;
@@ -162,6 +204,7 @@ PMG_API int pmg_init(void)
 	__atomic_store_n(&_pmg.prim, prim, __ATOMIC_RELEASE);
 	__atomic_store_n(&_pmg_fast, prim == &_pmg_prim_pku, __ATOMIC_RELEASE);
 	__atomic_store_n(&_pmg.inited, true, __ATOMIC_RELEASE);
+	_pmg_err_restore(msg);
 out:
 	pthread_mutex_unlock(&_pmg.lock);
 	return rc;
@@ -179,7 +222,8 @@ PMG_API int pmg_set_fault_mode(int mode)
 		return _pmg_err_s(-EINVAL,
 			"fault mode must be PMG_FAULT_STRICT, _RELAXED or _AUDIT");
 	__atomic_store_n(&_pmg.mode, mode, __ATOMIC_RELAXED);
-	_pmg.mode_set = true;	/* wins over PMGUARD_FAULT_MODE */
+	/* wins over PMGUARD_FAULT_MODE; atomic: AS-safe */
+	__atomic_store_n(&_pmg.mode_set, true, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -192,7 +236,8 @@ PMG_API int pmg_set_report_fd(int fd)
 {
 	if (fd < -1)
 		fd = -1;
-	_pmg.fd_set = true;	/* wins over PMGUARD_REPORT_FD */
+	/* wins over PMGUARD_REPORT_FD; atomic: AS-safe */
+	__atomic_store_n(&_pmg.fd_set, true, __ATOMIC_RELEASE);
 	return __atomic_exchange_n(&_pmg.report_fd, fd, __ATOMIC_RELAXED);
 }
 

@@ -68,6 +68,13 @@ int _pmg_ensure_init(void);
 int _pmg_err(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int _pmg_err_s(int err, const char *msg);	/* AS-safe */
+/* "<fmt...>: <the current message>", overlap-safe: use this, never
+ * _pmg_err(..., pmg_errormsg()) */
+int _pmg_err_prefix(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define PMG_ERRMSG_MAX 512
+void _pmg_err_save(char *buf, size_t size);
+void _pmg_err_restore(const char *buf);
 void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]);
 uint32_t _pmg_domain_rights(const struct _pmg_dom *d);
 
@@ -156,6 +163,8 @@ void _pmg_fault_info(const struct pmg_fault *f, pid_t tid, int action,
 void _pmg_report_unbalanced(struct pmg_domain *d, int acc, void *caller);
 void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
 			   void *caller);
+void _pmg_report_dead_windows(pid_t tid, const char *name, unsigned w,
+			      unsigned r);
 extern struct pmg_stats _pmg_stats;
 #define _PMG_STAT_INC(f) __atomic_add_fetch(&_pmg_stats.f, 1, __ATOMIC_RELAXED)
 
@@ -175,6 +184,10 @@ void _pmg_pool_fork_release(void);
 
 /* thread.c */
 void _pmg_thread_reset(void);
-int _pmg_thread_install(void);
+int _pmg_thread_install(void);	/* once per process; lock held */
+void _pmg_thread_arm(void);	/* run _pmg_release_windows() at exit */
+
+/* domain.c: close the calling thread's windows as it ends; report them */
+void _pmg_release_windows(void);
 
 #endif /* PMG_INTERNAL_H */

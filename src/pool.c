@@ -364,8 +364,7 @@ static int domain_get(struct pmg_pool *p, const struct pmg_pool_config *c)
 					i ? PMG_DOMAIN_NOACCESS : 0,
 					&shared[i].h);
 		if (rc)
-			return _pmg_err(rc, "creating the pool domain: %s",
-					pmg_errormsg());
+			return _pmg_err_prefix(rc, "creating the pool domain");
 	}
 	shared[i].refs++;
 	p->dom = shared[i].d;
@@ -567,8 +566,8 @@ static int pool_finish(struct pmg_pool *p, const char *path,
 	if (p->dom) {
 		rc = pmg_protect(p->dom, p->addr, p->maplen);
 		if (rc) {
-			rc = _pmg_err(rc, "%s: protecting the mapping: %s",
-				      path, pmg_errormsg());
+			rc = _pmg_err_prefix(rc, "%s: protecting the mapping",
+					     path);
 			goto err_dom;
 		}
 	}
@@ -1052,6 +1051,7 @@ static bool still_mapped(const struct pmg_pool *p)
 
 static int pool_teardown(struct pmg_pool *p)
 {
+	char msg[PMG_ERRMSG_MAX];
 	int rc = 0;
 	bool ours;
 
@@ -1060,7 +1060,9 @@ static int pool_teardown(struct pmg_pool *p)
 	ours = still_mapped(p);
 	if (p->dom)
 		rc = pmg_unprotect(p->addr, p->maplen);
+	_pmg_err_save(msg, sizeof(msg));	/* the first error's */
 	domain_put(p);
+	_pmg_err_restore(msg);
 	pthread_mutex_unlock(&pool_lock);
 	if (ours && munmap(p->addr, p->maplen) && !rc)
 		rc = _pmg_err(-errno, "munmap: %s", strerror(errno));

@@ -10,6 +10,18 @@
  * -Wl,--wrap=pthread_create (pkg-config's Libs.private carries it).
  * A fork child is a copy of the forking thread, window and all: the atfork
  * child handler closes its windows (counts to zero, rights to defaults).
+ *
+ * A thread that ends (returns, pthread_exit(), cancellation) with windows
+ * open has them closed by a thread-specific-data destructor, which reports
+ * them once on the report fd.  On the mprotect backend windows are
+ * process-wide counts, so a dead thread's would otherwise keep the domain
+ * writable for everyone and undeletable forever.  The destructor is armed
+ * by the first window edge on mprotect and at thread start on PKU (through
+ * the pthread_create wrapper: the inline PKU edges have no hook); it works
+ * for threads however they were created, as long as they were armed.
+ * The atfork handlers and the key are registered once per process, however
+ * often pmg_init() is retried: a second set of handlers would take the
+ * pool lock twice in fork() and deadlock.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -17,6 +29,26 @@
 #include <string.h>
 
 #include "internal.h"
+
+static pthread_key_t end_key;
+static bool end_key_ok;
+static __thread bool end_armed;
+
+/* The thread ends: close what it left open (domain.c), report it. */
+static void thread_end(void *unused)
+{
+	(void)unused;
+	_pmg_release_windows();
+}
+
+/* Make sure thread_end() runs when the calling thread ends. */
+void _pmg_thread_arm(void)
+{
+	if (end_armed || !__atomic_load_n(&end_key_ok, __ATOMIC_ACQUIRE))
+		return;
+	if (pthread_setspecific(end_key, (void *)1) == 0)
+		end_armed = true;
+}
 
 /* Set the calling thread's rights for every pmguard key to its default. */
 void _pmg_thread_reset(void)
@@ -42,6 +74,7 @@ static void *start_thread(void *p)
 
 	free(p);
 	_pmg_thread_reset();
+	_pmg_thread_arm();
 	return s.fn(s.arg);
 }
 
@@ -117,6 +150,8 @@ static void fork_child(void)
 	_pmg_pool_fork_release();
 	/* counts and the fresh-context depth (w[0]) of the forking thread */
 	memset(&_pmg_tls, 0, sizeof(_pmg_tls));
+	/* (end_armed and the key's value are the forking thread's: still
+	 * true of this, its copy) */
 	if (_pmg_fast) {
 		_pmg_thread_reset();
 		return;
@@ -132,9 +167,29 @@ static void fork_child(void)
 	}
 }
 
+/*
+ * Once per process, under the library lock (pmg_init() holds it): each step
+ * is done once, and a step that failed is tried again by the next
+ * pmg_init() rather than never (what pthread_once() would do).
+ */
 int _pmg_thread_install(void)
 {
-	int rc = pthread_atfork(fork_prepare, fork_parent, fork_child);
+	static bool atfork_done;
+	int rc;
 
-	return rc ? _pmg_err(-rc, "pthread_atfork: %s", strerror(rc)) : 0;
+	if (!atfork_done) {
+		rc = pthread_atfork(fork_prepare, fork_parent, fork_child);
+		if (rc)
+			return _pmg_err(-rc, "pthread_atfork: %s",
+					strerror(rc));
+		atfork_done = true;
+	}
+	if (!end_key_ok) {
+		rc = pthread_key_create(&end_key, thread_end);
+		if (rc)
+			return _pmg_err(-rc, "pthread_key_create: %s",
+					strerror(rc));
+		__atomic_store_n(&end_key_ok, true, __ATOMIC_RELEASE);
+	}
+	return 0;
 }

@@ -21,8 +21,9 @@
 #include "tap.h"
 #include "pmguard.h"
 #include "probe.h"
+#include "valgrind-probe.h"
 
-#define PLAN 69
+#define PLAN 71
 #define PAGE 4096UL
 
 /* ------------------------------------------------------------ helpers */
@@ -599,6 +600,18 @@ static void test_protect(struct pmg_domain *d)
 
 /* ------------------------------------------------------------ windows */
 
+/*
+ * The verdict of a check whose probes need audit mode's re-arm after a
+ * fault (a single step): valgrind cannot run that, so there it says SKIP.
+ */
+static void tap_ok_rearm(int ok, const char *name)
+{
+	if (pmg_under_valgrind())
+		tap_skip(name, PMG_VALGRIND_WHY);
+	else
+		tap_ok(ok, "%s", name);
+}
+
 static void test_windows(void)
 {
 	struct pmg_domain *d = NULL, *stale = NULL, *gone = NULL;
@@ -631,6 +644,38 @@ static void test_windows(void)
 	tap_ok(ok, "open/close on a deleted domain: -EINVAL, message says "
 	       "not live");
 
+	/*
+	 * A copy of a live handle, and a forged one whose key no live domain
+	 * has: both backends refuse them (the PKU fast path used to take
+	 * them, write-enabling the key).
+	 */
+	{
+		struct pmg_domain copy = *d, forged = *d;
+		int k = pmg_domain_key(d) == 15 ? 14 : 15;
+
+		forged._key = k;
+		forged._mask = 3u << (2 * k);
+		forged._rd_bits = 0;
+		forged._dflt_bits = 2u << (2 * k);
+		rc = TRY(pmg_open(&copy, PMG_WRITE));
+		ok = err_is(rc, -EINVAL, "live", NULL);
+		CHECK(ok, probe(d, p, PMG_WRITE) == 1);
+		rc = TRY(pmg_close(&copy, PMG_WRITE));
+		ok &= err_is(rc, -EINVAL, "live", NULL);
+		rc = TRY(pmg_open(&copy, PMG_READ));
+		ok &= err_is(rc, -EINVAL, "live", NULL);
+		tap_ok_rearm(ok, "open/close on a copy of a live handle: "
+			     "-EINVAL, memory still write-protected");
+		rc = TRY(pmg_open(&forged, PMG_WRITE));
+		ok = err_is(rc, -EINVAL, "live", NULL);
+		rc = TRY(pmg_close(&forged, PMG_WRITE));
+		ok &= err_is(rc, -EINVAL, "live", NULL);
+		CHECK(ok, probe(d, p, PMG_WRITE) == 1);
+		tap_diag("forged handle: key %d", k);
+		tap_ok_rearm(ok, "open/close on a forged handle (a key with "
+			     "no live domain): -EINVAL");
+	}
+
 	ok = 1;
 	for (i = 0; i < 4; i++) {
 		static const int kinds[] = { 2, -1, 3, 0x100 };
@@ -640,9 +685,9 @@ static void test_windows(void)
 		rc = TRY(pmg_close(d, kinds[i]));
 		ok &= err_is(rc, -EINVAL, "kind", NULL);
 	}
-	tap_ok(ok && probe(d, p, PMG_WRITE) == 1 && probe(d, p, PMG_READ) == 0,
-	       "open/close with kind 2, -1, 3, 0x100: -EINVAL, memory still "
-	       "write-protected");
+	ok = ok && probe(d, p, PMG_WRITE) == 1 && probe(d, p, PMG_READ) == 0;
+	tap_ok_rearm(ok, "open/close with kind 2, -1, 3, 0x100: -EINVAL, "
+		     "memory still write-protected");
 
 	/* Unbalanced closes, with the report captured. */
 	ok = pipe(fds) == 0;
@@ -719,9 +764,9 @@ static void test_windows(void)
 	ok = err_is(rc, -EINVAL, "kind", NULL);
 	rc = TRY(pmg_unmap_local(p, PMG_WRITE));
 	ok &= err_is(rc, -EPERM, "unbalanced", NULL);
-	tap_ok(ok && probe(d, p, PMG_WRITE) == 1,
-	       "map_local(protected, kind 2) -EINVAL; unmap_local without a "
-	       "window -EPERM; still protected");
+	ok = ok && probe(d, p, PMG_WRITE) == 1;
+	tap_ok_rearm(ok, "map_local(protected, kind 2) -EINVAL; unmap_local "
+		     "without a window -EPERM; still protected");
 
 	probe_end();
 	pmg_set_report_fd(-1);

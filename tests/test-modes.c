@@ -13,6 +13,7 @@
 
 #include "tap.h"
 #include "probe.h"
+#include "valgrind-probe.h"
 
 #define PAGE 4096
 
@@ -362,6 +363,8 @@ static void test_chaining(void)
 
 int main(void)
 {
+	if (pmg_under_valgrind())
+		tap_skip_all(PMG_VALGRIND_WHY);
 	tap_init(13);
 	if (pmg_init())
 		tap_diag("pmg_init: %s", pmg_errormsg());

@@ -13,6 +13,7 @@
 #include "tap.h"
 #include "probe.h"
 #include "../src/internal.h"
+#include "valgrind-probe.h"
 
 #define PAGE 4096
 #define NPAGES 512
@@ -360,6 +361,8 @@ int main(void)
 	static const char *names[3] = { "ranges-a", "ranges-b", "ranges-c" };
 	int i;
 
+	if (pmg_under_valgrind())
+		tap_skip_all(PMG_VALGRIND_WHY);
 	tap_init(9);
 	base = mmap(NULL, (size_t)NPAGES * PAGE, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -14,6 +14,7 @@
 
 #include "tap.h"
 #include "probe.h"
+#include "valgrind-probe.h"
 
 #define PAGE 4096
 
@@ -259,6 +260,8 @@ int main(void)
 	pthread_t t;
 	void *res;
 
+	if (pmg_under_valgrind())
+		tap_skip_all(PMG_VALGRIND_WHY);
 	tap_init(7);
 	pg = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -2,10 +2,13 @@
 /*
  * The shared library as a user links it (-lpmguard, no --wrap): its
  * pthread_create interposes libc's, so threads created inside a window
- * start at the defaults; exported symbols work through the .so.
+ * start at the defaults; exported symbols work through the .so; a thread
+ * that ends or is cancelled inside a window has it closed (and reported)
+ * at its end, so the domain is write-protected and deletable again.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -180,13 +183,60 @@ static void t_unmapped_pool(void)
 	       "address alone");
 }
 
+static int ready[2];
+
+static void *end_inside(void *arg)
+{
+	pmg_write_begin(dom);
+	pmg_write_begin(dom);
+	if (arg) {
+		if (write(ready[1], "r", 1) != 1)
+			return NULL;
+		for (;;)
+			pause();
+	}
+	pthread_exit(NULL);
+}
+
+/* A thread ends (@cancel: is cancelled) inside two nested windows. */
+static int end_case(int cancel, int rep)
+{
+	struct pmg_domain *d2 = NULL;
+	char buf[2048], c;
+	pthread_t t;
+	ssize_t n;
+	int ok = 1;
+
+	CHECK(ok, pthread_create(&t, NULL, end_inside,
+				 (void *)(intptr_t)cancel) == 0);
+	if (cancel) {
+		CHECK(ok, read(ready[0], &c, 1) == 1);
+		CHECK(ok, pthread_cancel(t) == 0);
+	}
+	CHECK(ok, pthread_join(t, NULL) == 0);
+	CHECK(ok, probe(dom, pg + 64, PMG_WRITE) == 1);
+	n = read(rep, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	CHECK(ok, strstr(buf, "ended with 2 write and 0 read window(s) open "
+			 "on domain 'shared'") != NULL);
+	CHECK(ok, pmg_unprotect(pg, PAGE) == 0);
+	CHECK(ok, pmg_domain_delete(&dom) == 0);
+	/* a fresh domain for the next case */
+	CHECK(ok, pmg_domain_new(&d2, "shared", 0) == 0 &&
+		  pmg_protect(d2, pg, PAGE) == 0);
+	dom = d2;
+	return ok;
+}
+
 int main(void)
 {
 	Dl_info info;
 	pthread_t t;
 	void *res;
 
-	tap_init(6);
+	int rep[2];
+
+	tap_init(8);
 	pg = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int ok = pmg_domain_new(&dom, "shared", 0) == 0 &&
@@ -214,7 +264,15 @@ int main(void)
 			 "process-wide");
 	}
 	pmg_write_end(dom);
+	if (pipe(ready) || pipe(rep) || fcntl(rep[0], F_SETFL, O_NONBLOCK))
+		return 1;
+	pmg_set_report_fd(rep[1]);
+	tap_ok(end_case(0, rep[0]), "a thread ending inside a window has it "
+	       "closed and reported; stray write faults; delete succeeds");
+	tap_ok(end_case(1, rep[0]), "a thread cancelled inside a window: "
+	       "the same");
 	probe_end();
+	pmg_set_report_fd(2);
 	t_unmapped();
 	t_unmapped_pool();
 	return tap_done();
