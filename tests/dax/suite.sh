@@ -16,7 +16,8 @@
 #            struct pages' place (mode pmem), the 2 MiB alignment and the
 #            namespace, bind it to dax_pmem), which
 #            gives /dev/daxN.0;
-# then runs through runtests.sh -n dax: dax-test, test-pool, test-persist
+# then runs through runtests.sh -n dax (by absolute path: test-pool execs
+# its argv[0]): dax-test, test-pool, test-persist
 # and test-crash on fs-DAX (test-pool's device-dax test opens /dev/daxN.0
 # too), dax-test on device dax,
 # `pmguard demo` and an `inject` campaign on fs-DAX and `pmguard bench
@@ -104,17 +105,17 @@ list=
 fsdax_ok=0
 grep -q ' /mnt/dax ' /proc/mounts && fsdax_ok=1
 if [ "$fsdax_ok" = 1 ]; then
-	w fsdax-dax-test 'exec dax-test fsdax /mnt/dax'
-	w fsdax-test-pool 'PMG_DISK_DIR=/mnt/dax exec test-pool'
-	w fsdax-test-persist 'PMG_DISK_DIR=/mnt/dax exec test-persist'
+	w fsdax-dax-test 'exec /bin/dax-test fsdax /mnt/dax'
+	w fsdax-test-pool 'PMG_DISK_DIR=/mnt/dax exec /bin/test-pool'
+	w fsdax-test-persist 'PMG_DISK_DIR=/mnt/dax exec /bin/test-persist'
 	# shellcheck disable=SC2016  # expanded by the wrapper
-	w fsdax-test-crash 'TMPDIR=/mnt/dax PMG_CRASH_ITERS=${PMG_CRASH_ITERS:-60} exec test-crash'
-	w fsdax-demo 'mkdir -p /mnt/dax/demo && TMPDIR=/mnt/dax/demo exec pmguard demo --writes 400'
-	w fsdax-inject 'mkdir -p /mnt/dax/inject && exec pmguard inject --dir /mnt/dax/inject --writes 2000 --threads 2 --mode audit --trials 2'
-	w fsdax-bench-persist 'exec pmguard bench persist --dir /mnt/dax --rounds 5'
+	w fsdax-test-crash 'TMPDIR=/mnt/dax PMG_CRASH_ITERS=${PMG_CRASH_ITERS:-60} exec /bin/test-crash'
+	w fsdax-demo 'mkdir -p /mnt/dax/demo && TMPDIR=/mnt/dax/demo exec /bin/pmguard demo --writes 400'
+	w fsdax-inject 'mkdir -p /mnt/dax/inject && exec /bin/pmguard inject --dir /mnt/dax/inject --writes 2000 --threads 2 --mode audit --trials 2'
+	w fsdax-bench-persist 'exec /bin/pmguard bench persist --dir /mnt/dax --rounds 5'
 fi
 if [ -n "$devdax" ]; then
-	w devdax-dax-test "exec dax-test devdax $devdax"
+	w devdax-dax-test "exec /bin/dax-test devdax $devdax"
 fi
 
 runtests=$(command -v runtests.sh 2>/dev/null)
