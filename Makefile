@@ -105,7 +105,7 @@ $(O)/vm/bin/%: tests/%.c tests/tap.h $(STATIC)
 
 # ---- tests -----------------------------------------------------------
 # Suites whose totals add up in the closing line of `make check`.
-CHECK_SUITES := host-check vm-check kernel-check install-check \
+CHECK_SUITES := host-check vm-check dax-check kernel-check install-check \
 		examples-check examples-vm-check
 
 check: all version-check man-check

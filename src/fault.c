@@ -959,8 +959,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	}
 	for (i = 0; i < pending.npages; i++)
 		mprotect((void *)pending.page[i], PMG_PAGE_SIZE,
-			 _pmg_prot_of(_pmg_global_rights(
-					&_pmg.dom[pending.key[i]])));
+			 _pmg_pw_prot(pending.key[i], pending.page[i]));
 #ifdef __x86_64__
 	if (!pending.had_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;

@@ -87,6 +87,12 @@ int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
  * page protection */
 unsigned _pmg_global_rights(const struct _pmg_dom *d);
 int _pmg_prot_of(unsigned rights);
+/* pagewin.c: page windows of the persistence calls (mprotect backend) */
+int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len);
+void _pmg_pw_close(int slot);
+int _pmg_pw_prot(int key, uintptr_t page);
+int _pmg_pw_mprotect(int key, uintptr_t base, uintptr_t end, int prot);
+void _pmg_pw_fork_child(void);
 
 /*
  * registry.c: sorted tables of non-overlapping [base, end) ranges, read

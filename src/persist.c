@@ -237,11 +237,17 @@ PMG_API int pmg_persist_get_info(struct pmg_persist_info *pi)
  * domain of the source.  A protected range lying strictly inside the
  * destination (touching neither end) is not looked for: a write to it
  * faults and is reported, never silently done.
+ *
+ * On the mprotect backend a destination inside one protected range gets a
+ * page window (pagewin.c): write access on the pages it touches only, so
+ * another thread's stray write elsewhere in the domain still faults
+ * during the call.  PKU windows are the calling thread's alone already.
  */
 struct guard {
 	struct pmg_domain *d[4];
 	int acc[4];
 	int n;
+	int pw;			/* page window entry, 0: none */
 };
 
 static bool needs_read_window(const struct pmg_domain *d)
@@ -267,12 +273,24 @@ static int guard_add(struct guard *g, struct pmg_domain *d, int acc)
 	return 0;
 }
 
-static void guard_close(struct guard *g)
+static void guard_close_slow(struct guard *g)
 {
 	while (g->n > 0) {
 		g->n--;
 		(void)pmg_close(g->d[g->n], g->acc[g->n]);
 	}
+	if (g->pw) {
+		_pmg_pw_close(g->pw);
+		g->pw = 0;
+	}
+}
+
+/* Inline: after a non-temporal copy every store (even a call's pushes)
+ * waits for the write-combining buffers; most calls have nothing to close. */
+static inline __attribute__((always_inline)) void guard_close(struct guard *g)
+{
+	if (__builtin_expect(g->n > 0 || g->pw, 0))
+		guard_close_slow(g);
 }
 
 /* The domain of the protected range holding @addr, and its end. */
@@ -306,6 +324,16 @@ static int guard_range(struct guard *g, const void *addr, size_t len,
 	if (acc == PMG_READ && !any_noaccess())
 		return 0;
 	d = range_of(a, &end);
+	if (d && acc == PMG_WRITE && last < end && !_pmg_fast && !g->pw) {
+		rc = _pmg_pw_open(d, addr, len);
+		if (rc > 0) {
+			g->pw = rc;
+			return 0;
+		}
+		if (rc < 0)
+			return rc;
+		/* table full: a domain window */
+	}
 	if (d) {
 		rc = guard_add(g, d, acc);
 		if (rc)
@@ -381,7 +409,7 @@ PMG_API void pmg_drain(void)
 static int flush(const struct _pmg_persist *p, const char *fn,
 		 const void *addr, size_t len)
 {
-	struct guard g = { .n = 0 };
+	struct guard g = { .n = 0, .pw = 0 };
 	bool np;
 	int rc;
 
@@ -504,7 +532,7 @@ static void *mem_op(const char *fn, void *dest, const void *src, int c,
 		    size_t len, unsigned flags, bool set)
 {
 	const struct _pmg_persist *p = _pmg_persist_get();
-	struct guard g = { .n = 0 };
+	struct guard g = { .n = 0, .pw = 0 };
 	char *d = dest;
 	bool np;
 	int rc;

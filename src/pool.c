@@ -125,17 +125,78 @@ static void ptab_remove(const struct pmg_pool *p)
  * it passes the usable end of a pool it starts in or touches (the tail of
  * the last page, or the next pool).  Lock-free, AS-safe, never fails.
  */
+/*
+ * The persistence calls' hot path: each thread keeps the last interval it
+ * looked up around an address: one pool's usable bytes, or a gap without
+ * pools, with the pool table's version it is valid for (read before the
+ * lookup).  A signal handler on the same thread may use it mid-update: the
+ * sequence count (odd while written) makes it skip the cache then.
+ */
+#define SIGFENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+static __thread struct {
+	unsigned sc, ver;
+	uintptr_t lo, hi;
+	bool valid, nonpmem;
+} pcache;
+
+static bool pcache_get(uintptr_t a, uintptr_t end, bool *np)
+{
+	unsigned sc = pcache.sc;
+	bool hit;
+
+	SIGFENCE();
+	if (sc & 1)
+		return false;
+	hit = pcache.valid && a >= pcache.lo && end <= pcache.hi &&
+	      pcache.ver == __atomic_load_n(&ptab.version, __ATOMIC_SEQ_CST);
+	*np = pcache.nonpmem;
+	SIGFENCE();
+	return hit && pcache.sc == sc;
+}
+
+static void pcache_put(unsigned ver, uintptr_t lo, uintptr_t hi, bool np)
+{
+	unsigned sc = pcache.sc;
+
+	if (sc & 1)
+		return;		/* interrupted an update: leave it */
+	pcache.sc = sc + 1;
+	SIGFENCE();
+	pcache.ver = ver;
+	pcache.lo = lo;
+	pcache.hi = hi;
+	pcache.nonpmem = np;
+	pcache.valid = true;
+	SIGFENCE();
+	pcache.sc = sc + 2;
+}
+
 static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
 		      bool *in_pmem, bool *outside)
 {
-	uintptr_t end = a + len;
+	uintptr_t end = a + len, lo = 0, hi = 0;
 	const struct _pmg_range *r;
-	bool np = false, in = false, out = false;
+	bool np = false, in = false, out = false, cache = false, cnp = false;
+	unsigned ver = __atomic_load_n(&ptab.version, __ATOMIC_SEQ_CST);
 	size_t n, i;
 	int slot;
 
 	r = _pmg_rt_enter(&ptab, &n, &slot);
-	for (i = _pmg_rt_search(r, n, a); i < n && r[i].base < end; i++) {
+	i = _pmg_rt_search(r, n, a);
+	if (outside) {
+		/* the interval around @a, for the cache */
+		if (i < n && r[i].base <= a && a < r[i].lim) {
+			lo = r[i].base;
+			hi = r[i].lim;
+			cnp = !r[i].key;
+			cache = true;
+		} else if (i == n || a < r[i].base) {
+			lo = i ? r[i - 1].end : 0;
+			hi = i < n ? r[i].base : UINTPTR_MAX;
+			cache = true;
+		}
+	}
+	for (; i < n && r[i].base < end; i++) {
 		if (!r[i].key)
 			np = true;
 		if (a < r[i].base || end > r[i].lim)
@@ -144,6 +205,8 @@ static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
 			in = true;
 	}
 	_pmg_rt_leave(&ptab, slot);
+	if (cache && !out)
+		pcache_put(ver, lo, hi, cnp);
 	*any_nonpmem = np;
 	*in_pmem = in;
 	if (outside)
@@ -174,6 +237,11 @@ int _pmg_pool_check_range(const void *addr, size_t len, bool *nonpmem)
 
 	if ((uintptr_t)addr + len < (uintptr_t)addr)
 		return -EINVAL;
+	if (pcache_get((uintptr_t)addr, (uintptr_t)addr + len, &np)) {
+		if (nonpmem)
+			*nonpmem = np;
+		return 0;
+	}
 	ptab_scan((uintptr_t)addr, len, &np, &in, &out);
 	if (nonpmem)
 		*nonpmem = np;
@@ -403,6 +471,23 @@ static char *map_at(struct pmg_pool *p, char *a)
 
 	m = mmap(a, p->maplen, prot, MAP_SHARED_VALIDATE | MAP_SYNC | fixed,
 		 p->fd, (off_t)p->offset);
+	if (m == MAP_FAILED && errno == EOPNOTSUPP && fixed) {
+		/*
+		 * Linux 6.1 and other kernels whose LEGACY_MAP_MASK lacks
+		 * MAP_FIXED_NOREPLACE refuse it with MAP_SHARED_VALIDATE
+		 * (EOPNOTSUPP) even on DAX: ask for @a as a hint, which
+		 * replaces nothing either; elsewhere counts as taken.
+		 */
+		m = mmap(a, p->maplen, prot, MAP_SHARED_VALIDATE | MAP_SYNC,
+			 p->fd, (off_t)p->offset);
+		if (m != MAP_FAILED && m != a) {
+			munmap(m, p->maplen);
+			errno = EEXIST;
+			return MAP_FAILED;
+		}
+		if (m == MAP_FAILED && errno != EOPNOTSUPP && errno != EINVAL)
+			return MAP_FAILED;
+	}
 	p->map_sync = m != MAP_FAILED;
 	if (m == MAP_FAILED && (errno == EOPNOTSUPP || errno == EINVAL))
 		m = mmap(a, p->maplen, prot, MAP_SHARED | fixed, p->fd,

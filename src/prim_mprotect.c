@@ -66,12 +66,12 @@ static int mp_untag(void *addr, size_t len)
 static int apply(const struct _pmg_range *r, void *arg)
 {
 	int prot = *(int *)arg;
+	/* the pages of the persistence calls' page windows stay writable */
+	int rc = _pmg_pw_mprotect(r->key, r->base, r->end, prot);
 
-	if (mprotect((void *)r->base, r->end - r->base, prot) == 0)
-		return 0;
 	/* unmapped behind the library's back (unmapped.c): not a reason
 	 * to fail a window on every other range */
-	return errno == ENOMEM ? 0 : -errno;
+	return rc == -ENOMEM ? 0 : rc;
 }
 
 static int mp_set_rights(int key, unsigned rights)

@@ -156,7 +156,9 @@ static void fork_child(void)
 		_pmg_thread_reset();
 		return;
 	}
-	/* mprotect: the child's windows are its own copies: close them. */
+	/* mprotect: the child's windows are its own copies: close them;
+	 * the persistence calls' page windows first (pagewin.c) */
+	_pmg_pw_fork_child();
 	for (k = 1; k < PMG_NR_KEYS; k++) {
 		if (!_pmg.dom[k].live || (!_pmg.dom[k].gw && !_pmg.dom[k].gr))
 			continue;

@@ -108,9 +108,11 @@ const char *campaign_by_design_reason(void)
 {
 	if (pmg_init() || pmg_backend() != PMG_BACKEND_MPROTECT)
 		return "";
-	return "mprotect backend: windows are process-wide, so a write from "
-	       "another thread while any thread holds a window on the "
-	       "domain is not caught";
+	return "mprotect backend: windows opened with pmg_open()/"
+	       "pmg_write_begin() are process-wide, so a write from another "
+	       "thread while any thread holds one on the domain is not "
+	       "caught (a persistence call opens only the pages it touches: "
+	       "another thread's write elsewhere during one is caught)";
 }
 
 unsigned campaign_default_trials(int mode, uint64_t writes)

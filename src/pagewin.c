@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Page windows: on the mprotect backend a persistence call opens write
+ * access only on the pages its destination touches, not on the domain's
+ * every range (a domain window costs one mprotect(2) of the whole pool per
+ * edge, and while it is open every thread may write anywhere in the
+ * domain).  Windows opened with pmg_open()/pmg_write_begin() stay
+ * domain-wide.
+ *
+ * Each open page window is an entry [base, end) of a key in a small table,
+ * under _pmg.lock.  The pages of an entry are read-write; whoever lowers
+ * a key's rights (a domain window's last close, the fault path's re-arm,
+ * an entry's own close) leaves the pages of the remaining entries alone,
+ * so two threads' calls on one page, or a domain window that closes while
+ * a call is inside, never take a page away from a call in progress (the
+ * entries act as per-page counts).  A full table makes the caller fall
+ * back to a domain window.  A fork child drops every entry (their threads
+ * are not in the child) and puts the keys' rights back.
+ *
+ * The fault path reads the table without the lock: an entry appears or
+ * goes only while its pages are changed under the lock, so the answer for
+ * a faulting page is the one before or after the edge.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+#define PW_MAX 64
+
+static struct {
+	uintptr_t base, end;
+	int key;			/* 0: free */
+} pw[PW_MAX];
+static unsigned pw_used;		/* entries in use */
+
+static bool pw_covers(int key, uintptr_t page)
+{
+	unsigned i;
+
+	for (i = 0; i < PW_MAX; i++)
+		if (__atomic_load_n(&pw[i].key, __ATOMIC_RELAXED) == key &&
+		    pw[i].base <= page && page < pw[i].end)
+			return true;
+	return false;
+}
+
+/* The protection @page of @key should have now.  AS-safe. */
+int _pmg_pw_prot(int key, uintptr_t page)
+{
+	if (__atomic_load_n(&pw_used, __ATOMIC_RELAXED) && pw_covers(key, page))
+		return PROT_READ | PROT_WRITE;
+	return _pmg_prot_of(_pmg_global_rights(&_pmg.dom[key]));
+}
+
+/*
+ * mprotect [@base, @end) of @key to @prot, leaving out the pages of page
+ * windows on @key unless @prot is read-write.  Lock held (or the fault
+ * path).  0 or -errno.
+ */
+int _pmg_pw_mprotect(int key, uintptr_t base, uintptr_t end, int prot)
+{
+	uintptr_t b[PW_MAX], e[PW_MAX], cur = base;
+	unsigned i, j, n = 0;
+
+	if (prot == (PROT_READ | PROT_WRITE) ||
+	    !__atomic_load_n(&pw_used, __ATOMIC_RELAXED))
+		return mprotect((void *)base, end - base, prot) ? -errno : 0;
+	for (i = 0; i < PW_MAX; i++) {
+		uintptr_t x, y;
+
+		if (pw[i].key != key || pw[i].end <= base || pw[i].base >= end)
+			continue;
+		x = pw[i].base < base ? base : pw[i].base;
+		y = pw[i].end > end ? end : pw[i].end;
+		/* insertion sort by start */
+		for (j = n; j > 0 && b[j - 1] > x; j--) {
+			b[j] = b[j - 1];
+			e[j] = e[j - 1];
+		}
+		b[j] = x;
+		e[j] = y;
+		n++;
+	}
+	for (i = 0; i < n; i++) {
+		if (b[i] > cur &&
+		    mprotect((void *)cur, b[i] - cur, prot))
+			return -errno;
+		if (e[i] > cur)
+			cur = e[i];
+	}
+	if (cur < end && mprotect((void *)cur, end - cur, prot))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Open write access on the pages of [@addr, @addr+@len), all inside one
+ * protected range of @d.  Returns the entry (> 0), 0 when the table is
+ * full (use a domain window), or -errno.
+ */
+int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len)
+{
+	uintptr_t pb = (uintptr_t)addr & ~(PMG_PAGE_SIZE - 1);
+	uintptr_t pe = ((uintptr_t)addr + len + PMG_PAGE_SIZE - 1) &
+		       ~(PMG_PAGE_SIZE - 1);
+	int key = d->_key, rc = 0;
+	unsigned i;
+
+	pthread_mutex_lock(&_pmg.lock);
+	for (i = 0; i < PW_MAX && pw[i].key; i++)
+		;
+	if (i == PW_MAX || !_pmg.dom[key].live) {
+		pthread_mutex_unlock(&_pmg.lock);
+		return 0;
+	}
+	if (_pmg_global_rights(&_pmg.dom[key]) != PMG_RIGHTS_RW &&
+	    mprotect((void *)pb, pe - pb, PROT_READ | PROT_WRITE)) {
+		rc = -errno;
+		pthread_mutex_unlock(&_pmg.lock);
+		return _pmg_err(rc, "mprotect for a page window %p-%#lx: %s",
+				(void *)pb, (unsigned long)pe, strerror(-rc));
+	}
+	pw[i].base = pb;
+	pw[i].end = pe;
+	__atomic_store_n(&pw[i].key, key, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&pw_used, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&_pmg.lock);
+	return (int)i + 1;
+}
+
+/* Close entry @slot (from _pmg_pw_open()): its pages get the key's rights
+ * back, except those another entry still holds. */
+void _pmg_pw_close(int slot)
+{
+	unsigned i = (unsigned)slot - 1;
+	int key, prot;
+
+	pthread_mutex_lock(&_pmg.lock);
+	key = pw[i].key;
+	__atomic_store_n(&pw[i].key, 0, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&pw_used, 1, __ATOMIC_RELAXED);
+	prot = _pmg_prot_of(_pmg_global_rights(&_pmg.dom[key]));
+	if (prot != (PROT_READ | PROT_WRITE))
+		(void)_pmg_pw_mprotect(key, pw[i].base, pw[i].end, prot);
+	pthread_mutex_unlock(&_pmg.lock);
+}
+
+/* Fork child (lock held by the atfork handlers' thread): no entry's call
+ * runs here; drop them all, then each key's pages get its rights. */
+void _pmg_pw_fork_child(void)
+{
+	bool keys[PMG_NR_KEYS] = { false };
+	unsigned i;
+
+	if (!pw_used)
+		return;
+	for (i = 0; i < PW_MAX; i++) {
+		if (pw[i].key)
+			keys[pw[i].key] = true;
+		pw[i].key = 0;
+	}
+	__atomic_store_n(&pw_used, 0, __ATOMIC_RELAXED);
+	for (i = 1; i < PMG_NR_KEYS; i++)
+		if (keys[i] && _pmg.dom[i].live)
+			_pmg.prim->set_rights((int)i,
+					      _pmg_global_rights(&_pmg.dom[i]));
+}
