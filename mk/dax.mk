@@ -8,7 +8,7 @@
 #   modules, busybox-static, cpio)
 #
 # Targets:
-#   dax-bins   $(O)/dax/dax-test (static), plus the VM binaries
+#   dax-bins   $(O)/dax/dax-test (dynamic, as the VM binaries), and those
 #   dax-check  scripts/dax-check: boots the guest with two pmem regions
 #              (scripts/vmrun --pmem), ext4 -o dax on /dev/pmem0 and the
 #              second region's namespace switched to device dax; runs
@@ -21,7 +21,7 @@ dax-bins: $(O)/dax/dax-test vm-bins
 
 $(O)/dax/dax-test: tests/dax/dax-test.c tests/tap.h $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(CFLAGS) -Itests -static -o $@ $< $(STATIC) $(WRAP) \
+	$(CC) $(BASE) $(CFLAGS) -Itests -o $@ $< $(STATIC) $(WRAP) \
 		$(LDLIBS)
 
 dax-check: dax-bins
