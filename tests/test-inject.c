@@ -485,14 +485,19 @@ static int interrupted(const char *tmp, const char *const *args, int sig,
 	const char *argv[32];
 	struct timespec ts = { delay_ms / 1000,
 			       (long)(delay_ms % 1000) * 1000000L };
-	int n = 0, st = -1;
+	int n = 0, st = -1, gate[2];
 	pid_t pid;
+	char c;
 
 	argv[n++] = cli;
 	argv[n++] = "inject";
 	while (*args && n < 31)
 		argv[n++] = *args++;
 	argv[n] = NULL;
+	/* the delay counts from the exec: before it, under load, a
+	 * signal to the group could find no group yet (seen: status 0) */
+	if (pipe2(gate, O_CLOEXEC))
+		return -1;
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
@@ -517,8 +522,14 @@ static int interrupted(const char *tmp, const char *const *args, int sig,
 		_exit(127);
 	}
 	*sid = pid;
-	if (pid < 0)
+	close(gate[1]);
+	if (pid < 0) {
+		close(gate[0]);
 		return -1;
+	}
+	while (read(gate[0], &c, 1) < 0 && errno == EINTR)
+		;			/* EOF: exec'd (or exited) */
+	close(gate[0]);
 	nanosleep(&ts, NULL);
 	kill(group ? -pid : pid, sig);
 	if (waitpid(pid, &st, 0) != pid)
