@@ -87,7 +87,7 @@ static int create(create_fn real, pthread_t *t, const pthread_attr_t *a,
 	struct start *s;
 	int rc;
 
-	if (!_pmg_fast)
+	if (!__atomic_load_n(&_pmg_fast, __ATOMIC_ACQUIRE))
 		return real(t, a, fn, arg);
 	s = malloc(sizeof(*s));
 	if (!s)
