@@ -277,7 +277,7 @@ vm_tests() {
 		return
 	fi
 	for t in "$@"; do
-		sh /bin/runtests.sh -n vm -t 300 $t >/tmp/vm.out 2>&1
+		sh /bin/runtests.sh -n vm -t 300 "$t" >/tmp/vm.out 2>&1
 		rc=$?
 		sum=$(tail -n 1 /tmp/vm.out)
 		if [ $rc -ne 0 ]; then
@@ -357,6 +357,9 @@ relaxed_stray() {
 
 case $boot in
 main)
+	# First: relaxed mode warns once per boot, so the stray-write test
+	# must be the first relaxed fault of the boot.
+	relaxed_stray
 	for n in ${PMGUARD_LINUX_PKS_TESTS:-}; do
 		run_pks_test "$n"
 	done
@@ -369,7 +372,6 @@ main)
 		ext4_dax
 	fi
 	devdax_test
-	relaxed_stray
 	[ "${PMGUARD_LINUX_VM_TESTS:-1}" = 1 ] && vm_tests
 	;;
 crash9)
