@@ -2,7 +2,8 @@
 #
 # pmguard: plain GNU make, no configure step.
 #   make            library (static + shared), CLI, tests, VM binaries
-#   make check      host suite, VM suite (PKU in QEMU), kernel suite
+#   make check      host suite, VM suite (PKU in QEMU), kernel suite,
+#                   Linux 6.1 + the PKS/PMEM series in QEMU (mk/linux.mk)
 #   make demo       the main job
 # Variables: CC, CFLAGS, O (build dir), WERROR=0 to allow warnings.
 
@@ -106,7 +107,7 @@ $(O)/vm/bin/%: tests/%.c tests/tap.h $(STATIC)
 # ---- tests -----------------------------------------------------------
 # Suites whose totals add up in the closing line of `make check`.
 CHECK_SUITES := host-check vm-check dax-check kernel-check install-check \
-		examples-check examples-vm-check
+		examples-check examples-vm-check linux-check
 
 check: all version-check man-check
 	@scripts/check-all $(CHECK_SUITES)

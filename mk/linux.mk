@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: MIT
+#
+# The PKS/PMEM series for Linux 6.1 (linux/): build it, boot it in QEMU
+# TCG, test it.  Included by the top-level Makefile (every mk/*.mk).
+# docs/linux.md has the details.
+#
+# needs: linux-source-6.1 flex bison bc libelf-dev ccache xz-utils
+#        e2fsprogs qemu-system-x86 busybox-static cpio
+#
+# Targets:
+#   linux          scripts/linux-build: linux-source-6.1 + linux/series +
+#                  linux/pmguard.config -> $(O)/linux/{bzImage,
+#                  protection_keys,test_pks,...}; cached outside the clone
+#                  (PMGUARD_LINUX_CACHE, default /var/cache/pmguard-linux)
+#   linux-check    scripts/linux-check: four boots of that kernel (main,
+#                  crash9, strict, control); last line
+#                  `linux: N passed, N failed`
+#   linux-bisect-check  build after every patch of the series (not in CI;
+#                  slow: one kernel build per patch)
+#   linux-tests    the static guest programs of linux/tests/*.c
+
+LINUX_TEST_SRC := $(wildcard linux/tests/*.c)
+LINUX_TESTS    := $(patsubst linux/tests/%.c,$(O)/linux-tests/%,$(LINUX_TEST_SRC))
+
+.PHONY: linux linux-check linux-bisect-check linux-tests
+linux:
+	scripts/linux-build --out $(O)/linux
+
+linux-tests: $(LINUX_TESTS)
+
+$(O)/linux-tests/%: linux/tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -static -o $@ $< -pthread
+
+# Builds first (scripts/linux-check --build: a cache hit takes seconds);
+# without root to install linux-source-6.1 it skips, except with CI=true.
+linux-check: linux-tests vm-bins
+	O=$(O) scripts/linux-check --build
+
+linux-bisect-check:
+	scripts/linux-bisect-check --out $(O)/linux-bisect
