@@ -38,7 +38,7 @@ static void run_usage(FILE *f, const char *verb)
 "Exit status: PROG's; 2 bad options; 127 PROG could not be run.\n");
 	else
 		fprintf(f,
-"usage: pmguard run [--mode strict|relaxed|audit] [--report FILE]\n"
+"usage: pmguard run [--mode strict|relaxed|audit|contain] [--report FILE]\n"
 "                   [--allow SITES] [--lib PATH] [--lmdb-writemap]\n"
 "                   -- PROG [ARGS...]\n"
 "\n"
@@ -47,7 +47,7 @@ static void run_usage(FILE *f, const char *verb)
 "libpmem2 mappings are protected; writes outside LMDB write transactions\n"
 "and libpmem's copy calls are stray and handled by the fault mode.\n"
 "\n"
-"  --mode M          strict (default), relaxed or audit\n"
+"  --mode M          strict (default), relaxed, audit or contain\n"
 "  --report FILE     append fault reports and module lines to FILE\n"
 "                    (default: stderr); read it with `pmguard report`\n"
 "  --allow SITES     let the writes at the sites of SITES (from `pmguard\n"
@@ -197,9 +197,9 @@ static int parse(int argc, char **argv, const char *verb, struct run_opts *o)
 		return cli_error("%s: no program given (pmguard %s [options] "
 				 "-- PROG [ARGS])", verb, verb);
 	if (strcmp(o->mode, "strict") && strcmp(o->mode, "relaxed") &&
-	    strcmp(o->mode, "audit"))
-		return cli_error("run: --mode '%s': strict, relaxed or audit",
-				 o->mode);
+	    strcmp(o->mode, "audit") && strcmp(o->mode, "contain"))
+		return cli_error("run: --mode '%s': strict, relaxed, audit or "
+				 "contain", o->mode);
 	if (!strcmp(verb, "learn") && !o->out)
 		return cli_error("learn: -o SITES is required");
 	o->argi = i;
