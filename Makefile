@@ -77,7 +77,7 @@ $(O)/tests/test-shared: tests/shared/test-shared.c tests/tap.h $(SHARED)
 	$(CC) $(BASE) $(CFLAGS) -Itests -o $@ $< -L$(O) -lpmguard \
 		-Wl,-rpath,$(abspath $(O)) -lpthread -ldl
 
-$(O)/tests/%: tests/%.c tests/tap.h $(STATIC)
+$(O)/tests/%: tests/%.c $(wildcard tests/*.h) $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -Itests -o $@ $< $(STATIC) $(WRAP) $(LDLIBS)
 
@@ -100,7 +100,7 @@ $(O)/vm/bin/test-shared: $(O)/tests/test-shared
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-$(O)/vm/bin/%: tests/%.c tests/tap.h $(STATIC)
+$(O)/vm/bin/%: tests/%.c $(wildcard tests/*.h) $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -Itests -o $@ $< $(STATIC) $(WRAP) $(LDLIBS)
 

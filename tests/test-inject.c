@@ -34,100 +34,20 @@
 #include <time.h>
 
 #include "tap.h"
+#include "cli-run.h"
 
 #define SEED "7"
-
-static char cli[4096];
-
-static bool executable(const char *p)
-{
-	struct stat st;
-
-	return !stat(p, &st) && S_ISREG(st.st_mode) && !access(p, X_OK);
-}
-
-/* $PMGUARD_CLI, else pmguard in PATH, else build/pmguard; false if none. */
-static bool find_cli(void)
-{
-	const char *e = getenv("PMGUARD_CLI"), *path = getenv("PATH");
-
-	if (e && *e) {
-		snprintf(cli, sizeof(cli), "%s", e);
-		return executable(cli);
-	}
-	while (path && *path) {
-		size_t n = strcspn(path, ":");
-
-		snprintf(cli, sizeof(cli), "%.*s/pmguard", (int)n, path);
-		if (n && executable(cli))
-			return true;
-		path += n + (path[n] == ':');
-	}
-	snprintf(cli, sizeof(cli), "build/pmguard");
-	return executable(cli);
-}
-
-struct run {
-	int status;		/* exit status, or -1 (signal, exec) */
-	char out[16384];
-	char err[16384];
-};
-
-static void slurp(int fd, char *buf, size_t size)
-{
-	size_t got = 0;
-	ssize_t n;
-
-	lseek(fd, 0, SEEK_SET);
-	while (got < size - 1 && (n = read(fd, buf + got, size - 1 - got)) > 0)
-		got += (size_t)n;
-	buf[got] = '\0';
-}
-
-static int tmpfd(void)
-{
-	const char *d = getenv("TMPDIR");
-	char p[4200];
-	int fd;
-
-	snprintf(p, sizeof(p), "%s/pmg-test-inject-XXXXXX",
-		 d && *d ? d : "/tmp");
-	fd = mkstemp(p);
-	if (fd >= 0)
-		unlink(p);
-	return fd;
-}
 
 /* Run the CLI with "inject" and @args (NULL-terminated). */
 static void run_inject(struct run *r, const char *const *args)
 {
-	const char *argv[32];
-	int o = tmpfd(), e = tmpfd(), n = 0, st;
-	pid_t pid;
+	const char *argv[32] = { "inject" };
+	int n = 1;
 
-	argv[n++] = cli;
-	argv[n++] = "inject";
 	while (*args && n < 31)
 		argv[n++] = *args++;
 	argv[n] = NULL;
-	r->status = -1;
-	r->out[0] = r->err[0] = '\0';
-	if (o < 0 || e < 0)
-		return;
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		dup2(o, 1);
-		dup2(e, 2);
-		execv(cli, (char *const *)argv);
-		_exit(127);
-	}
-	if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st))
-		r->status = WEXITSTATUS(st);
-	slurp(o, r->out, sizeof(r->out));
-	slurp(e, r->err, sizeof(r->err));
-	close(o);
-	close(e);
+	run_cli(r, argv);
 }
 
 /* The number after "@key": in @json (from @from if not NULL), or -1. */
