@@ -285,9 +285,11 @@ unsigned _pmg_global_rights(const struct _pmg_dom *d)
 {
 	unsigned dflt = _pmg_domain_rights(d);
 
-	if (d->gw)
+	/* relaxed: the fault handlers read these while the lock's holder
+	 * changes them */
+	if (__atomic_load_n(&d->gw, __ATOMIC_RELAXED))
 		return pmg_window_rights(dflt, PMG_ACC_WRITE);
-	if (d->gr)
+	if (__atomic_load_n(&d->gr, __ATOMIC_RELAXED))
 		return pmg_window_rights(dflt, PMG_ACC_READ);
 	return dflt;
 }
@@ -414,20 +416,17 @@ static int mp_edge(struct _pmg_dom *d, int acc, bool open, void *caller)
 		return _pmg_overflow(d->h);
 	}
 	before = _pmg_global_rights(d);
-	if (open)
-		(*g)++;
-	else
-		(*g)--;
+	__atomic_store_n(g, open ? *g + 1 : *g - 1, __ATOMIC_RELAXED);
 	after = _pmg_global_rights(d);
 	if (before != after)
 		rc = _pmg.prim->set_rights((int)key, after);
 	if (rc) {
 		/* undo: the edge did not happen */
 		if (open) {
-			(*g)--;
+			__atomic_store_n(g, *g - 1, __ATOMIC_RELAXED);
 			pmg_ws_close(ws, key, (unsigned)acc);
 		} else {
-			(*g)++;
+			__atomic_store_n(g, *g + 1, __ATOMIC_RELAXED);
 			pmg_ws_open(ws, key, (unsigned)acc);
 		}
 		(void)_pmg.prim->set_rights((int)key, before);
@@ -470,8 +469,10 @@ void _pmg_release_windows(void)
 		if (!d->live || _pmg.prim->thread_local)
 			continue;
 		before = _pmg_global_rights(d);
-		d->gw -= w < d->gw ? w : d->gw;
-		d->gr -= r < d->gr ? r : d->gr;
+		__atomic_store_n(&d->gw, d->gw - (w < d->gw ? w : d->gw),
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&d->gr, d->gr - (r < d->gr ? r : d->gr),
+				 __ATOMIC_RELAXED);
 		after = _pmg_global_rights(d);
 		if (before != after)
 			(void)_pmg.prim->set_rights((int)k, after);

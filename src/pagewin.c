@@ -40,8 +40,9 @@ static bool pw_covers(int key, uintptr_t page)
 	unsigned i;
 
 	for (i = 0; i < PW_MAX; i++)
-		if (__atomic_load_n(&pw[i].key, __ATOMIC_RELAXED) == key &&
-		    pw[i].base <= page && page < pw[i].end)
+		if (__atomic_load_n(&pw[i].key, __ATOMIC_ACQUIRE) == key &&
+		    __atomic_load_n(&pw[i].base, __ATOMIC_RELAXED) <= page &&
+		    page < __atomic_load_n(&pw[i].end, __ATOMIC_RELAXED))
 			return true;
 	return false;
 }
@@ -122,8 +123,9 @@ int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len)
 		return _pmg_err(rc, "mprotect for a page window %p-%#lx: %s",
 				(void *)pb, (unsigned long)pe, strerror(-rc));
 	}
-	pw[i].base = pb;
-	pw[i].end = pe;
+	/* relaxed: the fault handlers read a slot while it is reused */
+	__atomic_store_n(&pw[i].base, pb, __ATOMIC_RELAXED);
+	__atomic_store_n(&pw[i].end, pe, __ATOMIC_RELAXED);
 	__atomic_store_n(&pw[i].key, key, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&pw_used, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&_pmg.lock);

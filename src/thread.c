@@ -162,7 +162,8 @@ static void fork_child(void)
 	for (k = 1; k < PMG_NR_KEYS; k++) {
 		if (!_pmg.dom[k].live || (!_pmg.dom[k].gw && !_pmg.dom[k].gr))
 			continue;
-		_pmg.dom[k].gw = _pmg.dom[k].gr = 0;
+		__atomic_store_n(&_pmg.dom[k].gw, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&_pmg.dom[k].gr, 0, __ATOMIC_RELAXED);
 		_pmg.prim->set_rights((int)k, _pmg.core.key[k].dflt);
 	}
 }

@@ -126,6 +126,15 @@ static void obb(const struct pmg_fault_info *fi, void *arg)
 	__atomic_add_fetch(&obs_b, 1, __ATOMIC_RELAXED);
 }
 
+/* Both callbacks and both observers have run (the fault threads write). */
+static bool all_seen(void)
+{
+	return __atomic_load_n(&cb_a, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&cb_b, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&obs_a, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&obs_b, __ATOMIC_RELAXED);
+}
+
 static __attribute__((noinline)) void stray(volatile char *p)
 {
 	*p = 1;
@@ -164,8 +173,7 @@ static void test_swap(void)
 	 * the first 2000 (seen: "callbacks 0+0").  30 s at most.
 	 */
 	t0 = time(NULL);
-	for (i = 0; i < 2000 || ((!cb_a || !cb_b || !obs_a || !obs_b) &&
-				 time(NULL) - t0 < 30); i++) {
+	for (i = 0; i < 2000 || (!all_seen() && time(NULL) - t0 < 30); i++) {
 		switch (i % 4) {
 		case 0:
 			pmg_domain_set_callback(sd, cba, (void *)&cb_a);
@@ -189,7 +197,7 @@ static void test_swap(void)
 		pthread_join(t[i], NULL);
 	pmg_domain_set_callback(sd, NULL, NULL);
 	pmg_set_fault_observer(NULL, NULL);
-	tap_ok(cb_a && cb_b && obs_a && obs_b, "%d callback and "
+	tap_ok(all_seen(), "%d callback and "
 	       "observer swaps while 2 threads fault: no mixed pair, no "
 	       "crash (callbacks %d+%d, observers %d+%d)", n, cb_a, cb_b,
 	       obs_a, obs_b);

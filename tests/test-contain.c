@@ -582,6 +582,8 @@ static void t_threads(int same)
 	report_reset();
 }
 
+static char altstack[1 << 16];
+
 int main(void)
 {
 	stack_t ss;
@@ -593,8 +595,8 @@ int main(void)
 		tap_diag("pmg_init: %s", pmg_errormsg());
 	pku = pmg_backend() == PMG_BACKEND_PKU;
 	tap_diag("backend: %s", pmg_backend_name(pmg_backend()));
-	ss.ss_sp = malloc(1 << 16);
-	ss.ss_size = 1 << 16;
+	ss.ss_sp = altstack;
+	ss.ss_size = sizeof(altstack);
 	ss.ss_flags = 0;
 	sigaltstack(&ss, NULL);
 	base = mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE,
