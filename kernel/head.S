@@ -9,6 +9,8 @@
  * pages; C (mm_init) replaces it with the real 4 KiB tables.
  */
 
+#include "longmode.h"
+
 #define MB_MAGIC	0x1badb002
 #define MB_FLAGS	0x00000003	/* page-align modules, memory info */
 
@@ -66,23 +68,7 @@ _start32:
 	cmpl	$512, %ecx
 	jne	1b
 
-	movl	%cr4, %eax
-	orl	$(1 << 5), %eax		/* PAE */
-	movl	%eax, %cr4
-	movl	$boot_pml4, %eax
-	movl	%eax, %cr3
-	movl	$0xc0000080, %ecx	/* EFER.LME */
-	rdmsr
-	orl	$(1 << 8), %eax
-	wrmsr
-	/*
-	 * PG, WP and PE.  WP matters for PKS: supervisor writes honour a key's
-	 * write-disable bit only with CR0.WP set.
-	 */
-	movl	%cr0, %eax
-	orl	$0x80010001, %eax
-	movl	%eax, %cr0
-
+	ENTER_LONG_MODE $boot_pml4
 	lgdt	boot_gdt_ptr
 	ljmp	$0x08, $start64
 

@@ -4,8 +4,11 @@
  * SIPI vector must name a page below 1 MiB), fills in tramp_cr3 /
  * tramp_stack / tramp_cpu, and sends INIT-SIPI-SIPI.  The AP walks real
  * mode -> protected mode -> long mode with the kernel's page tables and
- * jumps to ap_entry64.  CR0.WP is set here too: PKS write-disable needs it.
+ * jumps to ap_entry64.  ENTER_LONG_MODE (longmode.h) sets CR0.WP here too:
+ * PKS write-disable needs it.
  */
+#include "longmode.h"
+
 #define TRAMP_BASE	0x8000
 #define T(sym)		((sym) - trampoline_start + TRAMP_BASE)
 
@@ -30,18 +33,7 @@ tramp32:
 	movw	%ax, %ds
 	movw	%ax, %es
 	movw	%ax, %ss
-	movl	%cr4, %eax
-	orl	$(1 << 5), %eax		/* PAE */
-	movl	%eax, %cr4
-	movl	T(tramp_cr3), %eax
-	movl	%eax, %cr3
-	movl	$0xc0000080, %ecx	/* EFER.LME */
-	rdmsr
-	orl	$(1 << 8), %eax
-	wrmsr
-	movl	%cr0, %eax
-	orl	$0x80010001, %eax	/* PG | WP | PE */
-	movl	%eax, %cr0
+	ENTER_LONG_MODE T(tramp_cr3)
 	ljmpl	$0x18, $T(tramp64)
 
 	.code64
