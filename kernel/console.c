@@ -72,28 +72,32 @@ static void console_emit(const char *buf, int len, bool diag)
 	local_irq_restore(flags);
 }
 
-void printk(const char *fmt, ...)
+/* Format into a line buffer and emit it: a diagnostic or a raw TAP line. */
+static __printf(2, 0) void console_vprintf(bool diag, const char *fmt,
+					   va_list ap)
 {
 	char buf[512];
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+
+	console_emit(buf, min(n, (int)sizeof(buf) - 1), diag);
+}
+
+void printk(const char *fmt, ...)
+{
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	console_vprintf(true, fmt, ap);
 	va_end(ap);
-	console_emit(buf, min(n, (int)sizeof(buf) - 1), true);
 }
 
 void tap_printf(const char *fmt, ...)
 {
-	char buf[256];
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	console_vprintf(false, fmt, ap);
 	va_end(ap);
-	console_emit(buf, min(n, (int)sizeof(buf) - 1), false);
 }
 
 /* ---- vsnprintf: %[-0][width][l|ll|z](d|i|u|x|X|p|s|c|%) ---- */
