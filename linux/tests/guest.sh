@@ -6,15 +6,19 @@
 # /bin/linux-guest.sh and runs it as a child of /init).
 #
 # Usage: linux-guest.sh BOOT
-#   main     run_pks tests, test_pks, protection_keys, pmguard's VM test
-#            binaries, /dev/pmem0 protection and key, ext4 -o dax file
-#            I/O, devdax, stray write in relaxed mode
+#   main     stray write in relaxed mode, kmap_local_page()/kmap_atomic()
+#            reads and kmap() flagged on a protected page (with a stray
+#            read as the reads' control), run_pks tests, test_pks,
+#            protection_keys, pmguard's VM test binaries, /dev/pmem0
+#            protection and key, ext4 -o dax file I/O, devdax
 #   crash9   run_pks crash test 9 (an oops printing PKRS is expected)
-#   strict   pks_fault_mode switched to strict at run time, then a stray
-#            write: an oops naming the key and PKRS, data unchanged
+#   strict   pks_fault_mode refuses a bad value, is switched to strict
+#            at run time; the kmap tests again; then a stray write: an
+#            oops naming the key and PKRS, data unchanged
 #   control  protection off (clearcpuid=pks, linux/README): the relaxed
-#            stray-write test, which must FAIL here (the write lands
-#            silently); counted as a pass only then
+#            stray-write test and the kmap() test, which must FAIL here
+#            (the write lands silently, kmap() is not flagged); counted
+#            as a pass only then
 #
 # Output: TAP result lines "ok - what" / "not ok - what" (unnumbered; the
 # host numbers them), everything else as "# " lines, and last
@@ -37,29 +41,25 @@ RELAXED_FAULTS=/sys/module/memremap/parameters/pks_relaxed_faults
 # A page of /dev/pmem0 past the ext4 image (32 MiB = pages 0-8191).
 STRAY_PAGE=12000
 
-# INNER=1: results go to the inner counters and print as diagnostics (the
+# INNER=1: results go to the inner counters and print as diagnostics (a
 # negative control runs a test whose failure is the expected outcome).
 INNER=0
 ipass=0
 ifail=0
-ok() {
+# result ok|"not ok" WHAT: one result line, counted outer or inner
+result() {
+	r=$1
+	shift
 	if [ "$INNER" = 1 ]; then
-		ipass=$((ipass + 1))
-		echo "#   inner: ok - $*"
+		if [ "$r" = ok ]; then ipass=$((ipass + 1)); else ifail=$((ifail + 1)); fi
+		echo "#   inner: $r - $*"
 	else
-		npass=$((npass + 1))
-		echo "ok - $*"
+		if [ "$r" = ok ]; then npass=$((npass + 1)); else nfail=$((nfail + 1)); fi
+		echo "$r - $*"
 	fi
 }
-notok() {
-	if [ "$INNER" = 1 ]; then
-		ifail=$((ifail + 1))
-		echo "#   inner: not ok - $*"
-	else
-		nfail=$((nfail + 1))
-		echo "not ok - $*"
-	fi
-}
+ok() { result ok "$@"; }
+notok() { result "not ok" "$@"; }
 check() { # check WHAT CMD...: ok if CMD succeeds
 	what=$1
 	shift
@@ -161,6 +161,19 @@ pmem_key() {
 	key_check /dev/pmem0 /dev/pmem0 16383
 }
 
+# no_pks_events MARK WHAT: dmesg from line MARK on has no line of a PKS
+# warning or fault (relaxed-mode faults log one each)
+no_pks_events() {
+	kmsg "$1" | grep -Ei "$PKS_EVENT" | grep -v "pks_pmem: " >/tmp/ev.out
+	n=$(wc -l </tmp/ev.out)
+	if [ "$n" -eq 0 ]; then
+		ok "$2: 0 PKS warnings, 0 relaxed-mode faults in dmesg"
+	else
+		notok "$2: $n PKS warning/fault lines in dmesg"
+		head -n 40 /tmp/ev.out | sed 's/^/#   /'
+	fi
+}
+
 ext4_dax() {
 	mark=$(($(kmsg_lines) + 1))
 	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
@@ -205,14 +218,7 @@ ext4_dax() {
 	sed 's/^/#   /' /tmp/fs.out
 	check "after umount + mount -o dax: the data verified" test $rc = 0
 	umount /mnt/pmem
-	kmsg "$mark" | grep -Ei "$PKS_EVENT" | grep -v "pks_pmem: " >/tmp/ev.out
-	n=$(wc -l </tmp/ev.out)
-	if [ "$n" -eq 0 ]; then
-		ok "ext4 dax workload: 0 PKS warnings, 0 relaxed-mode faults in dmesg"
-	else
-		notok "ext4 dax workload: $n PKS warning/fault lines in dmesg"
-		head -n 40 /tmp/ev.out | sed 's/^/#   /'
-	fi
+	no_pks_events "$mark" "ext4 dax workload"
 	rf1=$(cat $RELAXED_FAULTS 2>/dev/null)
 	check "ext4 dax workload: pks_relaxed_faults unchanged ('$rf0' -> '$rf1')" \
 		test -n "$rf0" -a "$rf0" = "$rf1"
@@ -256,14 +262,7 @@ devdax_test() { # region1 (the second memmap= range) switched to devdax via sysf
 	rc=$?
 	sed 's/^/#   /' /tmp/dd.out
 	check "devdax: $dev mapped from user space, written, read back ($(tail -n 1 /tmp/dd.out))" test $rc = 0
-	kmsg "$mark" | grep -Ei "$PKS_EVENT" | grep -v "pks_pmem: " >/tmp/ev.out
-	n=$(wc -l </tmp/ev.out)
-	if [ "$n" -eq 0 ]; then
-		ok "devdax workload: 0 PKS warnings in dmesg"
-	else
-		notok "devdax workload: $n PKS warning/fault lines in dmesg"
-		head -n 40 /tmp/ev.out | sed 's/^/#   /'
-	fi
+	no_pks_events "$mark" "devdax workload"
 }
 
 vm_tests() {
@@ -355,11 +354,127 @@ relaxed_stray() {
 		test -n "$now" -a "$now" = "$wrote"
 }
 
+# ---- kmap of a protected pmem page (patch 0042, kmap: Ensure kmap
+# works for devmap pages).  They use STRAY_PAGE, whose first byte the
+# stray-write test has set: a known, non-zero value.
+
+# Kernel log lines that a fault on, or a flagged use of, protected device
+# memory writes (memremap: ...), and any warning or oops.
+PKS_FAULT='memremap:|WARNING:|BUG:|Oops'
+
+# probe CMD: run "CMD /dev/pmem0 STRAY_PAGE" on the pks_pmem hook.  Sets
+# $before (the byte, read guarded, before), $mark (the first dmesg line
+# after it), $got (CMD's result line) and $rf0 -> $rf1 (pks_relaxed_faults
+# before and after).
+probe() {
+	pmem_cmd read /dev/pmem0 $STRAY_PAGE
+	before=$(field byte)
+	mark=$(($(kmsg_lines) + 1))
+	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
+	pmem_cmd "$1" /dev/pmem0 $STRAY_PAGE
+	got=$res
+	rf1=$(cat $RELAXED_FAULTS 2>/dev/null)
+}
+
+# kmap_read CMD: read the byte through CMD of the pks_pmem hook
+# (kmap_local: kmap_local_page(), kmap_atomic: kmap_atomic(); the control
+# stray_read reads it with no guard at all) on a protected page: the byte
+# is the one a guarded read sees, and nothing faulted: no memremap,
+# WARNING or oops line in dmesg, pks_relaxed_faults unchanged.
+kmap_read() {
+	cmd=$1
+	probe "$cmd"
+	want=$before
+	kmsg "$mark" | grep -E "$PKS_FAULT" >/tmp/km.out
+	n=$(wc -l </tmp/km.out)
+	head -n 10 /tmp/km.out | sed 's/^/#   /'
+	case $got in
+	"$cmd /dev/pmem0 page=$STRAY_PAGE byte=$want") ok "$cmd: reads the protected byte ($want, as a guarded read does)" ;;
+	*) notok "$cmd: reads the protected byte (guarded read: '$want', $cmd: '$got')" ;;
+	esac
+	check "$cmd: no fault: 0 memremap/WARNING/oops lines in dmesg (got $n)" test "$n" = 0
+	check "$cmd: no fault: pks_relaxed_faults unchanged ('$rf0' -> '$rf1')" \
+		test -n "$rf0" -a "$rf0" = "$rf1"
+}
+
+# kmap_flagged NWARN: kmap()/kunmap() of the protected page.  Expects
+# NWARN warnings "memremap: invalid use of a PKS protected devmap page"
+# (relaxed: 1 the first time, 0 after; strict: 1 every time), each with a
+# stack trace that leads to the caller of kmap() (pks_pmem_run or
+# pks_pmem_write: kmap() is inline), no fault, the data intact.
+kmap_flagged() {
+	nwant=$1
+	probe kmap
+	kmsg "$mark" | grep -v 'pks_pmem: ' >/tmp/km.out
+	pmem_cmd read /dev/pmem0 $STRAY_PAGE
+	now=$(field byte)
+	nmsg=$(grep -c 'memremap: invalid use of a PKS protected devmap page' /tmp/km.out)
+	nw=$(grep -c 'WARNING:.*pgmap_protection_flag_invalid' /tmp/km.out)
+	# The warning's block, from WARNING: to the end marker: a trace has
+	# "Call Trace:", a frame of the kmap() caller and one of the write()
+	# path that called it (the unwinder may mark frames "? ").
+	sed -n '/WARNING:.*pgmap_protection_flag_invalid/,/end trace/p' /tmp/km.out >/tmp/kt.out
+	ntr=0
+	for re in 'Call Trace:' ' pks_pmem_(run|write)\+0x' ' vfs_write\+0x' 'end trace'; do
+		grep -Eq "$re" /tmp/kt.out && ntr=$((ntr + 1))
+	done
+	grep 'memremap:' /tmp/km.out | sed 's/^/#   /'
+	sed -n '/WARNING:/p;/RIP:/p;/Call Trace:/,/end trace/p' /tmp/kt.out | head -n 20 | sed 's/^/#   /'
+	case $got in
+	"kmap /dev/pmem0 page=$STRAY_PAGE protected=1") ok "kmap: the page is devmap_protected ('$got')" ;;
+	*) notok "kmap: the page is devmap_protected ('$got')" ;;
+	esac
+	check "kmap: $nwant 'invalid use of a PKS protected devmap page' warning(s) (got $nmsg, $nw WARNING: lines)" \
+		test "$nmsg" = "$nwant" -a "$nw" = "$nwant"
+	if [ "$nwant" -gt 0 ]; then
+		# at least: Call Trace, one pks_pmem_ frame, end trace
+		check "kmap: the warning has a stack trace to the kmap() caller (Call Trace:, pks_pmem_write/run, vfs_write, end trace: $ntr of 4 found)" \
+			test "$ntr" = 4 -a "$(grep -c 'Call Trace:' /tmp/km.out)" = "$nwant"
+	fi
+	check "kmap: no fault (pks_relaxed_faults '$rf0' -> '$rf1')" test -n "$rf0" -a "$rf0" = "$rf1"
+	check "kmap: the data is intact ($before -> $now)" test -n "$now" -a "$now" = "$before"
+}
+
+# kmap_tests MODE: kmap_local_page() and kmap_atomic() reads, kmap()
+# flagged (relaxed: once per boot; strict: every time).
+kmap_tests() {
+	if [ ! -e $PKS_PMEM ]; then
+		notok "kmap tests: no hook $PKS_PMEM in this kernel"
+		return
+	fi
+	key_check "kmap ($1)" /dev/pmem0 $STRAY_PAGE
+	kmap_read kmap_local
+	kmap_read kmap_atomic
+	if [ "$1" = relaxed ]; then
+		# Control: the same read without kmap faults, and the checks
+		# above see it; otherwise they prove nothing.
+		INNER=1
+		ipass=0
+		ifail=0
+		kmap_read stray_read
+		INNER=0
+		rfc=$rf1
+		if [ "$ifail" -eq 2 ] && [ -n "$rf0" ] && [ "$rf1" = "$((rf0 + 1))" ]; then
+			ok "CONTROL: the same read with no kmap (stray_read) faults and fails those checks ($ifail inner failures, pks_relaxed_faults $rf0 -> $rfc)"
+		else
+			notok "CONTROL: the same read with no kmap (stray_read) should fault and fail 2 checks ($ipass passed, $ifail failed, pks_relaxed_faults '$rf0' -> '$rfc')"
+		fi
+		kmap_flagged 1
+		kmap_flagged 0
+	else
+		kmap_flagged 1
+		kmap_flagged 1
+	fi
+}
+
 case $boot in
 main)
 	# First: relaxed mode warns once per boot, so the stray-write test
 	# must be the first relaxed fault of the boot.
 	relaxed_stray
+	pmem=0
+	pmem_setup && pmem=1
+	[ $pmem = 1 ] && kmap_tests relaxed
 	for n in ${PMGUARD_LINUX_PKS_TESTS:-}; do
 		run_pks_test "$n"
 	done
@@ -367,7 +482,7 @@ main)
 		notok "run_pks: no test numbers known (linux/README lists none yet)"
 	test_pks_test
 	protection_keys_test
-	if pmem_setup; then
+	if [ $pmem = 1 ]; then
 		pmem_key
 		ext4_dax
 	fi
@@ -392,9 +507,16 @@ strict)
 		notok "strict stray write: no hook $PKS_PMEM in this kernel"
 		finish
 	fi
+	if echo bogus >$FAULT_MODE 2>/tmp/fm.err; then rc=0; else rc=1; fi
+	mode=$(cat $FAULT_MODE 2>/dev/null)
+	check "pks_fault_mode refuses 'bogus' ($(cat /tmp/fm.err)) and stays '$mode'" \
+		test $rc = 1 -a "$mode" = relaxed
 	echo strict >$FAULT_MODE 2>/tmp/fm.err
 	mode=$(cat $FAULT_MODE 2>/dev/null)
 	check "pks_fault_mode switched to strict at run time ('$mode')" test "$mode" = strict
+	# In strict mode an unguarded access oopses: kmap_local_page() and
+	# kmap_atomic() must open access; kmap() warns every time.
+	kmap_tests strict
 	pmem_cmd read /dev/pmem0 $STRAY_PAGE
 	before=$(field byte)
 	case $before in 0x5a | 0x5A) wrote=0xa5 ;; *) wrote=0x5a ;; esac
@@ -425,6 +547,19 @@ control)
 		ok "CONTROL: with protection off the stray-write test fails as it must (the write landed silently, $ifail inner failures)"
 	else
 		notok "CONTROL: with protection off the stray-write test should fail, but it passed (or the write did not land: $before -> $now)"
+	fi
+	# kmap() of the (unprotected) page: the kmap test must fail, with no
+	# warning to find.
+	INNER=1
+	ipass=0
+	ifail=0
+	kmap_flagged 1
+	INNER=0
+	diag "inner kmap test: $ipass passed, $ifail failed"
+	if [ "$ifail" -gt 0 ] && [ "$nmsg" = 0 ] && [ "$now" = "$before" ]; then
+		ok "CONTROL: with protection off the kmap() test fails as it must (no warning, $ifail inner failures)"
+	else
+		notok "CONTROL: with protection off the kmap() test should fail, but it passed ($nmsg warnings)"
 	fi
 	;;
 *)
