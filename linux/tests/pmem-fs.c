@@ -32,29 +32,37 @@
 static int ntest, nfail;
 static const char *dir;
 
-static void result(int ok, const char *fmt, ...)
+#define PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+/* Print one line: head, then fmt formatted. */
+static PRINTF(2, 0) void vline(const char *head, const char *fmt, va_list ap)
 {
+	fputs(head, stdout);
+	vprintf(fmt, ap);
+	putchar('\n');
+}
+
+static PRINTF(2, 3) void result(int ok, const char *fmt, ...)
+{
+	char head[32];
 	va_list ap;
 
 	ntest++;
 	if (!ok)
 		nfail++;
-	printf("%sok %d - ", ok ? "" : "not ", ntest);
+	snprintf(head, sizeof(head), "%sok %d - ", ok ? "" : "not ", ntest);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vline(head, fmt, ap);
 	va_end(ap);
-	printf("\n");
 }
 
-static void diag(const char *fmt, ...)
+static PRINTF(1, 2) void diag(const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("# ");
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vline("# ", fmt, ap);
 	va_end(ap);
-	printf("\n");
 }
 
 static char *path(const char *name)
@@ -101,23 +109,11 @@ static int is_dax(const char *f)
 	return !!(stx.stx_attributes & STATX_ATTR_DAX);
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
+/* All n bytes with write() (wr) or read(); 0 on success. */
+static int xfer_all(int fd, uint8_t *p, size_t n, int wr)
 {
 	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static int read_all(int fd, uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t r = read(fd, p, n);
+		ssize_t r = wr ? write(fd, p, n) : read(fd, p, n);
 
 		if (r <= 0)
 			return -1;
@@ -137,7 +133,7 @@ static int slurp(const char *f, uint8_t *buf, size_t n)
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) == 0 && (size_t)st.st_size == n &&
-	    read_all(fd, buf, n) == 0)
+	    xfer_all(fd, buf, n, 0) == 0)
 		rc = 0;
 	close(fd);
 	return rc;
@@ -154,7 +150,7 @@ static void test_write_read(uint8_t *buf, uint8_t *back)
 		return;
 	}
 	fill(buf, FILE_SIZE, 1);
-	result(write_all(fd, buf, FILE_SIZE) == 0, "write 1 MiB with write()");
+	result(xfer_all(fd, buf, FILE_SIZE, 1) == 0, "write 1 MiB with write()");
 	result(fsync(fd) == 0, "fsync after write()");
 	close(fd);
 	result(is_dax(f), "statx: DAX is on for the file (STATX_ATTR_DAX)");
@@ -253,7 +249,7 @@ static void test_copy(uint8_t *buf, uint8_t *back)
 	size_t at = 0;
 
 	while (ok && (r = read(in, buf, 65536)) > 0)
-		ok = write_all(out, buf, (size_t)r) == 0;
+		ok = xfer_all(out, buf, (size_t)r, 1) == 0;
 	if (ok)
 		ok = fsync(out) == 0;
 	if (in >= 0)
