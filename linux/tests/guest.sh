@@ -288,31 +288,35 @@ vm_tests() {
 	done
 }
 
-protection_keys_test() {
-	if [ ! -x /bin/protection_keys ]; then
-		notok "protection_keys.c: not built"
-		return
+# run_prog PROG SECONDS [WHY]: /bin/PROG (a static test program that
+# scripts/linux-build built from the kernel tree) under timeout; output in
+# /tmp/PROG.out, exit status in $rc.  Not built: a "not ok" (WHY added)
+# and status 1.
+run_prog() {
+	if [ ! -x "/bin/$1" ]; then
+		notok "$1: not built${3:+ ($3)}"
+		return 1
 	fi
-	timeout 300 /bin/protection_keys >/tmp/pk.out 2>&1
+	timeout "$2" "/bin/$1" >"/tmp/$1.out" 2>&1
 	rc=$?
-	passed=$(grep -c 'PASSED' /tmp/pk.out)
+}
+
+protection_keys_test() {
+	run_prog protection_keys 300 || return
+	passed=$(grep -c 'PASSED' /tmp/protection_keys.out)
 	if [ $rc -ne 0 ] || [ "$passed" -eq 0 ]; then
-		tail -n 40 /tmp/pk.out | sed 's/^/#   /'
+		tail -n 40 /tmp/protection_keys.out | sed 's/^/#   /'
 		notok "protection_keys (user PKU selftest): exit $rc, $passed PASSED lines"
 	else
-		grep 'PASSED' /tmp/pk.out | sed 's/^/#   /'
+		grep 'PASSED' /tmp/protection_keys.out | sed 's/^/#   /'
 		ok "protection_keys (user PKU selftest): exit 0, $passed PASSED lines"
 	fi
 }
 
 test_pks_test() {
-	if [ ! -x /bin/test_pks ]; then
-		notok "test_pks: not built (the series has no tools/testing/selftests/x86/test_pks.c)"
+	run_prog test_pks 120 "the series has no tools/testing/selftests/x86/test_pks.c" ||
 		return
-	fi
-	timeout 120 /bin/test_pks >/tmp/tp.out 2>&1
-	rc=$?
-	show /tmp/tp.out
+	show /tmp/test_pks.out
 	check "test_pks (context switch test from user space): exit $rc" test $rc = 0
 }
 
