@@ -281,9 +281,9 @@ static int check_mapping(uintptr_t base, uintptr_t end)
 
 /* The rights a domain's pages have on the mprotect backend: process-wide
  * window counts over its default.  AS-safe (reads only). */
-unsigned _pmg_global_rights(const struct _pmg_dom *d)
+unsigned _pmg_process_rights(const struct _pmg_dom *d)
 {
-	unsigned dflt = _pmg_domain_rights(d);
+	unsigned dflt = _pmg_default_rights(d);
 
 	/* relaxed: the fault handlers read these while the lock's holder
 	 * changes them */
@@ -329,7 +329,7 @@ PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
 			      (unsigned long)end, strerror(-rc));
 		goto out;
 	}
-	rc = _pmg.prim->tag(addr, len, d->key, _pmg_global_rights(d));
+	rc = _pmg.prim->tag(addr, len, d->key, _pmg_process_rights(d));
 	if (rc) {
 		_pmg_reg_remove(base, end, &dummy);
 		rc = _pmg_err(rc, "tagging %p-%#lx with key %d: %s", addr,
@@ -396,9 +396,12 @@ PMG_API struct pmg_domain *pmg_lookup(const void *addr, void **base,
 	return _pmg.dom[r.key].h;
 }
 
+enum edge { EDGE_OPEN, EDGE_CLOSE };
+
 /* Window edge on the mprotect backend: process-wide, under the lock. */
-static int mp_edge(struct _pmg_dom *d, int acc, bool open, void *caller)
+static int mp_edge(struct _pmg_dom *d, int acc, enum edge edge, void *caller)
 {
+	bool open = edge == EDGE_OPEN;
 	struct pmg_ws *ws = (struct pmg_ws *)&_pmg_tls;
 	unsigned key = (unsigned)d->key, before, after;
 	unsigned *g = acc ? &d->gw : &d->gr;
@@ -415,9 +418,9 @@ static int mp_edge(struct _pmg_dom *d, int acc, bool open, void *caller)
 			return _pmg_unbalanced(d->h, acc, caller);
 		return _pmg_overflow(d->h);
 	}
-	before = _pmg_global_rights(d);
+	before = _pmg_process_rights(d);
 	__atomic_store_n(g, open ? *g + 1 : *g - 1, __ATOMIC_RELAXED);
-	after = _pmg_global_rights(d);
+	after = _pmg_process_rights(d);
 	if (before != after)
 		rc = _pmg.prim->set_rights((int)key, after);
 	if (rc) {
@@ -468,12 +471,12 @@ void _pmg_release_windows(void)
 		n++;
 		if (!d->live || _pmg.prim->thread_local)
 			continue;
-		before = _pmg_global_rights(d);
+		before = _pmg_process_rights(d);
 		__atomic_store_n(&d->gw, d->gw - (w < d->gw ? w : d->gw),
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&d->gr, d->gr - (r < d->gr ? r : d->gr),
 				 __ATOMIC_RELAXED);
-		after = _pmg_global_rights(d);
+		after = _pmg_process_rights(d);
 		if (before != after)
 			(void)_pmg.prim->set_rights((int)k, after);
 	}
@@ -509,7 +512,7 @@ PMG_API int _pmg_open_slow(struct pmg_domain *d, int acc)
 		return bad_window(d, acc);
 	if (_pmg_fast)
 		return _pmg_open_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
-	return mp_edge(x, acc, true, __builtin_return_address(0));
+	return mp_edge(x, acc, EDGE_OPEN, __builtin_return_address(0));
 }
 
 PMG_API int _pmg_close_slow(struct pmg_domain *d, int acc)
@@ -520,7 +523,7 @@ PMG_API int _pmg_close_slow(struct pmg_domain *d, int acc)
 		return bad_window(d, acc);
 	if (_pmg_fast)
 		return _pmg_close_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
-	return mp_edge(x, acc, false, __builtin_return_address(0));
+	return mp_edge(x, acc, EDGE_CLOSE, __builtin_return_address(0));
 }
 
 PMG_API int _pmg_overflow(struct pmg_domain *d)

@@ -102,34 +102,34 @@ static struct {
 
 /* ---- AS-safe formatting ---- */
 
-void _pmg_bs(struct _pmg_buf *b, const char *s)
+void _pmg_buf_str(struct _pmg_buf *b, const char *s)
 {
 	while (*s && b->n < sizeof(b->b))
 		b->b[b->n++] = *s++;
 }
 
-void _pmg_bx(struct _pmg_buf *b, uint64_t v)
+void _pmg_buf_hex(struct _pmg_buf *b, uint64_t v)
 {
 	char t[24];
 
 	pmg_utoa(v, 16, t, sizeof(t));
-	_pmg_bs(b, "0x");
-	_pmg_bs(b, t);
+	_pmg_buf_str(b, "0x");
+	_pmg_buf_str(b, t);
 }
 
-void _pmg_bd(struct _pmg_buf *b, int64_t v)
+void _pmg_buf_dec(struct _pmg_buf *b, int64_t v)
 {
 	char t[24];
 
 	if (v < 0) {
-		_pmg_bs(b, "-");
+		_pmg_buf_str(b, "-");
 		v = -v;
 	}
 	pmg_utoa((uint64_t)v, 10, t, sizeof(t));
-	_pmg_bs(b, t);
+	_pmg_buf_str(b, t);
 }
 
-void _pmg_bflush(struct _pmg_buf *b, int fd)
+void _pmg_buf_flush(struct _pmg_buf *b, int fd)
 {
 	size_t off = 0;
 
@@ -172,28 +172,29 @@ static void report_fault(const struct pmg_fault *f, pid_t tid,
 
 	if (fd < 0)
 		return;
-	_pmg_bs(&b, "pmguard: ");
-	_pmg_bs(&b, what);
-	_pmg_bs(&b, f->acc == PMG_ACC_WRITE ? ": stray write to "
+	_pmg_buf_str(&b, "pmguard: ");
+	_pmg_buf_str(&b, what);
+	_pmg_buf_str(&b, f->acc == PMG_ACC_WRITE ? ": stray write to "
 					     : ": stray read of ");
-	_pmg_bx(&b, f->addr);
-	_pmg_bs(&b, " in domain '");
-	_pmg_bs(&b, dom_name((int)f->key));
-	_pmg_bs(&b, "' (key ");
-	_pmg_bd(&b, f->key);
-	_pmg_bs(&b, ") by thread ");
-	_pmg_bd(&b, tid);
-	_pmg_bs(&b, " at ip ");
-	_pmg_bx(&b, f->ip);
+	_pmg_buf_hex(&b, f->addr);
+	_pmg_buf_str(&b, " in domain '");
+	_pmg_buf_str(&b, dom_name((int)f->key));
+	_pmg_buf_str(&b, "' (key ");
+	_pmg_buf_dec(&b, f->key);
+	_pmg_buf_str(&b, ") by thread ");
+	_pmg_buf_dec(&b, tid);
+	_pmg_buf_str(&b, " at ip ");
+	_pmg_buf_hex(&b, f->ip);
 	_pmg_site_fmt(&b, f->ip);
-	_pmg_bs(&b, _pmg.prim->id == PMG_BACKEND_PKU ? ", PKRU "
+	_pmg_buf_str(&b, _pmg.prim->id == PMG_BACKEND_PKU ? ", PKRU "
 						     : ", emulated PKRU ");
-	_pmg_bx(&b, f->saved_pkval);
-	_pmg_bs(&b, "\n");
-	_pmg_bflush(&b, fd);
+	_pmg_buf_hex(&b, f->saved_pkval);
+	_pmg_buf_str(&b, "\n");
+	_pmg_buf_flush(&b, fd);
 	if (trace) {
-		_pmg_bs(&b, "pmguard: backtrace (handler frames first):\n");
-		_pmg_bflush(&b, fd);
+		_pmg_buf_str(&b, "pmguard: backtrace (handler frames "
+			     "first):\n");
+		_pmg_buf_flush(&b, fd);
 		backtrace_to(fd);
 	}
 }
@@ -202,16 +203,16 @@ void _pmg_report_unbalanced(struct pmg_domain *d, int acc, void *caller)
 {
 	struct _pmg_buf b = { .n = 0 };
 
-	_pmg_bs(&b, "pmguard: unbalanced ");
-	_pmg_bs(&b, acc ? "write" : "read");
-	_pmg_bs(&b, " window close on domain '");
-	_pmg_bs(&b, dom_name(d->_key));
-	_pmg_bs(&b, "' by thread ");
-	_pmg_bd(&b, syscall(SYS_gettid));
-	_pmg_bs(&b, " from ");
-	_pmg_bx(&b, (uintptr_t)caller);
-	_pmg_bs(&b, ": no such window is open; nothing changed\n");
-	_pmg_bflush(&b, report_fd());
+	_pmg_buf_str(&b, "pmguard: unbalanced ");
+	_pmg_buf_str(&b, acc ? "write" : "read");
+	_pmg_buf_str(&b, " window close on domain '");
+	_pmg_buf_str(&b, dom_name(d->_key));
+	_pmg_buf_str(&b, "' by thread ");
+	_pmg_buf_dec(&b, syscall(SYS_gettid));
+	_pmg_buf_str(&b, " from ");
+	_pmg_buf_hex(&b, (uintptr_t)caller);
+	_pmg_buf_str(&b, ": no such window is open; nothing changed\n");
+	_pmg_buf_flush(&b, report_fd());
 	backtrace_to(report_fd());
 }
 
@@ -220,16 +221,16 @@ void _pmg_report_dead_windows(pid_t tid, const char *name, unsigned w,
 {
 	struct _pmg_buf b = { .n = 0 };
 
-	_pmg_bs(&b, "pmguard: thread ");
-	_pmg_bd(&b, tid);
-	_pmg_bs(&b, " ended with ");
-	_pmg_bd(&b, w);
-	_pmg_bs(&b, " write and ");
-	_pmg_bd(&b, r);
-	_pmg_bs(&b, " read window(s) open on domain '");
-	_pmg_bs(&b, name);
-	_pmg_bs(&b, "': closed them\n");
-	_pmg_bflush(&b, report_fd());
+	_pmg_buf_str(&b, "pmguard: thread ");
+	_pmg_buf_dec(&b, tid);
+	_pmg_buf_str(&b, " ended with ");
+	_pmg_buf_dec(&b, w);
+	_pmg_buf_str(&b, " write and ");
+	_pmg_buf_dec(&b, r);
+	_pmg_buf_str(&b, " read window(s) open on domain '");
+	_pmg_buf_str(&b, name);
+	_pmg_buf_str(&b, "': closed them\n");
+	_pmg_buf_flush(&b, report_fd());
 }
 
 void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
@@ -238,14 +239,15 @@ void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
 	struct _pmg_buf b = { .n = 0 };
 	int fd = report_fd();
 
-	_pmg_bs(&b, "pmguard: warning: long-term map of protected address ");
-	_pmg_bx(&b, (uintptr_t)addr);
-	_pmg_bs(&b, " (domain '");
-	_pmg_bs(&b, dom_name(d->_key));
-	_pmg_bs(&b, "') from ");
-	_pmg_bx(&b, (uintptr_t)caller);
-	_pmg_bs(&b, ": windows are per thread; use pmg_map_local()\n");
-	_pmg_bflush(&b, fd);
+	_pmg_buf_str(&b, "pmguard: warning: long-term map of protected "
+		     "address ");
+	_pmg_buf_hex(&b, (uintptr_t)addr);
+	_pmg_buf_str(&b, " (domain '");
+	_pmg_buf_str(&b, dom_name(d->_key));
+	_pmg_buf_str(&b, "') from ");
+	_pmg_buf_hex(&b, (uintptr_t)caller);
+	_pmg_buf_str(&b, ": windows are per thread; use pmg_map_local()\n");
+	_pmg_buf_flush(&b, fd);
 	backtrace_to(fd);
 }
 
@@ -290,15 +292,15 @@ PMG_API int pmg_audit_dump(int fd)
 		if (!ip)
 			continue;
 		n++;
-		_pmg_bs(&b, "pmguard: audit site ");
-		_pmg_bx(&b, ip);
-		_pmg_bs(&b, ": ");
-		_pmg_bd(&b, (int64_t)__atomic_load_n(&sites[i].count,
+		_pmg_buf_str(&b, "pmguard: audit site ");
+		_pmg_buf_hex(&b, ip);
+		_pmg_buf_str(&b, ": ");
+		_pmg_buf_dec(&b, (int64_t)__atomic_load_n(&sites[i].count,
 						    __ATOMIC_RELAXED));
-		_pmg_bs(&b, " stray access(es), domain '");
-		_pmg_bs(&b, dom_name(sites[i].key));
-		_pmg_bs(&b, "'\n");
-		_pmg_bflush(&b, fd);
+		_pmg_buf_str(&b, " stray access(es), domain '");
+		_pmg_buf_str(&b, dom_name(sites[i].key));
+		_pmg_buf_str(&b, "'\n");
+		_pmg_buf_flush(&b, fd);
 	}
 	return n;
 }
@@ -394,14 +396,14 @@ static void contain_strict(const struct pmg_fault *f, pid_t tid,
 	int fd = report_fd();
 
 	_PMG_STAT_INC(contain_strict);
-	_pmg_bs(&b, "pmguard: contain: cannot contain '");
-	_pmg_bs(&b, d->text);
-	_pmg_bs(&b, "' at ip ");
-	_pmg_bx(&b, f->ip);
-	_pmg_bs(&b, ": ");
-	_pmg_bs(&b, why);
-	_pmg_bs(&b, "; falling back to strict\n");
-	_pmg_bflush(&b, fd);
+	_pmg_buf_str(&b, "pmguard: contain: cannot contain '");
+	_pmg_buf_str(&b, d->text);
+	_pmg_buf_str(&b, "' at ip ");
+	_pmg_buf_hex(&b, f->ip);
+	_pmg_buf_str(&b, ": ");
+	_pmg_buf_str(&b, why);
+	_pmg_buf_str(&b, "; falling back to strict\n");
+	_pmg_buf_flush(&b, fd);
 	report_fault(f, tid, "strict (aborting)", true);
 	notify(f, tid, PMG_FAULT_STRICT_ABORT);
 	abort();
@@ -487,7 +489,7 @@ static void bytes_hex(struct _pmg_buf *b, const uint8_t *p, unsigned n)
 static bool write_denied(int key, uint32_t pkval, bool pku)
 {
 	unsigned r = pku ? pmg_pkval_rights(pkval, (unsigned)key)
-			 : _pmg_global_rights(&_pmg.dom[key]);
+			 : _pmg_process_rights(&_pmg.dom[key]);
 
 	return r != PMG_RIGHTS_RW;
 }
@@ -584,7 +586,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			     a += PMG_PAGE_SIZE)
 				if (!_pmg_reg_find(a, &r))
 					mprotect((void *)a, PMG_PAGE_SIZE,
-						 _pmg_prot_of(_pmg_global_rights(
+						 _pmg_prot_of(_pmg_process_rights(
 							&_pmg.dom[r.key])));
 		}
 		_PMG_STAT_INC(contain_regrant);
@@ -747,41 +749,42 @@ static void contain_end(ucontext_t *uc)
 	notify(&pending.f, pending.tid, PMG_FAULT_CONTAINED);
 	if (fd < 0)
 		return;
-	_pmg_bs(&b, "pmguard: contain: stray write by '");
-	_pmg_bs(&b, pending.dec.text);
-	_pmg_bs(&b, "' at ip ");
-	_pmg_bx(&b, pending.f.ip);
-	_pmg_bs(&b, " (site count ");
-	_pmg_bd(&b, (int64_t)pending.count);
-	_pmg_bs(&b, ") in domain '");
-	_pmg_bs(&b, dom_name((int)pending.f.key));
-	_pmg_bs(&b, "' by thread ");
-	_pmg_bd(&b, pending.tid);
-	_pmg_bs(&b, ": undone\n");
-	_pmg_bflush(&b, fd);
+	_pmg_buf_str(&b, "pmguard: contain: stray write by '");
+	_pmg_buf_str(&b, pending.dec.text);
+	_pmg_buf_str(&b, "' at ip ");
+	_pmg_buf_hex(&b, pending.f.ip);
+	_pmg_buf_str(&b, " (site count ");
+	_pmg_buf_dec(&b, (int64_t)pending.count);
+	_pmg_buf_str(&b, ") in domain '");
+	_pmg_buf_str(&b, dom_name((int)pending.f.key));
+	_pmg_buf_str(&b, "' by thread ");
+	_pmg_buf_dec(&b, pending.tid);
+	_pmg_buf_str(&b, ": undone\n");
+	_pmg_buf_flush(&b, fd);
 	for (i = 0; i < pending.nsave; i++) {
 		struct _pmg_save *sv = &pending.save[i];
 
-		_pmg_bs(&b, "pmguard: contain:   range [");
-		_pmg_bx(&b, sv->addr);
-		_pmg_bs(&b, ", ");
-		_pmg_bx(&b, sv->addr + sv->len);
-		_pmg_bs(&b, ") ");
-		_pmg_bd(&b, sv->len);
-		_pmg_bs(&b, " byte(s) old ");
+		_pmg_buf_str(&b, "pmguard: contain:   range [");
+		_pmg_buf_hex(&b, sv->addr);
+		_pmg_buf_str(&b, ", ");
+		_pmg_buf_hex(&b, sv->addr + sv->len);
+		_pmg_buf_str(&b, ") ");
+		_pmg_buf_dec(&b, sv->len);
+		_pmg_buf_str(&b, " byte(s) old ");
 		bytes_hex(&b, sv->old, sv->len);
-		_pmg_bs(&b, " -> new ");
+		_pmg_buf_str(&b, " -> new ");
 		bytes_hex(&b, now[i], sv->len);
-		_pmg_bs(&b, " (kept old)\n");
-		_pmg_bflush(&b, fd);
+		_pmg_buf_str(&b, " (kept old)\n");
+		_pmg_buf_flush(&b, fd);
 	}
 	if (pending.count == 1 && pending.stack_protected) {
-		_pmg_bs(&b, "pmguard: contain: no backtrace: the stack "
+		_pmg_buf_str(&b, "pmguard: contain: no backtrace: the stack "
 			"pointer is in protected memory\n");
-		_pmg_bflush(&b, fd);
+		_pmg_buf_flush(&b, fd);
 	} else if (pending.count == 1) {
-		_pmg_bs(&b, "pmguard: backtrace (handler frames first):\n");
-		_pmg_bflush(&b, fd);
+		_pmg_buf_str(&b, "pmguard: backtrace (handler frames "
+			     "first):\n");
+		_pmg_buf_flush(&b, fd);
 		backtrace_to(fd);
 	}
 }
@@ -841,7 +844,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		page = f.addr & ~(PMG_PAGE_SIZE - 1);
 		/* page permissions are the process-wide rights: never stale */
 		f.saved_pkval = pmg_pkval_update(0, (unsigned)key,
-				_pmg_global_rights(&_pmg.dom[key]));
+				_pmg_process_rights(&_pmg.dom[key]));
 		f.no_sync = true;
 	}
 	f.key = (unsigned)key;

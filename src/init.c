@@ -135,7 +135,7 @@ static unsigned xsave_pkru_offset(void)
 }
 
 /* Register bits of @d's key with no window open. */
-uint32_t _pmg_domain_rights(const struct _pmg_dom *d)
+uint32_t _pmg_default_rights(const struct _pmg_dom *d)
 {
 	return _pmg.core.key[d->key].dflt;
 }
@@ -195,7 +195,7 @@ PMG_API int pmg_init(void)
 	}
 	/* atfork and the thread-exit key: registered once per process, a
 	 * retried init does not add a second set */
-	rc = _pmg_thread_install();
+	rc = _pmg_thread_hooks_install();
 	if (rc)
 		goto out;
 	rc = _pmg_fault_install();

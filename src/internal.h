@@ -76,7 +76,7 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 void _pmg_err_save(char *buf, size_t size);
 void _pmg_err_restore(const char *buf);
 void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]);
-uint32_t _pmg_domain_rights(const struct _pmg_dom *d);
+uint32_t _pmg_default_rights(const struct _pmg_dom *d);
 
 /* domain.c: pmg_domain_new() with the handle at @storage (the caller's,
  * reused by each re-creation) instead of a new allocation. */
@@ -85,7 +85,7 @@ int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
 
 /* domain.c / prim_mprotect.c: the mprotect backend's rights and their
  * page protection */
-unsigned _pmg_global_rights(const struct _pmg_dom *d);
+unsigned _pmg_process_rights(const struct _pmg_dom *d);
 int _pmg_prot_of(unsigned rights);
 /* pagewin.c: page windows of the persistence calls (mprotect backend) */
 int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len);
@@ -173,10 +173,10 @@ struct _pmg_buf {
 	char b[512];
 	size_t n;
 };
-void _pmg_bs(struct _pmg_buf *b, const char *s);
-void _pmg_bx(struct _pmg_buf *b, uint64_t v);	/* 0x-prefixed hex */
-void _pmg_bd(struct _pmg_buf *b, int64_t v);
-void _pmg_bflush(struct _pmg_buf *b, int fd);
+void _pmg_buf_str(struct _pmg_buf *b, const char *s);
+void _pmg_buf_hex(struct _pmg_buf *b, uint64_t v);	/* 0x-prefixed hex */
+void _pmg_buf_dec(struct _pmg_buf *b, int64_t v);
+void _pmg_buf_flush(struct _pmg_buf *b, int fd);
 
 /* pool.c: the pool lock is held across fork() (thread.c) */
 void _pmg_pool_fork_prepare(void);
@@ -184,7 +184,7 @@ void _pmg_pool_fork_release(void);
 
 /* thread.c */
 void _pmg_thread_reset(void);
-int _pmg_thread_install(void);	/* once per process; lock held */
+int _pmg_thread_hooks_install(void);	/* once per process; lock held */
 void _pmg_thread_arm(void);	/* run _pmg_release_windows() at exit */
 
 /* domain.c: close the calling thread's windows as it ends; report them */

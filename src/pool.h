@@ -31,25 +31,30 @@ struct _pmg_persist {
 	char env_msg[256];
 };
 
-extern struct _pmg_persist _pmg_p;
-extern int _pmg_p_ready;
+extern struct _pmg_persist _pmg_persist_cfg;
+extern int _pmg_persist_cfg_ready;
 
 void _pmg_persist_init_once(void);
 
 static inline const struct _pmg_persist *_pmg_persist_get(void)
 {
-	if (__builtin_expect(!__atomic_load_n(&_pmg_p_ready, __ATOMIC_ACQUIRE),
-			     0))
+	if (__builtin_expect(!__atomic_load_n(&_pmg_persist_cfg_ready,
+					      __ATOMIC_ACQUIRE), 0))
 		_pmg_persist_init_once();
-	return &_pmg_p;
+	return &_pmg_persist_cfg;
 }
 
 /* 0, or -EINVAL with the message naming the bad variable. */
 int _pmg_persist_env_check(void);
 
-/* Parse one persistence variable into @p (tests).  @value NULL: unset. */
+/*
+ * Tests: parse one persistence variable into the options behind @p and
+ * pick @p's routines again (@value NULL: unset); put the options back to
+ * their defaults.
+ */
 int _pmg_persist_opt(struct _pmg_persist *p, const char *name,
 		     const char *value);
+void _pmg_persist_opts_reset(void);
 
 /* eADR from @dir (normally /sys/bus/nd/devices): 1, 0, -errno. */
 int _pmg_auto_flush_at(const char *dir);

@@ -173,7 +173,7 @@ static void fork_child(void)
  * is done once, and a step that failed is tried again by the next
  * pmg_init() rather than never (what pthread_once() would do).
  */
-int _pmg_thread_install(void)
+int _pmg_thread_hooks_install(void)
 {
 	static bool atfork_done;
 	int rc;

@@ -63,22 +63,22 @@ static void report(const char *what, uintptr_t a, size_t n,
 
 	if (fd < 0)
 		return;
-	_pmg_bs(&b, "pmguard: ");
-	_pmg_bs(&b, what);
-	_pmg_bs(&b, "(");
-	_pmg_bx(&b, a);
-	_pmg_bs(&b, ", ");
-	_pmg_bd(&b, (int64_t)n);
-	_pmg_bs(&b, ") took protected range ");
-	_pmg_bx(&b, r->base);
-	_pmg_bs(&b, "-");
-	_pmg_bx(&b, r->end);
-	_pmg_bs(&b, " of domain '");
-	_pmg_bs(&b, _pmg.core.key[r->key].name);
-	_pmg_bs(&b, "' away from pmguard: ");
-	_pmg_bs(&b, fate);
-	_pmg_bs(&b, "\n");
-	_pmg_bflush(&b, fd);
+	_pmg_buf_str(&b, "pmguard: ");
+	_pmg_buf_str(&b, what);
+	_pmg_buf_str(&b, "(");
+	_pmg_buf_hex(&b, a);
+	_pmg_buf_str(&b, ", ");
+	_pmg_buf_dec(&b, (int64_t)n);
+	_pmg_buf_str(&b, ") took protected range ");
+	_pmg_buf_hex(&b, r->base);
+	_pmg_buf_str(&b, "-");
+	_pmg_buf_hex(&b, r->end);
+	_pmg_buf_str(&b, " of domain '");
+	_pmg_buf_str(&b, _pmg.core.key[r->key].name);
+	_pmg_buf_str(&b, "' away from pmguard: ");
+	_pmg_buf_str(&b, fate);
+	_pmg_buf_str(&b, "\n");
+	_pmg_buf_flush(&b, fd);
 }
 
 /*
