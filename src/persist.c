@@ -3,7 +3,8 @@
  * libpmem-compatible persistence: flush, drain, persist, msync and the
  * memcpy/memmove/memset family in _persist and _nodrain forms.  The CPU
  * paths are picked once (CPUID, then the PMGUARD_* variables, PMDK's
- * PMEM_* manner) and handed out as function pointers.  The copy calls are
+ * PMEM_* manner, parsed by options.c's table) and handed out as function
+ * pointers.  The copy calls are
  * the pmem-driver analog of the seeds: they open the write window on the
  * destination's domain themselves, so callers need no guards.
  */
@@ -18,14 +19,12 @@
 #include <unistd.h>
 
 #include "options.h"
-#include "pool.h"
+#include "persist.h"
 
 struct _pmg_persist _pmg_persist_cfg;
 int _pmg_persist_cfg_ready;
 
-/* ------------------------------------------------------------- options */
-
-/* The PMGUARD_* persistence variables, from the one table in options.c. */
+/* The PMGUARD_* persistence variables, as options.c parsed them. */
 static struct _pmg_opts persist_opts;
 
 /* ----------------------------------------------------------------- CPU */

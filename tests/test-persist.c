@@ -17,7 +17,7 @@
 #include "pmguard.h"
 #include "tap.h"
 #include "dirs.h"
-#include "../src/pool.h"
+#include "../src/persist.h"
 
 static char dir[256];
 static int skipped;

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Pools and persistence internals (never installed): the contract between
- * pool.c (pools, direct access), persist.c (libpmem-style calls, options,
- * dispatch) and persist_x86.c (CPU-specific loops).
+ * The persistence layer's internal header (never installed): the contract
+ * between persist.c (the libpmem-style calls and the pick of their CPU
+ * paths), persist_x86.c (the CPU-specific loops) and pool.c (pools, direct
+ * access, and the pool table the calls check addresses against).  The PMGUARD_* variables that steer the
+ * pick are parsed by options.c.
  */
-#ifndef PMG_POOL_H
-#define PMG_POOL_H
+#ifndef PMG_PERSIST_H
+#define PMG_PERSIST_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,7 +19,7 @@
 
 /* ---- persist.c */
 
-/* Picked once, from CPUID and the PMGUARD_* variables. */
+/* Picked once, from CPUID and the PMGUARD_* variables (options.c). */
 struct _pmg_persist {
 	void (*flush)(const void *addr, size_t len);
 	/* d 64-byte aligned, n a multiple of 64 */
@@ -112,4 +114,4 @@ extern unsigned long _pmg_pool_stale_removed;
 int _pmg_pool_check_align(const char *path, size_t offset, size_t size,
 			  size_t align);
 
-#endif /* PMG_POOL_H */
+#endif /* PMG_PERSIST_H */
