@@ -101,7 +101,8 @@ void _pmg_pw_fork_child(void);
  * writers (serialised by the caller's lock) change the other copy, publish
  * it, wait for the readers of the old one to leave, then bring the old
  * one up to date.  Readers never retry and never fail: wait-free and
- * AS-safe.  Used for the protected ranges and for pool.c's pool table.
+ * AS-safe.  Used for the protected ranges and for pool.c's pool table;
+ * each table has a per-thread cache of the last interval looked up in it.
  */
 struct _pmg_range {
 	uintptr_t base, end;
@@ -112,24 +113,49 @@ struct _pmg_rcopy {
 	size_t n, cap;
 	struct _pmg_range *r;
 };
+/* The tables: each names its per-thread cache and fork-reset slot. */
+enum _pmg_rtab_id {
+	_PMG_RT_REGISTRY,
+	_PMG_RT_POOLS,
+	_PMG_RT_NR
+};
 struct _pmg_rtab {
+	enum _pmg_rtab_id id;	/* set in the table's initialiser */
 	struct _pmg_rcopy c[2];
 	int lr;			/* the copy readers use */
 	int vi;			/* the reader count new readers join */
 	unsigned long readers[2];
 	unsigned version;	/* bumped by each change */
-	bool registered;	/* for the fork child's reset */
 };
-/* Writers (the caller's lock held): -EEXIST (overlap), -ENOMEM, -ENOENT. */
+/* Writers (the caller's lock held).  Insert: 0, -EEXIST (overlaps a
+ * range), -ENOMEM.  Remove the range at @base (and @end, unless 0), its
+ * copy in *out if not NULL: 0 or -ENOENT. */
 int _pmg_rt_insert(struct _pmg_rtab *t, const struct _pmg_range *r);
 int _pmg_rt_remove(struct _pmg_rtab *t, uintptr_t base, uintptr_t end,
 		   struct _pmg_range *out);
+/* The number of ranges (the caller's lock held). */
+size_t _pmg_rt_count(const struct _pmg_rtab *t);
 /* Readers: enter, use the copy (n ranges), leave with the slot.  AS-safe. */
 const struct _pmg_range *_pmg_rt_enter(struct _pmg_rtab *t, size_t *n,
 				       int *slot);
 void _pmg_rt_leave(struct _pmg_rtab *t, int slot);
 /* First index whose end > addr. */
 size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr);
+/* The table's version, read before a lookup whose answer goes into the
+ * cache.  AS-safe. */
+unsigned _pmg_rt_version(struct _pmg_rtab *t);
+/*
+ * The calling thread's one-entry cache of @t: an interval [base, end) and
+ * what the user says of it (key, lim), valid while the table's version is
+ * @ver, the version read before the lookup that found it.  Get: true and
+ * *out if [a, a+len) lies within the cached interval (len >= 1).  Both
+ * AS-safe: a signal handler interrupting an update on the same thread
+ * neither trusts nor writes the entry.
+ */
+bool _pmg_rt_cache_get(struct _pmg_rtab *t, uintptr_t a, size_t len,
+		       struct _pmg_range *out);
+void _pmg_rt_cache_put(struct _pmg_rtab *t, unsigned ver,
+		       const struct _pmg_range *r);
 
 /* The protected ranges (key: the domain's key). */
 bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end);
