@@ -17,10 +17,8 @@
 
 int _pmg_noaccess_domains;
 
-static struct ucb *ucbs[PMG_NR_KEYS];
-
 /* The _pmg_dom behind a handle, or NULL if it is not a live one of ours. */
-static struct _pmg_dom *dom_of(const struct pmg_domain *d)
+struct _pmg_dom *_pmg_dom_of(const struct pmg_domain *d)
 {
 	struct _pmg_dom *x;
 	int k;
@@ -155,7 +153,7 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 		_pmg.prim->set_rights(key, dflt);
 	if (flags & PMG_DOMAIN_NOACCESS)
 		__atomic_add_fetch(&_pmg_noaccess_domains, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&ucbs[key], NULL, __ATOMIC_RELEASE);
+	_pmg_fault_cb_clear(key);
 	__atomic_store_n(&d->live, true, __ATOMIC_RELEASE);
 	*dp = h;
 	h = NULL;
@@ -186,7 +184,7 @@ PMG_API int pmg_domain_delete(struct pmg_domain **dp)
 	if (!dp || !*dp)
 		return 0;
 	pthread_mutex_lock(&_pmg.lock);
-	d = dom_of(*dp);
+	d = _pmg_dom_of(*dp);
 	if (!d) {
 		rc = _pmg_err(-EINVAL, "pmg_domain_delete: not a live domain");
 		goto out;
@@ -222,14 +220,14 @@ out:
 
 PMG_API int pmg_domain_key(const struct pmg_domain *d)
 {
-	struct _pmg_dom *x = dom_of(d);
+	struct _pmg_dom *x = _pmg_dom_of(d);
 
 	return x ? x->key : _pmg_err_s(-EINVAL, "pmg_domain_key: not a live domain");
 }
 
 PMG_API const char *pmg_domain_name(const struct pmg_domain *d)
 {
-	struct _pmg_dom *x = dom_of(d);
+	struct _pmg_dom *x = _pmg_dom_of(d);
 
 	return x ? _pmg.core.key[x->key].name : NULL;
 }
@@ -308,7 +306,7 @@ PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
 		return _pmg_err(-EINVAL, "pmg_protect(%p, %zu): range wraps",
 				addr, len);
 	pthread_mutex_lock(&_pmg.lock);
-	d = dom_of(dom);
+	d = _pmg_dom_of(dom);
 	if (!d) {
 		rc = _pmg_err(-EINVAL, "pmg_protect: not a live domain");
 		goto out;
@@ -506,7 +504,7 @@ static int bad_window(const struct pmg_domain *d, int acc)
 
 PMG_API int _pmg_open_slow(struct pmg_domain *d, int acc)
 {
-	struct _pmg_dom *x = dom_of(d);
+	struct _pmg_dom *x = _pmg_dom_of(d);
 
 	if (!x || !_pmg_valid(d, acc))
 		return bad_window(d, acc);
@@ -517,7 +515,7 @@ PMG_API int _pmg_open_slow(struct pmg_domain *d, int acc)
 
 PMG_API int _pmg_close_slow(struct pmg_domain *d, int acc)
 {
-	struct _pmg_dom *x = dom_of(d);
+	struct _pmg_dom *x = _pmg_dom_of(d);
 
 	if (!x || !_pmg_valid(d, acc))
 		return bad_window(d, acc);
@@ -572,58 +570,4 @@ PMG_API int pmg_map(const void *addr)
 	_PMG_STAT_INC(long_term_maps);
 	_pmg_report_long_term(addr, d, __builtin_return_address(0));
 	return 1;
-}
-
-/*
- * Bridge from the core's callback to the public one.  Each key's
- * (callback, argument) pair is immutable once published and swapped whole
- * with one atomic store, so a fault in flight sees the old pair or the new
- * one, never a mix or a half-cleared one.  Replaced pairs are retired, not
- * freed: a handler may still be reading one.
- */
-struct ucb {
-	pmg_fault_cb cb;
-	void *arg;
-};
-
-static bool cb_bridge(const struct pmg_fault *f, void *unused)
-{
-	struct ucb *u = __atomic_load_n(&ucbs[f->key], __ATOMIC_ACQUIRE);
-	struct pmg_fault_info fi;
-
-	(void)unused;
-	if (!u)
-		return false;
-	_pmg_fault_info(f, (pid_t)syscall(SYS_gettid), 0, &fi);
-	return u->cb(&fi, u->arg);
-}
-
-PMG_API int pmg_domain_set_callback(struct pmg_domain *dom, pmg_fault_cb cb,
-				    void *arg)
-{
-	struct ucb *u = NULL;
-	struct _pmg_dom *d;
-	int rc;
-
-	if (cb) {
-		u = malloc(sizeof(*u));
-		if (!u)
-			return _pmg_err(-ENOMEM, "pmg_domain_set_callback: "
-					"out of memory");
-		u->cb = cb;
-		u->arg = arg;
-	}
-	pthread_mutex_lock(&_pmg.lock);
-	d = dom_of(dom);
-	if (!d) {
-		pthread_mutex_unlock(&_pmg.lock);
-		free(u);
-		return _pmg_err(-EINVAL, "pmg_domain_set_callback: not a "
-				"live domain");
-	}
-	__atomic_store_n(&ucbs[d->key], u, __ATOMIC_RELEASE);
-	rc = pmg_core_set_callback(&_pmg.core, (unsigned)d->key, cb_bridge,
-				   NULL);
-	pthread_mutex_unlock(&_pmg.lock);
-	return rc;
 }

@@ -215,51 +215,6 @@ int _pmg_ensure_init(void)
 	return __atomic_load_n(&_pmg.inited, __ATOMIC_ACQUIRE) ? 0 : pmg_init();
 }
 
-PMG_API int pmg_set_fault_mode(int mode)
-{
-	if (mode != PMG_FAULT_STRICT && mode != PMG_FAULT_RELAXED &&
-	    mode != PMG_FAULT_AUDIT && mode != PMG_FAULT_CONTAIN)
-		return _pmg_err(-EINVAL, "pmg_set_fault_mode: fault mode %d: must be "
-				"PMG_FAULT_STRICT, _RELAXED, _AUDIT or _CONTAIN",
-				mode);
-	__atomic_store_n(&_pmg.mode, mode, __ATOMIC_RELAXED);
-	/* wins over PMGUARD_FAULT_MODE; atomic: AS-safe */
-	__atomic_store_n(&_pmg.mode_set, true, __ATOMIC_RELEASE);
-	return 0;
-}
-
-PMG_API int pmg_get_fault_mode(void)
-{
-	return __atomic_load_n(&_pmg.mode, __ATOMIC_RELAXED);
-}
-
-PMG_API int pmg_set_report_fd(int fd)
-{
-	if (fd < -1)
-		fd = -1;
-	/* wins over PMGUARD_REPORT_FD; atomic: AS-safe */
-	__atomic_store_n(&_pmg.fd_set, true, __ATOMIC_RELEASE);
-	return __atomic_exchange_n(&_pmg.report_fd, fd, __ATOMIC_RELAXED);
-}
-
-/* The pair is swapped whole; a replaced one is retired, never freed: a
- * handler in flight may still read it. */
-PMG_API int pmg_set_fault_observer(pmg_fault_observer fn, void *arg)
-{
-	struct _pmg_observer *o = NULL;
-
-	if (fn) {
-		o = malloc(sizeof(*o));
-		if (!o)
-			return _pmg_err_s(-ENOMEM, "pmg_set_fault_observer: "
-					  "out of memory");
-		o->fn = fn;
-		o->arg = arg;
-	}
-	__atomic_store_n(&_pmg.observer, o, __ATOMIC_RELEASE);
-	return 0;
-}
-
 static int count_free_pkeys(void)
 {
 	int keys[16], n = 0, k;

@@ -41,11 +41,6 @@ struct _pmg_dom {
 	unsigned gw, gr;
 };
 
-struct _pmg_observer {
-	pmg_fault_observer fn;
-	void *arg;
-};
-
 /* Process state.  Mutations hold .lock; the fault path only reads. */
 struct _pmg_state {
 	pthread_mutex_t lock;
@@ -54,13 +49,18 @@ struct _pmg_state {
 	struct _pmg_dom dom[PMG_NR_KEYS];
 	int mode;			/* enum pmg_fault_mode */
 	int report_fd;
-	struct _pmg_observer *observer;	/* immutable pair, swapped whole */
 	bool mode_set, fd_set;		/* set by the API before pmg_init() */
 	unsigned xsave_pkru_off;	/* CPUID.(0xD,9).EBX, 0 if none */
 	bool inited;
 };
 
 extern struct _pmg_state _pmg;
+
+/* The name of the domain holding @key. */
+static inline const char *_pmg_key_name(int key)
+{
+	return _pmg.core.key[key].name;
+}
 extern int _pmg_noaccess_domains;	/* live PMG_DOMAIN_NOACCESS domains */
 
 /* init.c */
@@ -78,6 +78,8 @@ void _pmg_err_restore(const char *buf);
 void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]);
 uint32_t _pmg_default_rights(const struct _pmg_dom *d);
 
+/* domain.c: the _pmg_dom behind a live handle, or NULL. */
+struct _pmg_dom *_pmg_dom_of(const struct pmg_domain *d);
 /* domain.c: pmg_domain_new() with the handle at @storage (the caller's,
  * reused by each re-creation) instead of a new allocation. */
 int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
@@ -184,17 +186,9 @@ extern unsigned long _pmg_ranges_dropped;	/* tests */
 
 /* fault.c */
 int _pmg_fault_install(void);
-void _pmg_fault_info(const struct pmg_fault *f, pid_t tid, int action,
-		     struct pmg_fault_info *fi);
-void _pmg_report_unbalanced(struct pmg_domain *d, int acc, void *caller);
-void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
-			   void *caller);
-void _pmg_report_dead_windows(pid_t tid, const char *name, unsigned w,
-			      unsigned r);
-extern struct pmg_stats _pmg_stats;
-#define _PMG_STAT_INC(f) __atomic_add_fetch(&_pmg_stats.f, 1, __ATOMIC_RELAXED)
+void _pmg_fault_cb_clear(int key);
 
-/* AS-safe output: format into a buffer, write(2) once. */
+/* report.c: AS-safe output: format into a buffer, write(2) once. */
 struct _pmg_buf {
 	char b[512];
 	size_t n;
@@ -202,7 +196,23 @@ struct _pmg_buf {
 void _pmg_buf_str(struct _pmg_buf *b, const char *s);
 void _pmg_buf_hex(struct _pmg_buf *b, uint64_t v);	/* 0x-prefixed hex */
 void _pmg_buf_dec(struct _pmg_buf *b, int64_t v);
-void _pmg_buf_flush(struct _pmg_buf *b, int fd);
+void _pmg_buf_bytes(struct _pmg_buf *b, const uint8_t *p, unsigned n);
+void _pmg_buf_flush(struct _pmg_buf *b, int fd);	/* n back to 0 */
+/* report.c: reports on the report fd (-1: none); all AS-safe */
+int _pmg_report_fd(void);
+void _pmg_backtrace_to(int fd);
+void _pmg_report_fault(const struct pmg_fault *f, pid_t tid,
+		       const char *what, bool trace);
+void _pmg_report_unbalanced(struct pmg_domain *d, int acc, void *caller);
+void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
+			   void *caller);
+void _pmg_report_dead_windows(pid_t tid, const char *name, unsigned w,
+			      unsigned r);
+/* Count an audit fault at @ip: the site's count (1: first), 0 if the
+ * site table is full. */
+uint64_t _pmg_audit_site_hit(uintptr_t ip, int key);
+extern struct pmg_stats _pmg_stats;
+#define _PMG_STAT_INC(f) __atomic_add_fetch(&_pmg_stats.f, 1, __ATOMIC_RELAXED)
 
 /* pool.c: the pool lock is held across fork() (thread.c) */
 void _pmg_pool_fork_prepare(void);

@@ -58,7 +58,7 @@ void _pmg_gone_forget(uintptr_t base, uintptr_t end)
 static void report(const char *what, uintptr_t a, size_t n,
 		   const struct _pmg_range *r, const char *fate)
 {
-	int fd = __atomic_load_n(&_pmg.report_fd, __ATOMIC_RELAXED);
+	int fd = _pmg_report_fd();
 	struct _pmg_buf b = { .n = 0 };
 
 	if (fd < 0)
