@@ -85,7 +85,7 @@ struct _pmg_dom *_pmg_dom_of(const struct pmg_domain *d);
 int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
 		       unsigned flags, struct pmg_domain *storage);
 
-/* domain.c / prim_mprotect.c: the mprotect backend's rights and their
+/* window.c / prim_mprotect.c: the mprotect backend's rights and their
  * page protection */
 unsigned _pmg_process_rights(const struct _pmg_dom *d);
 int _pmg_prot_of(unsigned rights);
@@ -223,7 +223,7 @@ void _pmg_thread_reset(void);
 int _pmg_thread_hooks_install(void);	/* once per process; lock held */
 void _pmg_thread_arm(void);	/* run _pmg_release_windows() at exit */
 
-/* domain.c: close the calling thread's windows as it ends; report them */
+/* window.c: close the calling thread's windows as it ends; report them */
 void _pmg_release_windows(void);
 
 #endif /* PMG_INTERNAL_H */
