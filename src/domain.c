@@ -217,6 +217,16 @@ out:
 	return rc;
 }
 
+/*
+ * Whether @d's default denies reads too (PMG_DOMAIN_NOACCESS): a read of
+ * its memory needs a read window.  From the handle alone, as the inline
+ * edges see it: no lock, AS-safe.
+ */
+bool _pmg_domain_noaccess(const struct pmg_domain *d)
+{
+	return d->_rd_bits != d->_dflt_bits;
+}
+
 PMG_API int pmg_domain_key(const struct pmg_domain *d)
 {
 	struct _pmg_dom *x = _pmg_dom_of(d);

@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "internal.h"
 #include "options.h"
@@ -134,7 +132,8 @@ static unsigned xsave_pkru_offset(void)
 	return r[1];
 }
 
-/* Register bits of @d's key with no window open. */
+/* The rights (PMG_RIGHTS_*: two bits, not shifted into the register) of
+ * @d's key with no window open. */
 uint32_t _pmg_default_rights(const struct _pmg_dom *d)
 {
 	return _pmg.core.key[d->key].dflt;
@@ -215,22 +214,6 @@ int _pmg_ensure_init(void)
 	return __atomic_load_n(&_pmg.inited, __ATOMIC_ACQUIRE) ? 0 : pmg_init();
 }
 
-static int count_free_pkeys(void)
-{
-	int keys[16], n = 0, k;
-
-	while (n < 16) {
-		/* AD: pkey_free() leaves the caller's rights as they are */
-		k = (int)syscall(SYS_pkey_alloc, 0, PMG_RIGHTS_AD);
-		if (k < 0)
-			break;
-		keys[n++] = k;
-	}
-	for (k = 0; k < n; k++)
-		syscall(SYS_pkey_free, keys[k]);
-	return n;
-}
-
 PMG_API int pmg_get_info(struct pmg_info *info)
 {
 	uint32_t r[4];
@@ -256,7 +239,7 @@ PMG_API int pmg_get_info(struct pmg_info *info)
 	info->keys_used = _pmg.inited ? pmg_core_count_used(&_pmg.core) : 0;
 	info->keys_free = info->keys_total - info->keys_used;
 	if (info->backend == PMG_BACKEND_PKU || info->cpu_ospke) {
-		int n = count_free_pkeys();
+		int n = _pmg_pku_free_keys();
 
 		info->kernel_pkeys = n > 0 || info->keys_used > 0;
 		if (info->backend == PMG_BACKEND_PKU)

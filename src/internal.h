@@ -80,6 +80,8 @@ uint32_t _pmg_default_rights(const struct _pmg_dom *d);
 
 /* domain.c: the _pmg_dom behind a live handle, or NULL. */
 struct _pmg_dom *_pmg_dom_of(const struct pmg_domain *d);
+/* domain.c: a read of @d's memory needs a window (PMG_DOMAIN_NOACCESS). */
+bool _pmg_domain_noaccess(const struct pmg_domain *d);
 /* domain.c: pmg_domain_new() with the handle at @storage (the caller's,
  * reused by each re-creation) instead of a new allocation. */
 int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,

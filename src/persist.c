@@ -253,7 +253,7 @@ struct guard {
 
 static bool needs_read_window(const struct pmg_domain *d)
 {
-	return d->_rd_bits != d->_dflt_bits;
+	return _pmg_domain_noaccess(d);
 }
 
 static int guard_add(struct guard *g, struct pmg_domain *d, int acc)

@@ -316,7 +316,7 @@ static int domain_get(struct pmg_pool *p, const struct pmg_pool_config *c)
 	if (c->domain) {
 		p->dom = c->domain;
 		p->shared = -1;
-		p->noaccess = p->dom->_rd_bits != p->dom->_dflt_bits;
+		p->noaccess = _pmg_domain_noaccess(p->dom);
 		return 0;
 	}
 	if (!shared[i].d) {
