@@ -184,7 +184,6 @@ void _pmg_range_drop_unmapped(const struct _pmg_range *r);
 bool _pmg_all_mapped(uintptr_t base, uintptr_t end);
 bool _pmg_gone_take(uintptr_t base, uintptr_t end);
 void _pmg_gone_forget(uintptr_t base, uintptr_t end);
-extern unsigned long _pmg_ranges_dropped;	/* tests */
 
 /* fault.c */
 int _pmg_fault_install(void);
@@ -210,6 +209,8 @@ void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
 			   void *caller);
 void _pmg_report_dead_windows(pid_t tid, const char *name, unsigned w,
 			      unsigned r);
+void _pmg_report_range_gone(const char *what, uintptr_t a, size_t n,
+			    const struct _pmg_range *r, const char *fate);
 /* Count an audit fault at @ip: the site's count (1: first), 0 if the
  * site table is full. */
 uint64_t _pmg_audit_site_hit(uintptr_t ip, int key);
@@ -221,7 +222,6 @@ void _pmg_pool_fork_prepare(void);
 void _pmg_pool_fork_release(void);
 
 /* thread.c */
-void _pmg_thread_reset(void);
 int _pmg_thread_hooks_install(void);	/* once per process; lock held */
 void _pmg_thread_arm(void);	/* run _pmg_release_windows() at exit */
 

@@ -3,8 +3,8 @@
  * The persistence layer's internal header (never installed): the contract
  * between persist.c (the libpmem-style calls and the pick of their CPU
  * paths), persist_x86.c (the CPU-specific loops) and pool.c (pools, direct
- * access, and the pool table the calls check addresses against).  The PMGUARD_* variables that steer the
- * pick are parsed by options.c.
+ * access, and the pool table the calls check addresses against).  The
+ * PMGUARD_* variables that steer the pick are parsed by options.c.
  */
 #ifndef PMG_PERSIST_H
 #define PMG_PERSIST_H
@@ -82,10 +82,8 @@ static inline void _pmg_sfence(void)
 #endif
 }
 
-/* ---- pool.c: the pool table, for "is this address in a non-pmem pool" */
+/* ---- pool.c: the pool table: which addresses lie in which pools */
 
-/* Number of open pools that are not pmem (their flushes are msync). */
-extern int _pmg_nonpmem_pools;
 /* Number of open pools. */
 extern int _pmg_open_pools;
 
@@ -96,12 +94,6 @@ extern int _pmg_open_pools;
  * AS-safe, never a wrong answer.
  */
 int _pmg_pool_check_range(const void *addr, size_t len, bool *nonpmem);
-
-/*
- * 1 if [addr, addr+len) touches a non-pmem pool, 0 if not.  Lock-free
- * (sequence count), no allocation.
- */
-int _pmg_pool_find_nonpmem(const void *addr, size_t len);
 
 /* 1 if [addr, addr+len) lies within one pmem pool.  AS-safe. */
 int _pmg_pool_range_pmem(const void *addr, size_t len);

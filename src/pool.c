@@ -89,7 +89,7 @@ static struct {
  */
 static struct _pmg_rtab ptab = { .id = _PMG_RT_POOLS };
 
-int _pmg_nonpmem_pools, _pmg_open_pools;
+int _pmg_open_pools;
 
 static int ptab_insert(const struct pmg_pool *p)
 {
@@ -105,8 +105,6 @@ static int ptab_insert(const struct pmg_pool *p)
 		return _pmg_err(rc, "registering the pool at %p: %s", p->addr,
 				strerror(-rc));
 	__atomic_add_fetch(&_pmg_open_pools, 1, __ATOMIC_RELAXED);
-	if (!p->pmem)
-		__atomic_add_fetch(&_pmg_nonpmem_pools, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -115,8 +113,6 @@ static void ptab_remove(const struct pmg_pool *p)
 	if (_pmg_rt_remove(&ptab, (uintptr_t)p->addr, 0, NULL))
 		return;
 	__atomic_sub_fetch(&_pmg_open_pools, 1, __ATOMIC_RELAXED);
-	if (!p->pmem)
-		__atomic_sub_fetch(&_pmg_nonpmem_pools, 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -173,14 +169,6 @@ static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
 		*outside = out;
 }
 
-int _pmg_pool_find_nonpmem(const void *addr, size_t len)
-{
-	bool np, in;
-
-	ptab_scan((uintptr_t)addr, len, &np, &in, NULL);
-	return np;
-}
-
 int _pmg_pool_range_pmem(const void *addr, size_t len)
 {
 	bool np, in;
@@ -234,12 +222,17 @@ PMG_API int pmg_pool_config_delete(struct pmg_pool_config **cfgp)
 	return 0;
 }
 
+/* A setter called with a NULL configuration. */
+static int cfg_null(const char *setter)
+{
+	return _pmg_err(-EINVAL, "%s: cfg is NULL", setter);
+}
+
 PMG_API int pmg_pool_config_set_size(struct pmg_pool_config *cfg,
 				     size_t size)
 {
 	if (!cfg)
-		return _pmg_err(-EINVAL, "pmg_pool_config_set_size: cfg is "
-				"NULL");
+		return cfg_null(__func__);
 	if (size > (size_t)LONG_MAX)
 		return _pmg_err(-EINVAL, "pool size %zu does not fit in "
 				"off_t", size);
@@ -251,8 +244,7 @@ PMG_API int pmg_pool_config_set_offset(struct pmg_pool_config *cfg,
 				       size_t offset)
 {
 	if (!cfg)
-		return _pmg_err(-EINVAL, "pmg_pool_config_set_offset: cfg is "
-				"NULL");
+		return cfg_null(__func__);
 	if (offset % PMG_PAGE_SIZE || offset > (size_t)LONG_MAX)
 		return _pmg_err(-EINVAL, "pool offset %zu is not a multiple "
 				"of the page size %lu (or too big)", offset,
@@ -268,8 +260,7 @@ PMG_API int pmg_pool_config_set_flags(struct pmg_pool_config *cfg,
 				      unsigned flags)
 {
 	if (!cfg)
-		return _pmg_err(-EINVAL, "pmg_pool_config_set_flags: cfg is "
-				"NULL");
+		return cfg_null(__func__);
 	if (flags & ~POOL_FLAGS)
 		return _pmg_err(-EINVAL, "unknown pool flags %#x",
 				flags & ~POOL_FLAGS);
@@ -284,8 +275,7 @@ PMG_API int pmg_pool_config_set_mode(struct pmg_pool_config *cfg,
 				     mode_t mode)
 {
 	if (!cfg)
-		return _pmg_err(-EINVAL, "pmg_pool_config_set_mode: cfg is "
-				"NULL");
+		return cfg_null(__func__);
 	if (mode & ~(mode_t)07777)
 		return _pmg_err(-EINVAL, "file mode %#o has bits outside "
 				"07777", (unsigned)mode);
@@ -297,8 +287,7 @@ PMG_API int pmg_pool_config_set_domain(struct pmg_pool_config *cfg,
 				       struct pmg_domain *d)
 {
 	if (!cfg)
-		return _pmg_err(-EINVAL, "pmg_pool_config_set_domain: cfg is "
-				"NULL");
+		return cfg_null(__func__);
 	cfg->domain = d;
 	return 0;
 }

@@ -90,16 +90,27 @@ void _pmg_backtrace_to(int fd)
 	backtrace_symbols_fd(bt, n, fd);
 }
 
+/* Start the line "pmguard: <what>" in @b: the report fd, or -1 (none:
+ * the caller reports nothing). */
+static int report_begin(struct _pmg_buf *b, const char *what)
+{
+	int fd = _pmg_report_fd();
+
+	if (fd >= 0) {
+		_pmg_buf_str(b, "pmguard: ");
+		_pmg_buf_str(b, what);
+	}
+	return fd;
+}
+
 void _pmg_report_fault(const struct pmg_fault *f, pid_t tid,
 		       const char *what, bool trace)
 {
-	int fd = _pmg_report_fd();
 	struct _pmg_buf b = { .n = 0 };
+	int fd = report_begin(&b, what);
 
 	if (fd < 0)
 		return;
-	_pmg_buf_str(&b, "pmguard: ");
-	_pmg_buf_str(&b, what);
 	_pmg_buf_str(&b, f->acc == PMG_ACC_WRITE ? ": stray write to "
 					     : ": stray read of ");
 	_pmg_buf_hex(&b, f->addr);
@@ -175,6 +186,31 @@ void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
 	_pmg_buf_str(&b, ": windows are per thread; use pmg_map_local()\n");
 	_pmg_buf_flush(&b, fd);
 	_pmg_backtrace_to(fd);
+}
+
+/* @what(@a, @n) took the protected range @r away: say so, and its @fate. */
+void _pmg_report_range_gone(const char *what, uintptr_t a, size_t n,
+			    const struct _pmg_range *r, const char *fate)
+{
+	struct _pmg_buf b = { .n = 0 };
+	int fd = report_begin(&b, what);
+
+	if (fd < 0)
+		return;
+	_pmg_buf_str(&b, "(");
+	_pmg_buf_hex(&b, a);
+	_pmg_buf_str(&b, ", ");
+	_pmg_buf_dec(&b, (int64_t)n);
+	_pmg_buf_str(&b, ") took protected range ");
+	_pmg_buf_hex(&b, r->base);
+	_pmg_buf_str(&b, "-");
+	_pmg_buf_hex(&b, r->end);
+	_pmg_buf_str(&b, " of domain '");
+	_pmg_buf_str(&b, _pmg_key_name(r->key));
+	_pmg_buf_str(&b, "' away from pmguard: ");
+	_pmg_buf_str(&b, fate);
+	_pmg_buf_str(&b, "\n");
+	_pmg_buf_flush(&b, fd);
 }
 
 /* ------------------------------------------------------- audit sites */

@@ -206,26 +206,30 @@ static int bad_window(const struct pmg_domain *d, int acc)
 	return _pmg_err_s(-EINVAL, "window on a domain that is not live");
 }
 
-PMG_API int _pmg_open_slow(struct pmg_domain *d, int acc)
+/* pmg_open()/pmg_close() when the inline edge cannot decide: a bad
+ * window, or the mprotect backend. */
+static int slow_edge(struct pmg_domain *d, int acc, enum edge edge,
+		     void *caller)
 {
 	struct _pmg_dom *x = _pmg_dom_of(d);
 
 	if (!x || !_pmg_valid(d, acc))
 		return bad_window(d, acc);
-	if (_pmg_fast)
+	if (_pmg_fast && edge == EDGE_OPEN)
 		return _pmg_open_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
-	return mp_edge(x, acc, EDGE_OPEN, __builtin_return_address(0));
+	if (_pmg_fast)
+		return _pmg_close_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
+	return mp_edge(x, acc, edge, caller);
+}
+
+PMG_API int _pmg_open_slow(struct pmg_domain *d, int acc)
+{
+	return slow_edge(d, acc, EDGE_OPEN, __builtin_return_address(0));
 }
 
 PMG_API int _pmg_close_slow(struct pmg_domain *d, int acc)
 {
-	struct _pmg_dom *x = _pmg_dom_of(d);
-
-	if (!x || !_pmg_valid(d, acc))
-		return bad_window(d, acc);
-	if (_pmg_fast)
-		return _pmg_close_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
-	return mp_edge(x, acc, EDGE_CLOSE, __builtin_return_address(0));
+	return slow_edge(d, acc, EDGE_CLOSE, __builtin_return_address(0));
 }
 
 PMG_API int _pmg_overflow(struct pmg_domain *d)
@@ -243,26 +247,27 @@ PMG_API int _pmg_unbalanced(struct pmg_domain *d, int acc, void *caller)
 			  "is open on this domain in this thread");
 }
 
-PMG_API int pmg_map_local(const void *addr, int acc)
+/* A window edge on the domain protecting @addr: 1, 0 if none does, or the
+ * edge's error. */
+static int edge_at(const void *addr, int acc, enum edge edge)
 {
 	struct pmg_domain *d = pmg_lookup(addr, NULL, NULL);
 	int rc;
 
 	if (!d)
 		return 0;
-	rc = pmg_open(d, acc);
+	rc = edge == EDGE_OPEN ? pmg_open(d, acc) : pmg_close(d, acc);
 	return rc ? rc : 1;
+}
+
+PMG_API int pmg_map_local(const void *addr, int acc)
+{
+	return edge_at(addr, acc, EDGE_OPEN);
 }
 
 PMG_API int pmg_unmap_local(const void *addr, int acc)
 {
-	struct pmg_domain *d = pmg_lookup(addr, NULL, NULL);
-	int rc;
-
-	if (!d)
-		return 0;
-	rc = pmg_close(d, acc);
-	return rc ? rc : 1;
+	return edge_at(addr, acc, EDGE_CLOSE);
 }
 
 PMG_API int pmg_map(const void *addr)
