@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Domains, protected ranges and the out-of-line window paths: the mprotect
- * backend's process-wide windows, validation failures and unbalanced
- * closes.  The PKU fast path is inline in pmguard.h.
+ * Domains and protected ranges: creation and deletion, key allocation,
+ * protect, unprotect and lookup.  Windows are window.c's.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -17,10 +16,8 @@
 
 int _pmg_noaccess_domains;
 
-static struct ucb *ucbs[PMG_NR_KEYS];
-
 /* The _pmg_dom behind a handle, or NULL if it is not a live one of ours. */
-static struct _pmg_dom *dom_of(const struct pmg_domain *d)
+struct _pmg_dom *_pmg_dom_of(const struct pmg_domain *d)
 {
 	struct _pmg_dom *x;
 	int k;
@@ -155,7 +152,7 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 		_pmg.prim->set_rights(key, dflt);
 	if (flags & PMG_DOMAIN_NOACCESS)
 		__atomic_add_fetch(&_pmg_noaccess_domains, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&ucbs[key], NULL, __ATOMIC_RELEASE);
+	_pmg_fault_cb_clear(key);
 	__atomic_store_n(&d->live, true, __ATOMIC_RELEASE);
 	*dp = h;
 	h = NULL;
@@ -186,7 +183,7 @@ PMG_API int pmg_domain_delete(struct pmg_domain **dp)
 	if (!dp || !*dp)
 		return 0;
 	pthread_mutex_lock(&_pmg.lock);
-	d = dom_of(*dp);
+	d = _pmg_dom_of(*dp);
 	if (!d) {
 		rc = _pmg_err(-EINVAL, "pmg_domain_delete: not a live domain");
 		goto out;
@@ -220,16 +217,26 @@ out:
 	return rc;
 }
 
+/*
+ * Whether @d's default denies reads too (PMG_DOMAIN_NOACCESS): a read of
+ * its memory needs a read window.  From the handle alone, as the inline
+ * edges see it: no lock, AS-safe.
+ */
+bool _pmg_domain_noaccess(const struct pmg_domain *d)
+{
+	return d->_rd_bits != d->_dflt_bits;
+}
+
 PMG_API int pmg_domain_key(const struct pmg_domain *d)
 {
-	struct _pmg_dom *x = dom_of(d);
+	struct _pmg_dom *x = _pmg_dom_of(d);
 
 	return x ? x->key : _pmg_err_s(-EINVAL, "pmg_domain_key: not a live domain");
 }
 
 PMG_API const char *pmg_domain_name(const struct pmg_domain *d)
 {
-	struct _pmg_dom *x = dom_of(d);
+	struct _pmg_dom *x = _pmg_dom_of(d);
 
 	return x ? _pmg.core.key[x->key].name : NULL;
 }
@@ -279,21 +286,6 @@ static int check_mapping(uintptr_t base, uintptr_t end)
 	return 0;
 }
 
-/* The rights a domain's pages have on the mprotect backend: process-wide
- * window counts over its default.  AS-safe (reads only). */
-unsigned _pmg_global_rights(const struct _pmg_dom *d)
-{
-	unsigned dflt = _pmg_domain_rights(d);
-
-	/* relaxed: the fault handlers read these while the lock's holder
-	 * changes them */
-	if (__atomic_load_n(&d->gw, __ATOMIC_RELAXED))
-		return pmg_window_rights(dflt, PMG_ACC_WRITE);
-	if (__atomic_load_n(&d->gr, __ATOMIC_RELAXED))
-		return pmg_window_rights(dflt, PMG_ACC_READ);
-	return dflt;
-}
-
 PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
 {
 	uintptr_t base = (uintptr_t)addr, end = base + len;
@@ -308,7 +300,7 @@ PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
 		return _pmg_err(-EINVAL, "pmg_protect(%p, %zu): range wraps",
 				addr, len);
 	pthread_mutex_lock(&_pmg.lock);
-	d = dom_of(dom);
+	d = _pmg_dom_of(dom);
 	if (!d) {
 		rc = _pmg_err(-EINVAL, "pmg_protect: not a live domain");
 		goto out;
@@ -329,7 +321,7 @@ PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
 			      (unsigned long)end, strerror(-rc));
 		goto out;
 	}
-	rc = _pmg.prim->tag(addr, len, d->key, _pmg_global_rights(d));
+	rc = _pmg.prim->tag(addr, len, d->key, _pmg_process_rights(d));
 	if (rc) {
 		_pmg_reg_remove(base, end, &dummy);
 		rc = _pmg_err(rc, "tagging %p-%#lx with key %d: %s", addr,
@@ -394,233 +386,4 @@ PMG_API struct pmg_domain *pmg_lookup(const void *addr, void **base,
 	if (len)
 		*len = r.end - r.base;
 	return _pmg.dom[r.key].h;
-}
-
-/* Window edge on the mprotect backend: process-wide, under the lock. */
-static int mp_edge(struct _pmg_dom *d, int acc, bool open, void *caller)
-{
-	struct pmg_ws *ws = (struct pmg_ws *)&_pmg_tls;
-	unsigned key = (unsigned)d->key, before, after;
-	unsigned *g = acc ? &d->gw : &d->gr;
-	int rc;
-
-	if (open)
-		_pmg_thread_arm();	/* a thread ending inside it */
-	pthread_mutex_lock(&_pmg.lock);
-	rc = open ? pmg_ws_open(ws, key, (unsigned)acc)
-		  : pmg_ws_close(ws, key, (unsigned)acc);
-	if (rc) {
-		pthread_mutex_unlock(&_pmg.lock);
-		if (rc == -PMG_E_PERM)
-			return _pmg_unbalanced(d->h, acc, caller);
-		return _pmg_overflow(d->h);
-	}
-	before = _pmg_global_rights(d);
-	__atomic_store_n(g, open ? *g + 1 : *g - 1, __ATOMIC_RELAXED);
-	after = _pmg_global_rights(d);
-	if (before != after)
-		rc = _pmg.prim->set_rights((int)key, after);
-	if (rc) {
-		/* undo: the edge did not happen */
-		if (open) {
-			__atomic_store_n(g, *g - 1, __ATOMIC_RELAXED);
-			pmg_ws_close(ws, key, (unsigned)acc);
-		} else {
-			__atomic_store_n(g, *g + 1, __ATOMIC_RELAXED);
-			pmg_ws_open(ws, key, (unsigned)acc);
-		}
-		(void)_pmg.prim->set_rights((int)key, before);
-		rc = _pmg_err(rc, "mprotect for a window on '%s': %s",
-			      _pmg.core.key[key].name, strerror(-rc));
-	}
-	pthread_mutex_unlock(&_pmg.lock);
-	return rc;
-}
-
-/*
- * The calling thread ends with windows open (thread.c's destructor): close
- * them all.  On mprotect its counts leave the process-wide ones and the
- * pages get the rights the remaining windows say; on PKU the register dies
- * with the thread.  Each domain it held is reported once, here.
- */
-void _pmg_release_windows(void)
-{
-	struct _pmg_ws *t = &_pmg_tls;
-	struct {
-		char name[PMG_KEY_NAME_MAX];
-		unsigned w, r;
-	} gone[PMG_NR_KEYS];
-	unsigned k, n = 0, i;
-	pid_t tid = (pid_t)syscall(SYS_gettid);
-
-	pthread_mutex_lock(&_pmg.lock);
-	for (k = 1; k < PMG_NR_KEYS; k++) {
-		struct _pmg_dom *d = &_pmg.dom[k];
-		unsigned w = t->w[k], r = t->r[k], before, after;
-
-		if (!(w | r))
-			continue;
-		t->w[k] = t->r[k] = 0;
-		pmg_strlcpy(gone[n].name, d->live ? _pmg.core.key[k].name
-				: "(deleted)", sizeof(gone[n].name));
-		gone[n].w = w;
-		gone[n].r = r;
-		n++;
-		if (!d->live || _pmg.prim->thread_local)
-			continue;
-		before = _pmg_global_rights(d);
-		__atomic_store_n(&d->gw, d->gw - (w < d->gw ? w : d->gw),
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(&d->gr, d->gr - (r < d->gr ? r : d->gr),
-				 __ATOMIC_RELAXED);
-		after = _pmg_global_rights(d);
-		if (before != after)
-			(void)_pmg.prim->set_rights((int)k, after);
-	}
-	t->w[0] = 0;
-	pthread_mutex_unlock(&_pmg.lock);
-	for (i = 0; i < n; i++)
-		_pmg_report_dead_windows(tid, gone[i].name, gone[i].w,
-					 gone[i].r);
-}
-
-PMG_API int _pmg_bad_handle(struct pmg_domain *d, int acc)
-{
-	(void)acc;
-	return _pmg_err_s(-EINVAL, "window on a domain that is not live "
-			  "(deleted, or not a handle pmg_domain_new() gave)");
-}
-
-static int bad_window(const struct pmg_domain *d, int acc)
-{
-	if (acc != PMG_READ && acc != PMG_WRITE)
-		return _pmg_err_s(-EINVAL,
-				  "window kind must be PMG_READ or PMG_WRITE");
-	if (!d)
-		return _pmg_err_s(-EINVAL, "window on a NULL domain");
-	return _pmg_err_s(-EINVAL, "window on a domain that is not live");
-}
-
-PMG_API int _pmg_open_slow(struct pmg_domain *d, int acc)
-{
-	struct _pmg_dom *x = dom_of(d);
-
-	if (!x || !_pmg_valid(d, acc))
-		return bad_window(d, acc);
-	if (_pmg_fast)
-		return _pmg_open_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
-	return mp_edge(x, acc, true, __builtin_return_address(0));
-}
-
-PMG_API int _pmg_close_slow(struct pmg_domain *d, int acc)
-{
-	struct _pmg_dom *x = dom_of(d);
-
-	if (!x || !_pmg_valid(d, acc))
-		return bad_window(d, acc);
-	if (_pmg_fast)
-		return _pmg_close_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
-	return mp_edge(x, acc, false, __builtin_return_address(0));
-}
-
-PMG_API int _pmg_overflow(struct pmg_domain *d)
-{
-	(void)d;
-	return _pmg_err_s(-EOVERFLOW, "windows on this domain nest deeper "
-			  "than 65535 in this thread");
-}
-
-PMG_API int _pmg_unbalanced(struct pmg_domain *d, int acc, void *caller)
-{
-	_PMG_STAT_INC(unbalanced);
-	_pmg_report_unbalanced(d, acc, caller);
-	return _pmg_err_s(-EPERM, "unbalanced close: no window of that kind "
-			  "is open on this domain in this thread");
-}
-
-PMG_API int pmg_map_local(const void *addr, int acc)
-{
-	struct pmg_domain *d = pmg_lookup(addr, NULL, NULL);
-	int rc;
-
-	if (!d)
-		return 0;
-	rc = pmg_open(d, acc);
-	return rc ? rc : 1;
-}
-
-PMG_API int pmg_unmap_local(const void *addr, int acc)
-{
-	struct pmg_domain *d = pmg_lookup(addr, NULL, NULL);
-	int rc;
-
-	if (!d)
-		return 0;
-	rc = pmg_close(d, acc);
-	return rc ? rc : 1;
-}
-
-PMG_API int pmg_map(const void *addr)
-{
-	struct pmg_domain *d = pmg_lookup(addr, NULL, NULL);
-
-	if (!d)
-		return 0;
-	_PMG_STAT_INC(long_term_maps);
-	_pmg_report_long_term(addr, d, __builtin_return_address(0));
-	return 1;
-}
-
-/*
- * Bridge from the core's callback to the public one.  Each key's
- * (callback, argument) pair is immutable once published and swapped whole
- * with one atomic store, so a fault in flight sees the old pair or the new
- * one, never a mix or a half-cleared one.  Replaced pairs are retired, not
- * freed: a handler may still be reading one.
- */
-struct ucb {
-	pmg_fault_cb cb;
-	void *arg;
-};
-
-static bool cb_bridge(const struct pmg_fault *f, void *unused)
-{
-	struct ucb *u = __atomic_load_n(&ucbs[f->key], __ATOMIC_ACQUIRE);
-	struct pmg_fault_info fi;
-
-	(void)unused;
-	if (!u)
-		return false;
-	_pmg_fault_info(f, (pid_t)syscall(SYS_gettid), 0, &fi);
-	return u->cb(&fi, u->arg);
-}
-
-PMG_API int pmg_domain_set_callback(struct pmg_domain *dom, pmg_fault_cb cb,
-				    void *arg)
-{
-	struct ucb *u = NULL;
-	struct _pmg_dom *d;
-	int rc;
-
-	if (cb) {
-		u = malloc(sizeof(*u));
-		if (!u)
-			return _pmg_err(-ENOMEM, "pmg_domain_set_callback: "
-					"out of memory");
-		u->cb = cb;
-		u->arg = arg;
-	}
-	pthread_mutex_lock(&_pmg.lock);
-	d = dom_of(dom);
-	if (!d) {
-		pthread_mutex_unlock(&_pmg.lock);
-		free(u);
-		return _pmg_err(-EINVAL, "pmg_domain_set_callback: not a "
-				"live domain");
-	}
-	__atomic_store_n(&ucbs[d->key], u, __ATOMIC_RELEASE);
-	rc = pmg_core_set_callback(&_pmg.core, (unsigned)d->key, cb_bridge,
-				   NULL);
-	pthread_mutex_unlock(&_pmg.lock);
-	return rc;
 }

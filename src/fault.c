@@ -2,8 +2,13 @@
 /*
  * The fault path: SIGSEGV for protection-key faults (PKU: SEGV_PKUERR with
  * si_pkey) or faults inside protected ranges (mprotect: SEGV_ACCERR), and
- * SIGTRAP for audit mode's re-arm after a single step.  Everything here is
- * async-signal-safe: no locks, no allocation, output through write(2).
+ * SIGTRAP for audit mode's re-arm after a single step, with what steers
+ * them: the per-domain callbacks, the observer, the fault mode and the
+ * report fd.  The handlers and what they call are async-signal-safe: no
+ * locks, no allocation, output through write(2) (report.c); so are the
+ * mode and report-fd setters (atomic stores).  _pmg_fault_install() and
+ * the callback and observer setters are not: they call sigaction(),
+ * allocate, or take the library lock.
  *
  * The decision is the core's (pmg_core_fault_decide()); this file only
  * finds the key, the access and the saved register, and carries the
@@ -43,8 +48,6 @@
 #endif
 #define X86_EFLAGS_TF 0x100
 #define PF_WRITE 0x2
-
-struct pmg_stats _pmg_stats;
 
 static struct sigaction old_segv, old_trap;
 
@@ -92,243 +95,6 @@ static __thread struct {
 static __thread uint8_t scratch[4 * PMG_CT_MAXLEN]
 	__attribute__((aligned(PMG_CT_MAXLEN)));
 
-/* Audit site table: faulting instruction -> count, lock-free. */
-#define PMG_SITES 1024
-static struct {
-	uintptr_t ip;
-	uint64_t count;
-	int key;
-} sites[PMG_SITES];
-
-/* ---- AS-safe formatting ---- */
-
-void _pmg_bs(struct _pmg_buf *b, const char *s)
-{
-	while (*s && b->n < sizeof(b->b))
-		b->b[b->n++] = *s++;
-}
-
-void _pmg_bx(struct _pmg_buf *b, uint64_t v)
-{
-	char t[24];
-
-	pmg_utoa(v, 16, t, sizeof(t));
-	_pmg_bs(b, "0x");
-	_pmg_bs(b, t);
-}
-
-void _pmg_bd(struct _pmg_buf *b, int64_t v)
-{
-	char t[24];
-
-	if (v < 0) {
-		_pmg_bs(b, "-");
-		v = -v;
-	}
-	pmg_utoa((uint64_t)v, 10, t, sizeof(t));
-	_pmg_bs(b, t);
-}
-
-void _pmg_bflush(struct _pmg_buf *b, int fd)
-{
-	size_t off = 0;
-
-	while (fd >= 0 && off < b->n) {
-		ssize_t w = write(fd, b->b + off, b->n - off);
-
-		if (w <= 0)
-			break;
-		off += (size_t)w;
-	}
-	b->n = 0;
-}
-
-static int report_fd(void)
-{
-	return __atomic_load_n(&_pmg.report_fd, __ATOMIC_RELAXED);
-}
-
-static void backtrace_to(int fd)
-{
-	void *bt[32];
-	int n;
-
-	if (fd < 0)
-		return;
-	n = backtrace(bt, 32);
-	backtrace_symbols_fd(bt, n, fd);
-}
-
-static const char *dom_name(int key)
-{
-	return _pmg.core.key[key].name;
-}
-
-static void report_fault(const struct pmg_fault *f, pid_t tid,
-			 const char *what, bool trace)
-{
-	int fd = report_fd();
-	struct _pmg_buf b = { .n = 0 };
-
-	if (fd < 0)
-		return;
-	_pmg_bs(&b, "pmguard: ");
-	_pmg_bs(&b, what);
-	_pmg_bs(&b, f->acc == PMG_ACC_WRITE ? ": stray write to "
-					     : ": stray read of ");
-	_pmg_bx(&b, f->addr);
-	_pmg_bs(&b, " in domain '");
-	_pmg_bs(&b, dom_name((int)f->key));
-	_pmg_bs(&b, "' (key ");
-	_pmg_bd(&b, f->key);
-	_pmg_bs(&b, ") by thread ");
-	_pmg_bd(&b, tid);
-	_pmg_bs(&b, " at ip ");
-	_pmg_bx(&b, f->ip);
-	_pmg_site_fmt(&b, f->ip);
-	_pmg_bs(&b, _pmg.prim->id == PMG_BACKEND_PKU ? ", PKRU "
-						     : ", emulated PKRU ");
-	_pmg_bx(&b, f->saved_pkval);
-	_pmg_bs(&b, "\n");
-	_pmg_bflush(&b, fd);
-	if (trace) {
-		_pmg_bs(&b, "pmguard: backtrace (handler frames first):\n");
-		_pmg_bflush(&b, fd);
-		backtrace_to(fd);
-	}
-}
-
-void _pmg_report_unbalanced(struct pmg_domain *d, int acc, void *caller)
-{
-	struct _pmg_buf b = { .n = 0 };
-
-	_pmg_bs(&b, "pmguard: unbalanced ");
-	_pmg_bs(&b, acc ? "write" : "read");
-	_pmg_bs(&b, " window close on domain '");
-	_pmg_bs(&b, dom_name(d->_key));
-	_pmg_bs(&b, "' by thread ");
-	_pmg_bd(&b, syscall(SYS_gettid));
-	_pmg_bs(&b, " from ");
-	_pmg_bx(&b, (uintptr_t)caller);
-	_pmg_bs(&b, ": no such window is open; nothing changed\n");
-	_pmg_bflush(&b, report_fd());
-	backtrace_to(report_fd());
-}
-
-void _pmg_report_dead_windows(pid_t tid, const char *name, unsigned w,
-			      unsigned r)
-{
-	struct _pmg_buf b = { .n = 0 };
-
-	_pmg_bs(&b, "pmguard: thread ");
-	_pmg_bd(&b, tid);
-	_pmg_bs(&b, " ended with ");
-	_pmg_bd(&b, w);
-	_pmg_bs(&b, " write and ");
-	_pmg_bd(&b, r);
-	_pmg_bs(&b, " read window(s) open on domain '");
-	_pmg_bs(&b, name);
-	_pmg_bs(&b, "': closed them\n");
-	_pmg_bflush(&b, report_fd());
-}
-
-void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
-			   void *caller)
-{
-	struct _pmg_buf b = { .n = 0 };
-	int fd = report_fd();
-
-	_pmg_bs(&b, "pmguard: warning: long-term map of protected address ");
-	_pmg_bx(&b, (uintptr_t)addr);
-	_pmg_bs(&b, " (domain '");
-	_pmg_bs(&b, dom_name(d->_key));
-	_pmg_bs(&b, "') from ");
-	_pmg_bx(&b, (uintptr_t)caller);
-	_pmg_bs(&b, ": windows are per thread; use pmg_map_local()\n");
-	_pmg_bflush(&b, fd);
-	backtrace_to(fd);
-}
-
-/* Count an audit fault at @ip; returns the count (1: first at site). */
-static uint64_t site_hit(uintptr_t ip, int key)
-{
-	unsigned i, h = (unsigned)((ip * 0x9E3779B97F4A7C15ull) >> 54);
-
-	for (i = 0; i < PMG_SITES; i++) {
-		unsigned s = (h + i) % PMG_SITES;
-		uintptr_t cur = __atomic_load_n(&sites[s].ip, __ATOMIC_ACQUIRE);
-
-		if (cur == 0) {
-			uintptr_t zero = 0;
-
-			if (__atomic_compare_exchange_n(&sites[s].ip, &zero, ip,
-							false, __ATOMIC_ACQ_REL,
-							__ATOMIC_ACQUIRE)) {
-				sites[s].key = key;
-				_PMG_STAT_INC(audit_sites);
-				cur = ip;
-			} else {
-				cur = zero;
-			}
-		}
-		if (cur == ip)
-			return __atomic_add_fetch(&sites[s].count, 1,
-						  __ATOMIC_RELAXED);
-	}
-	return 0;	/* table full: counted in stats only */
-}
-
-PMG_API int pmg_audit_dump(int fd)
-{
-	struct _pmg_buf b = { .n = 0 };
-	unsigned i;
-	int n = 0;
-
-	for (i = 0; i < PMG_SITES; i++) {
-		uintptr_t ip = __atomic_load_n(&sites[i].ip, __ATOMIC_ACQUIRE);
-
-		if (!ip)
-			continue;
-		n++;
-		_pmg_bs(&b, "pmguard: audit site ");
-		_pmg_bx(&b, ip);
-		_pmg_bs(&b, ": ");
-		_pmg_bd(&b, (int64_t)__atomic_load_n(&sites[i].count,
-						    __ATOMIC_RELAXED));
-		_pmg_bs(&b, " stray access(es), domain '");
-		_pmg_bs(&b, dom_name(sites[i].key));
-		_pmg_bs(&b, "'\n");
-		_pmg_bflush(&b, fd);
-	}
-	return n;
-}
-
-PMG_API int pmg_stats_get(struct pmg_stats *st)
-{
-	uint64_t *dst = (uint64_t *)st, *src = (uint64_t *)&_pmg_stats;
-	size_t i;
-
-	if (!st)
-		return _pmg_err_s(-EINVAL, "pmg_stats_get: st is NULL");
-	for (i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
-		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
-	return 0;
-}
-
-PMG_API void pmg_stats_reset(void)
-{
-	uint64_t *s = (uint64_t *)&_pmg_stats;
-	size_t i;
-
-	for (i = 0; i < sizeof(_pmg_stats) / sizeof(uint64_t); i++)
-		__atomic_store_n(&s[i], 0, __ATOMIC_RELAXED);
-	for (i = 0; i < PMG_SITES; i++) {
-		sites[i].count = 0;
-		sites[i].key = 0;
-		__atomic_store_n(&sites[i].ip, 0, __ATOMIC_RELEASE);
-	}
-}
-
 /* ---- chaining to whoever was there before us ---- */
 
 static void chain(int sig, siginfo_t *si, void *uc, const struct sigaction *old)
@@ -358,7 +124,7 @@ static void chain(int sig, siginfo_t *si, void *uc, const struct sigaction *old)
 }
 
 /* The public view of a core fault, for callbacks and observers. */
-void _pmg_fault_info(const struct pmg_fault *f, pid_t tid, int action,
+static void fault_info(const struct pmg_fault *f, pid_t tid, int action,
 		     struct pmg_fault_info *fi)
 {
 	fi->addr = (void *)f->addr;
@@ -373,16 +139,131 @@ void _pmg_fault_info(const struct pmg_fault *f, pid_t tid, int action,
 	fi->si_code = f->code;
 }
 
+/* ---- callbacks, observer, mode and report fd ---- */
+
+/*
+ * A (function, argument) pair the fault handler reads: a domain's
+ * callback, the observer.  Immutable once published and swapped whole with
+ * one atomic store, so a fault in flight sees the old pair or the new one,
+ * never a mix or a half-cleared one.  A replaced pair is retired, never
+ * freed: a handler may still be reading it.
+ */
+struct hook {
+	union {
+		pmg_fault_cb cb;
+		pmg_fault_observer observer;
+	} fn;
+	void *arg;
+};
+
+/* Publish a copy of @h (NULL: none) in @slot.  0 or -ENOMEM. */
+static int hook_publish(struct hook **slot, const struct hook *h)
+{
+	struct hook *n = NULL;
+
+	if (h) {
+		n = malloc(sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		*n = *h;
+	}
+	__atomic_store_n(slot, n, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static struct hook *domain_cb[PMG_NR_KEYS];
+static struct hook *observer;
+
+/* The core's callback for every key: calls the key's public one. */
+static bool cb_bridge(const struct pmg_fault *f, void *unused)
+{
+	struct hook *h = __atomic_load_n(&domain_cb[f->key],
+					 __ATOMIC_ACQUIRE);
+	struct pmg_fault_info fi;
+
+	(void)unused;
+	if (!h)
+		return false;
+	fault_info(f, (pid_t)syscall(SYS_gettid), 0, &fi);
+	return h->fn.cb(&fi, h->arg);
+}
+
+/* A new domain on @key starts without the old one's callback (lock held). */
+void _pmg_fault_cb_clear(int key)
+{
+	__atomic_store_n(&domain_cb[key], NULL, __ATOMIC_RELEASE);
+}
+
+PMG_API int pmg_domain_set_callback(struct pmg_domain *dom, pmg_fault_cb cb,
+				    void *arg)
+{
+	struct hook h = { .fn.cb = cb, .arg = arg };
+	struct _pmg_dom *d;
+	int rc;
+
+	pthread_mutex_lock(&_pmg.lock);
+	d = _pmg_dom_of(dom);
+	if (!d) {
+		pthread_mutex_unlock(&_pmg.lock);
+		return _pmg_err(-EINVAL, "pmg_domain_set_callback: not a "
+				"live domain");
+	}
+	rc = hook_publish(&domain_cb[d->key], cb ? &h : NULL);
+	if (rc)
+		rc = _pmg_err(rc, "pmg_domain_set_callback: out of memory");
+	else
+		rc = pmg_core_set_callback(&_pmg.core, (unsigned)d->key,
+					   cb_bridge, NULL);
+	pthread_mutex_unlock(&_pmg.lock);
+	return rc;
+}
+
+PMG_API int pmg_set_fault_observer(pmg_fault_observer fn, void *arg)
+{
+	struct hook h = { .fn.observer = fn, .arg = arg };
+
+	if (hook_publish(&observer, fn ? &h : NULL))
+		return _pmg_err_s(-ENOMEM, "pmg_set_fault_observer: "
+				  "out of memory");
+	return 0;
+}
+
 static void notify(const struct pmg_fault *f, pid_t tid, int action)
 {
-	struct _pmg_observer *o = __atomic_load_n(&_pmg.observer,
-						  __ATOMIC_ACQUIRE);
+	struct hook *o = __atomic_load_n(&observer, __ATOMIC_ACQUIRE);
 	struct pmg_fault_info fi;
 
 	if (!o)
 		return;
-	_pmg_fault_info(f, tid, action, &fi);
-	o->fn(&fi, o->arg);
+	fault_info(f, tid, action, &fi);
+	o->fn.observer(&fi, o->arg);
+}
+
+PMG_API int pmg_set_fault_mode(int mode)
+{
+	if (mode != PMG_FAULT_STRICT && mode != PMG_FAULT_RELAXED &&
+	    mode != PMG_FAULT_AUDIT && mode != PMG_FAULT_CONTAIN)
+		return _pmg_err(-EINVAL, "pmg_set_fault_mode: fault mode %d: "
+				"must be PMG_FAULT_STRICT, _RELAXED, _AUDIT or "
+				"_CONTAIN", mode);
+	__atomic_store_n(&_pmg.mode, mode, __ATOMIC_RELAXED);
+	/* wins over PMGUARD_FAULT_MODE; atomic: AS-safe */
+	__atomic_store_n(&_pmg.mode_set, true, __ATOMIC_RELEASE);
+	return 0;
+}
+
+PMG_API int pmg_get_fault_mode(void)
+{
+	return __atomic_load_n(&_pmg.mode, __ATOMIC_RELAXED);
+}
+
+PMG_API int pmg_set_report_fd(int fd)
+{
+	if (fd < -1)
+		fd = -1;
+	/* wins over PMGUARD_REPORT_FD; atomic: AS-safe */
+	__atomic_store_n(&_pmg.fd_set, true, __ATOMIC_RELEASE);
+	return __atomic_exchange_n(&_pmg.report_fd, fd, __ATOMIC_RELAXED);
 }
 
 /* ---- contain mode ---- */
@@ -391,18 +272,18 @@ static void contain_strict(const struct pmg_fault *f, pid_t tid,
 			   const struct _pmg_decoded *d, const char *why)
 {
 	struct _pmg_buf b = { .n = 0 };
-	int fd = report_fd();
+	int fd = _pmg_report_fd();
 
 	_PMG_STAT_INC(contain_strict);
-	_pmg_bs(&b, "pmguard: contain: cannot contain '");
-	_pmg_bs(&b, d->text);
-	_pmg_bs(&b, "' at ip ");
-	_pmg_bx(&b, f->ip);
-	_pmg_bs(&b, ": ");
-	_pmg_bs(&b, why);
-	_pmg_bs(&b, "; falling back to strict\n");
-	_pmg_bflush(&b, fd);
-	report_fault(f, tid, "strict (aborting)", true);
+	_pmg_buf_str(&b, "pmguard: contain: cannot contain '");
+	_pmg_buf_str(&b, d->text);
+	_pmg_buf_str(&b, "' at ip ");
+	_pmg_buf_hex(&b, f->ip);
+	_pmg_buf_str(&b, ": ");
+	_pmg_buf_str(&b, why);
+	_pmg_buf_str(&b, "; falling back to strict\n");
+	_pmg_buf_flush(&b, fd);
+	_pmg_report_fault(f, tid, "strict (aborting)", true);
 	notify(f, tid, PMG_FAULT_STRICT_ABORT);
 	abort();
 }
@@ -472,22 +353,11 @@ static void close_keys(uint32_t mask, uint32_t cur)
 		_pmg_wrpkru(cur);
 }
 
-static void bytes_hex(struct _pmg_buf *b, const uint8_t *p, unsigned n)
-{
-	static const char hx[] = "0123456789abcdef";
-	unsigned i;
-
-	for (i = 0; i < n && b->n + 3 < sizeof(b->b); i++) {
-		b->b[b->n++] = hx[p[i] >> 4];
-		b->b[b->n++] = hx[p[i] & 15];
-	}
-}
-
 /* Does the thread (rights in @pkval on PKU) lack write access to @key? */
 static bool write_denied(int key, uint32_t pkval, bool pku)
 {
 	unsigned r = pku ? pmg_pkval_rights(pkval, (unsigned)key)
-			 : _pmg_global_rights(&_pmg.dom[key]);
+			 : _pmg_process_rights(&_pmg.dom[key]);
 
 	return r != PMG_RIGHTS_RW;
 }
@@ -584,7 +454,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			     a += PMG_PAGE_SIZE)
 				if (!_pmg_reg_find(a, &r))
 					mprotect((void *)a, PMG_PAGE_SIZE,
-						 _pmg_prot_of(_pmg_global_rights(
+						 _pmg_prot_of(_pmg_process_rights(
 							&_pmg.dom[r.key])));
 		}
 		_PMG_STAT_INC(contain_regrant);
@@ -612,7 +482,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 	pending.f = *f;
 	pending.tid = tid;
 	pending.dec = d;
-	pending.count = site_hit(f->ip, (int)f->key);
+	pending.count = _pmg_audit_site_hit(f->ip, (int)f->key);
 	{
 		struct _pmg_range r;
 
@@ -732,7 +602,7 @@ static void contain_end(ucontext_t *uc)
 	bool pku = pending.rd_mask != 0;
 	uint32_t cur = open_keys(pending.rd_mask);
 	unsigned i;
-	int fd = report_fd();
+	int fd = _pmg_report_fd();
 
 	if (pending.redirect)
 		redirect_end(uc, now);
@@ -747,42 +617,43 @@ static void contain_end(ucontext_t *uc)
 	notify(&pending.f, pending.tid, PMG_FAULT_CONTAINED);
 	if (fd < 0)
 		return;
-	_pmg_bs(&b, "pmguard: contain: stray write by '");
-	_pmg_bs(&b, pending.dec.text);
-	_pmg_bs(&b, "' at ip ");
-	_pmg_bx(&b, pending.f.ip);
-	_pmg_bs(&b, " (site count ");
-	_pmg_bd(&b, (int64_t)pending.count);
-	_pmg_bs(&b, ") in domain '");
-	_pmg_bs(&b, dom_name((int)pending.f.key));
-	_pmg_bs(&b, "' by thread ");
-	_pmg_bd(&b, pending.tid);
-	_pmg_bs(&b, ": undone\n");
-	_pmg_bflush(&b, fd);
+	_pmg_buf_str(&b, "pmguard: contain: stray write by '");
+	_pmg_buf_str(&b, pending.dec.text);
+	_pmg_buf_str(&b, "' at ip ");
+	_pmg_buf_hex(&b, pending.f.ip);
+	_pmg_buf_str(&b, " (site count ");
+	_pmg_buf_dec(&b, (int64_t)pending.count);
+	_pmg_buf_str(&b, ") in domain '");
+	_pmg_buf_str(&b, _pmg_key_name((int)pending.f.key));
+	_pmg_buf_str(&b, "' by thread ");
+	_pmg_buf_dec(&b, pending.tid);
+	_pmg_buf_str(&b, ": undone\n");
+	_pmg_buf_flush(&b, fd);
 	for (i = 0; i < pending.nsave; i++) {
 		struct _pmg_save *sv = &pending.save[i];
 
-		_pmg_bs(&b, "pmguard: contain:   range [");
-		_pmg_bx(&b, sv->addr);
-		_pmg_bs(&b, ", ");
-		_pmg_bx(&b, sv->addr + sv->len);
-		_pmg_bs(&b, ") ");
-		_pmg_bd(&b, sv->len);
-		_pmg_bs(&b, " byte(s) old ");
-		bytes_hex(&b, sv->old, sv->len);
-		_pmg_bs(&b, " -> new ");
-		bytes_hex(&b, now[i], sv->len);
-		_pmg_bs(&b, " (kept old)\n");
-		_pmg_bflush(&b, fd);
+		_pmg_buf_str(&b, "pmguard: contain:   range [");
+		_pmg_buf_hex(&b, sv->addr);
+		_pmg_buf_str(&b, ", ");
+		_pmg_buf_hex(&b, sv->addr + sv->len);
+		_pmg_buf_str(&b, ") ");
+		_pmg_buf_dec(&b, sv->len);
+		_pmg_buf_str(&b, " byte(s) old ");
+		_pmg_buf_bytes(&b, sv->old, sv->len);
+		_pmg_buf_str(&b, " -> new ");
+		_pmg_buf_bytes(&b, now[i], sv->len);
+		_pmg_buf_str(&b, " (kept old)\n");
+		_pmg_buf_flush(&b, fd);
 	}
 	if (pending.count == 1 && pending.stack_protected) {
-		_pmg_bs(&b, "pmguard: contain: no backtrace: the stack "
+		_pmg_buf_str(&b, "pmguard: contain: no backtrace: the stack "
 			"pointer is in protected memory\n");
-		_pmg_bflush(&b, fd);
+		_pmg_buf_flush(&b, fd);
 	} else if (pending.count == 1) {
-		_pmg_bs(&b, "pmguard: backtrace (handler frames first):\n");
-		_pmg_bflush(&b, fd);
-		backtrace_to(fd);
+		_pmg_buf_str(&b, "pmguard: backtrace (handler frames "
+			     "first):\n");
+		_pmg_buf_flush(&b, fd);
+		_pmg_backtrace_to(fd);
 	}
 }
 
@@ -841,7 +712,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		page = f.addr & ~(PMG_PAGE_SIZE - 1);
 		/* page permissions are the process-wide rights: never stale */
 		f.saved_pkval = pmg_pkval_update(0, (unsigned)key,
-				_pmg_global_rights(&_pmg.dom[key]));
+				_pmg_process_rights(&_pmg.dom[key]));
 		f.no_sync = true;
 	}
 	f.key = (unsigned)key;
@@ -869,7 +740,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		notify(&f, tid, PMG_FAULT_GRANTED);
 		break;
 	case PMG_ACT_RELAX_REPORT:
-		report_fault(&f, tid, "relaxed (reported once per domain, "
+		_pmg_report_fault(&f, tid, "relaxed (reported once per domain, "
 			     "access allowed)", true);
 		/* fall through */
 	case PMG_ACT_RELAX_SILENT:
@@ -892,9 +763,9 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			return;
 		}
 #endif
-		n = allowed ? 0 : site_hit(f.ip, key);
+		n = allowed ? 0 : _pmg_audit_site_hit(f.ip, key);
 		if (!allowed)
-			report_fault(&f, tid, "audit", n == 1);
+			_pmg_report_fault(&f, tid, "audit", n == 1);
 		_PMG_STAT_INC(audited);
 		notify(&f, tid, PMG_FAULT_AUDITED);
 #ifdef __x86_64__
@@ -918,7 +789,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		break;
 	}
 	default:
-		report_fault(&f, tid, "strict (aborting)", true);
+		_pmg_report_fault(&f, tid, "strict (aborting)", true);
 		notify(&f, tid, PMG_FAULT_STRICT_ABORT);
 		abort();
 	}

@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "internal.h"
 #include "options.h"
@@ -134,8 +132,9 @@ static unsigned xsave_pkru_offset(void)
 	return r[1];
 }
 
-/* Register bits of @d's key with no window open. */
-uint32_t _pmg_domain_rights(const struct _pmg_dom *d)
+/* The rights (PMG_RIGHTS_*: two bits, not shifted into the register) of
+ * @d's key with no window open. */
+uint32_t _pmg_default_rights(const struct _pmg_dom *d)
 {
 	return _pmg.core.key[d->key].dflt;
 }
@@ -195,7 +194,7 @@ PMG_API int pmg_init(void)
 	}
 	/* atfork and the thread-exit key: registered once per process, a
 	 * retried init does not add a second set */
-	rc = _pmg_thread_install();
+	rc = _pmg_thread_hooks_install();
 	if (rc)
 		goto out;
 	rc = _pmg_fault_install();
@@ -213,67 +212,6 @@ out:
 int _pmg_ensure_init(void)
 {
 	return __atomic_load_n(&_pmg.inited, __ATOMIC_ACQUIRE) ? 0 : pmg_init();
-}
-
-PMG_API int pmg_set_fault_mode(int mode)
-{
-	if (mode != PMG_FAULT_STRICT && mode != PMG_FAULT_RELAXED &&
-	    mode != PMG_FAULT_AUDIT && mode != PMG_FAULT_CONTAIN)
-		return _pmg_err(-EINVAL, "pmg_set_fault_mode: fault mode %d: must be "
-				"PMG_FAULT_STRICT, _RELAXED, _AUDIT or _CONTAIN",
-				mode);
-	__atomic_store_n(&_pmg.mode, mode, __ATOMIC_RELAXED);
-	/* wins over PMGUARD_FAULT_MODE; atomic: AS-safe */
-	__atomic_store_n(&_pmg.mode_set, true, __ATOMIC_RELEASE);
-	return 0;
-}
-
-PMG_API int pmg_get_fault_mode(void)
-{
-	return __atomic_load_n(&_pmg.mode, __ATOMIC_RELAXED);
-}
-
-PMG_API int pmg_set_report_fd(int fd)
-{
-	if (fd < -1)
-		fd = -1;
-	/* wins over PMGUARD_REPORT_FD; atomic: AS-safe */
-	__atomic_store_n(&_pmg.fd_set, true, __ATOMIC_RELEASE);
-	return __atomic_exchange_n(&_pmg.report_fd, fd, __ATOMIC_RELAXED);
-}
-
-/* The pair is swapped whole; a replaced one is retired, never freed: a
- * handler in flight may still read it. */
-PMG_API int pmg_set_fault_observer(pmg_fault_observer fn, void *arg)
-{
-	struct _pmg_observer *o = NULL;
-
-	if (fn) {
-		o = malloc(sizeof(*o));
-		if (!o)
-			return _pmg_err_s(-ENOMEM, "pmg_set_fault_observer: "
-					  "out of memory");
-		o->fn = fn;
-		o->arg = arg;
-	}
-	__atomic_store_n(&_pmg.observer, o, __ATOMIC_RELEASE);
-	return 0;
-}
-
-static int count_free_pkeys(void)
-{
-	int keys[16], n = 0, k;
-
-	while (n < 16) {
-		/* AD: pkey_free() leaves the caller's rights as they are */
-		k = (int)syscall(SYS_pkey_alloc, 0, PMG_RIGHTS_AD);
-		if (k < 0)
-			break;
-		keys[n++] = k;
-	}
-	for (k = 0; k < n; k++)
-		syscall(SYS_pkey_free, keys[k]);
-	return n;
 }
 
 PMG_API int pmg_get_info(struct pmg_info *info)
@@ -301,7 +239,7 @@ PMG_API int pmg_get_info(struct pmg_info *info)
 	info->keys_used = _pmg.inited ? pmg_core_count_used(&_pmg.core) : 0;
 	info->keys_free = info->keys_total - info->keys_used;
 	if (info->backend == PMG_BACKEND_PKU || info->cpu_ospke) {
-		int n = count_free_pkeys();
+		int n = _pmg_pku_free_keys();
 
 		info->kernel_pkeys = n > 0 || info->keys_used > 0;
 		if (info->backend == PMG_BACKEND_PKU)

@@ -41,11 +41,6 @@ struct _pmg_dom {
 	unsigned gw, gr;
 };
 
-struct _pmg_observer {
-	pmg_fault_observer fn;
-	void *arg;
-};
-
 /* Process state.  Mutations hold .lock; the fault path only reads. */
 struct _pmg_state {
 	pthread_mutex_t lock;
@@ -54,13 +49,18 @@ struct _pmg_state {
 	struct _pmg_dom dom[PMG_NR_KEYS];
 	int mode;			/* enum pmg_fault_mode */
 	int report_fd;
-	struct _pmg_observer *observer;	/* immutable pair, swapped whole */
 	bool mode_set, fd_set;		/* set by the API before pmg_init() */
 	unsigned xsave_pkru_off;	/* CPUID.(0xD,9).EBX, 0 if none */
 	bool inited;
 };
 
 extern struct _pmg_state _pmg;
+
+/* The name of the domain holding @key. */
+static inline const char *_pmg_key_name(int key)
+{
+	return _pmg.core.key[key].name;
+}
 extern int _pmg_noaccess_domains;	/* live PMG_DOMAIN_NOACCESS domains */
 
 /* init.c */
@@ -76,16 +76,20 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 void _pmg_err_save(char *buf, size_t size);
 void _pmg_err_restore(const char *buf);
 void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]);
-uint32_t _pmg_domain_rights(const struct _pmg_dom *d);
+uint32_t _pmg_default_rights(const struct _pmg_dom *d);
 
+/* domain.c: the _pmg_dom behind a live handle, or NULL. */
+struct _pmg_dom *_pmg_dom_of(const struct pmg_domain *d);
+/* domain.c: a read of @d's memory needs a window (PMG_DOMAIN_NOACCESS). */
+bool _pmg_domain_noaccess(const struct pmg_domain *d);
 /* domain.c: pmg_domain_new() with the handle at @storage (the caller's,
  * reused by each re-creation) instead of a new allocation. */
 int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
 		       unsigned flags, struct pmg_domain *storage);
 
-/* domain.c / prim_mprotect.c: the mprotect backend's rights and their
+/* window.c / prim_mprotect.c: the mprotect backend's rights and their
  * page protection */
-unsigned _pmg_global_rights(const struct _pmg_dom *d);
+unsigned _pmg_process_rights(const struct _pmg_dom *d);
 int _pmg_prot_of(unsigned rights);
 /* pagewin.c: page windows of the persistence calls (mprotect backend) */
 int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len);
@@ -101,7 +105,8 @@ void _pmg_pw_fork_child(void);
  * writers (serialised by the caller's lock) change the other copy, publish
  * it, wait for the readers of the old one to leave, then bring the old
  * one up to date.  Readers never retry and never fail: wait-free and
- * AS-safe.  Used for the protected ranges and for pool.c's pool table.
+ * AS-safe.  Used for the protected ranges and for pool.c's pool table;
+ * each table has a per-thread cache of the last interval looked up in it.
  */
 struct _pmg_range {
 	uintptr_t base, end;
@@ -112,24 +117,49 @@ struct _pmg_rcopy {
 	size_t n, cap;
 	struct _pmg_range *r;
 };
+/* The tables: each names its per-thread cache and fork-reset slot. */
+enum _pmg_rtab_id {
+	_PMG_RT_REGISTRY,
+	_PMG_RT_POOLS,
+	_PMG_RT_NR
+};
 struct _pmg_rtab {
+	enum _pmg_rtab_id id;	/* set in the table's initialiser */
 	struct _pmg_rcopy c[2];
 	int lr;			/* the copy readers use */
 	int vi;			/* the reader count new readers join */
 	unsigned long readers[2];
 	unsigned version;	/* bumped by each change */
-	bool registered;	/* for the fork child's reset */
 };
-/* Writers (the caller's lock held): -EEXIST (overlap), -ENOMEM, -ENOENT. */
+/* Writers (the caller's lock held).  Insert: 0, -EEXIST (overlaps a
+ * range), -ENOMEM.  Remove the range at @base (and @end, unless 0), its
+ * copy in *out if not NULL: 0 or -ENOENT. */
 int _pmg_rt_insert(struct _pmg_rtab *t, const struct _pmg_range *r);
 int _pmg_rt_remove(struct _pmg_rtab *t, uintptr_t base, uintptr_t end,
 		   struct _pmg_range *out);
+/* The number of ranges (the caller's lock held). */
+size_t _pmg_rt_count(const struct _pmg_rtab *t);
 /* Readers: enter, use the copy (n ranges), leave with the slot.  AS-safe. */
 const struct _pmg_range *_pmg_rt_enter(struct _pmg_rtab *t, size_t *n,
 				       int *slot);
 void _pmg_rt_leave(struct _pmg_rtab *t, int slot);
 /* First index whose end > addr. */
 size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr);
+/* The table's version, read before a lookup whose answer goes into the
+ * cache.  AS-safe. */
+unsigned _pmg_rt_version(struct _pmg_rtab *t);
+/*
+ * The calling thread's one-entry cache of @t: an interval [base, end) and
+ * what the user says of it (key, lim), valid while the table's version is
+ * @ver, the version read before the lookup that found it.  Get: true and
+ * *out if [a, a+len) lies within the cached interval (len >= 1).  Both
+ * AS-safe: a signal handler interrupting an update on the same thread
+ * neither trusts nor writes the entry.
+ */
+bool _pmg_rt_cache_get(struct _pmg_rtab *t, uintptr_t a, size_t len,
+		       struct _pmg_range *out);
+void _pmg_rt_cache_put(struct _pmg_rtab *t, unsigned ver,
+		       const struct _pmg_range *r);
 
 /* The protected ranges (key: the domain's key). */
 bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end);
@@ -154,40 +184,48 @@ void _pmg_range_drop_unmapped(const struct _pmg_range *r);
 bool _pmg_all_mapped(uintptr_t base, uintptr_t end);
 bool _pmg_gone_take(uintptr_t base, uintptr_t end);
 void _pmg_gone_forget(uintptr_t base, uintptr_t end);
-extern unsigned long _pmg_ranges_dropped;	/* tests */
 
 /* fault.c */
 int _pmg_fault_install(void);
-void _pmg_fault_info(const struct pmg_fault *f, pid_t tid, int action,
-		     struct pmg_fault_info *fi);
+void _pmg_fault_cb_clear(int key);
+
+/* report.c: AS-safe output: format into a buffer, write(2) once. */
+struct _pmg_buf {
+	char b[512];
+	size_t n;
+};
+void _pmg_buf_str(struct _pmg_buf *b, const char *s);
+void _pmg_buf_hex(struct _pmg_buf *b, uint64_t v);	/* 0x-prefixed hex */
+void _pmg_buf_dec(struct _pmg_buf *b, int64_t v);
+void _pmg_buf_bytes(struct _pmg_buf *b, const uint8_t *p, unsigned n);
+void _pmg_buf_flush(struct _pmg_buf *b, int fd);	/* n back to 0 */
+/* report.c: reports on the report fd (-1: none); all AS-safe */
+int _pmg_report_fd(void);
+void _pmg_backtrace_to(int fd);
+void _pmg_report_fault(const struct pmg_fault *f, pid_t tid,
+		       const char *what, bool trace);
 void _pmg_report_unbalanced(struct pmg_domain *d, int acc, void *caller);
 void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
 			   void *caller);
 void _pmg_report_dead_windows(pid_t tid, const char *name, unsigned w,
 			      unsigned r);
+void _pmg_report_range_gone(const char *what, uintptr_t a, size_t n,
+			    const struct _pmg_range *r, const char *fate);
+/* Count an audit fault at @ip: the site's count (1: first), 0 if the
+ * site table is full. */
+uint64_t _pmg_audit_site_hit(uintptr_t ip, int key);
 extern struct pmg_stats _pmg_stats;
 #define _PMG_STAT_INC(f) __atomic_add_fetch(&_pmg_stats.f, 1, __ATOMIC_RELAXED)
-
-/* AS-safe output: format into a buffer, write(2) once. */
-struct _pmg_buf {
-	char b[512];
-	size_t n;
-};
-void _pmg_bs(struct _pmg_buf *b, const char *s);
-void _pmg_bx(struct _pmg_buf *b, uint64_t v);	/* 0x-prefixed hex */
-void _pmg_bd(struct _pmg_buf *b, int64_t v);
-void _pmg_bflush(struct _pmg_buf *b, int fd);
 
 /* pool.c: the pool lock is held across fork() (thread.c) */
 void _pmg_pool_fork_prepare(void);
 void _pmg_pool_fork_release(void);
 
 /* thread.c */
-void _pmg_thread_reset(void);
-int _pmg_thread_install(void);	/* once per process; lock held */
+int _pmg_thread_hooks_install(void);	/* once per process; lock held */
 void _pmg_thread_arm(void);	/* run _pmg_release_windows() at exit */
 
-/* domain.c: close the calling thread's windows as it ends; report them */
+/* window.c: close the calling thread's windows as it ends; report them */
 void _pmg_release_windows(void);
 
 #endif /* PMG_INTERNAL_H */

@@ -35,11 +35,25 @@ static int parse_mode(struct _pmg_opts *o, void *f, const char *v)
 	return 0;
 }
 
-/* "-1", or decimal digits only (no blanks, no sign) up to INT_MAX. */
-static int parse_fd(struct _pmg_opts *o, void *f, const char *v)
+/* Decimal digits only (no blanks, no sign), up to LONG_MAX: 0 or -1. */
+static int parse_digits(const char *v, long *n)
 {
 	const char *p;
 	char *end;
+
+	for (p = v; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -1;
+	if (p == v)
+		return -1;
+	errno = 0;
+	*n = strtol(v, &end, 10);
+	return errno || *end ? -1 : 0;
+}
+
+/* "-1", or decimal digits up to INT_MAX. */
+static int parse_fd(struct _pmg_opts *o, void *f, const char *v)
+{
 	long n;
 
 	(void)f;
@@ -47,14 +61,7 @@ static int parse_fd(struct _pmg_opts *o, void *f, const char *v)
 		o->report_fd = -1;
 		return 0;
 	}
-	for (p = v; *p; p++)
-		if (*p < '0' || *p > '9')
-			return -1;
-	if (p == v)
-		return -1;
-	errno = 0;
-	n = strtol(v, &end, 10);
-	if (errno || *end || n > INT_MAX)
+	if (parse_digits(v, &n) || n > INT_MAX)
 		return -1;
 	o->report_fd = (int)n;
 	return 0;
@@ -73,22 +80,8 @@ static int parse_bool(struct _pmg_opts *o, void *f, const char *v)
 /* Decimal digits only (no blanks, no sign) into the long at @f. */
 static int parse_size(struct _pmg_opts *o, void *f, const char *v)
 {
-	const char *p;
-	char *end;
-	long n;
-
 	(void)o;
-	for (p = v; *p; p++)
-		if (*p < '0' || *p > '9')
-			return -1;
-	if (p == v)
-		return -1;
-	errno = 0;
-	n = strtol(v, &end, 10);
-	if (errno || *end)
-		return -1;
-	*(long *)f = n;
-	return 0;
+	return parse_digits(v, (long *)f);
 }
 
 #define F(field) offsetof(struct _pmg_opts, field)

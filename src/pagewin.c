@@ -52,7 +52,7 @@ int _pmg_pw_prot(int key, uintptr_t page)
 {
 	if (__atomic_load_n(&pw_used, __ATOMIC_RELAXED) && pw_covers(key, page))
 		return PROT_READ | PROT_WRITE;
-	return _pmg_prot_of(_pmg_global_rights(&_pmg.dom[key]));
+	return _pmg_prot_of(_pmg_process_rights(&_pmg.dom[key]));
 }
 
 /*
@@ -116,7 +116,7 @@ int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len)
 		pthread_mutex_unlock(&_pmg.lock);
 		return 0;
 	}
-	if (_pmg_global_rights(&_pmg.dom[key]) != PMG_RIGHTS_RW &&
+	if (_pmg_process_rights(&_pmg.dom[key]) != PMG_RIGHTS_RW &&
 	    mprotect((void *)pb, pe - pb, PROT_READ | PROT_WRITE)) {
 		rc = -errno;
 		pthread_mutex_unlock(&_pmg.lock);
@@ -143,7 +143,7 @@ void _pmg_pw_close(int slot)
 	key = pw[i].key;
 	__atomic_store_n(&pw[i].key, 0, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&pw_used, 1, __ATOMIC_RELAXED);
-	prot = _pmg_prot_of(_pmg_global_rights(&_pmg.dom[key]));
+	prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[key]));
 	if (prot != (PROT_READ | PROT_WRITE))
 		(void)_pmg_pw_mprotect(key, pw[i].base, pw[i].end, prot);
 	pthread_mutex_unlock(&_pmg.lock);
@@ -167,5 +167,5 @@ void _pmg_pw_fork_child(void)
 	for (i = 1; i < PMG_NR_KEYS; i++)
 		if (keys[i] && _pmg.dom[i].live)
 			_pmg.prim->set_rights((int)i,
-					      _pmg_global_rights(&_pmg.dom[i]));
+				_pmg_process_rights(&_pmg.dom[i]));
 }

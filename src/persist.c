@@ -3,7 +3,8 @@
  * libpmem-compatible persistence: flush, drain, persist, msync and the
  * memcpy/memmove/memset family in _persist and _nodrain forms.  The CPU
  * paths are picked once (CPUID, then the PMGUARD_* variables, PMDK's
- * PMEM_* manner) and handed out as function pointers.  The copy calls are
+ * PMEM_* manner, parsed by options.c's table) and handed out as function
+ * pointers.  The copy calls are
  * the pmem-driver analog of the seeds: they open the write window on the
  * destination's domain themselves, so callers need no guards.
  */
@@ -18,15 +19,13 @@
 #include <unistd.h>
 
 #include "options.h"
-#include "pool.h"
+#include "persist.h"
 
-struct _pmg_persist _pmg_p;
-int _pmg_p_ready;
+struct _pmg_persist _pmg_persist_cfg;
+int _pmg_persist_cfg_ready;
 
-/* ------------------------------------------------------------- options */
-
-/* The PMGUARD_* persistence variables, from the one table in options.c. */
-static struct _pmg_opts popts;
+/* The PMGUARD_* persistence variables, as options.c parsed them. */
+static struct _pmg_opts persist_opts;
 
 /* ----------------------------------------------------------------- CPU */
 
@@ -153,23 +152,24 @@ static void pick(struct _pmg_persist *p, const struct _pmg_opts *o,
 	}
 }
 
+void _pmg_persist_opts_reset(void)
+{
+	_pmg_opts_defaults(&persist_opts);
+}
+
 int _pmg_persist_opt(struct _pmg_persist *p, const char *name,
 		     const char *value)
 {
-	struct _pmg_opts o = popts;
+	struct _pmg_opts o = persist_opts;
 	struct cpu c;
 	int rc;
 
-	if (!p) {		/* reset to defaults */
-		_pmg_opts_defaults(&popts);
-		return 0;
-	}
 	rc = _pmg_opt_parse(&o, name, value);
 	if (rc) {
 		pmg_strlcpy(p->env_msg, pmg_errormsg(), sizeof(p->env_msg));
 		return rc;
 	}
-	popts = o;
+	persist_opts = o;
 	cpu_probe(&c);
 	pick(p, &o, &c);
 	return 0;
@@ -189,14 +189,15 @@ static void bad_env(const char *msg, void *arg)
 
 static void persist_init(void)
 {
-	struct _pmg_persist *p = &_pmg_p;
+	struct _pmg_persist *p = &_pmg_persist_cfg;
 	struct cpu c;
 
-	(void)_pmg_opts_from_env_group(&popts, _PMG_OPT_PERSIST, bad_env, p);
+	(void)_pmg_opts_from_env_group(&persist_opts, _PMG_OPT_PERSIST, bad_env,
+				       p);
 	p->auto_flush = pmg_has_auto_flush();
 	cpu_probe(&c);
-	pick(p, &popts, &c);
-	__atomic_store_n(&_pmg_p_ready, 1, __ATOMIC_RELEASE);
+	pick(p, &persist_opts, &c);
+	__atomic_store_n(&_pmg_persist_cfg_ready, 1, __ATOMIC_RELEASE);
 }
 
 static pthread_once_t persist_once = PTHREAD_ONCE_INIT;
@@ -252,7 +253,7 @@ struct guard {
 
 static bool needs_read_window(const struct pmg_domain *d)
 {
-	return d->_rd_bits != d->_dflt_bits;
+	return _pmg_domain_noaccess(d);
 }
 
 static int guard_add(struct guard *g, struct pmg_domain *d, int acc)

@@ -21,7 +21,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "pool.h"
+#include "persist.h"
 
 #ifndef MAP_SHARED_VALIDATE
 #define MAP_SHARED_VALIDATE 0x03
@@ -87,9 +87,9 @@ static struct {
  * the usable bytes, key 1 if pmem.  Written under pool_lock, read without
  * locks (registry.c's left-right tables: readers never fail).
  */
-static struct _pmg_rtab ptab;
+static struct _pmg_rtab ptab = { .id = _PMG_RT_POOLS };
 
-int _pmg_nonpmem_pools, _pmg_open_pools;
+int _pmg_open_pools;
 
 static int ptab_insert(const struct pmg_pool *p)
 {
@@ -98,15 +98,13 @@ static int ptab_insert(const struct pmg_pool *p)
 				(uintptr_t)p->addr + p->size, p->pmem };
 	int rc;
 
-	if (ptab.c[ptab.lr].n >= POOL_MAX)
+	if (_pmg_rt_count(&ptab) >= POOL_MAX)
 		return _pmg_err(-EMFILE, "too many pools open (%d)", POOL_MAX);
 	rc = _pmg_rt_insert(&ptab, &r);
 	if (rc)
 		return _pmg_err(rc, "registering the pool at %p: %s", p->addr,
 				strerror(-rc));
 	__atomic_add_fetch(&_pmg_open_pools, 1, __ATOMIC_RELAXED);
-	if (!p->pmem)
-		__atomic_add_fetch(&_pmg_nonpmem_pools, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -115,69 +113,25 @@ static void ptab_remove(const struct pmg_pool *p)
 	if (_pmg_rt_remove(&ptab, (uintptr_t)p->addr, 0, NULL))
 		return;
 	__atomic_sub_fetch(&_pmg_open_pools, 1, __ATOMIC_RELAXED);
-	if (!p->pmem)
-		__atomic_sub_fetch(&_pmg_nonpmem_pools, 1, __ATOMIC_RELAXED);
 }
 
 /*
  * Scan the pools overlapping [a, a+len) (len > 0, no wrap): whether any is
  * not pmem, whether one pmem pool's usable bytes hold it all, and whether
  * it passes the usable end of a pool it starts in or touches (the tail of
- * the last page, or the next pool).  Lock-free, AS-safe, never fails.
+ * the last page, or the next pool).  With @outside (the persistence calls'
+ * hot path), the interval found around @a, one pool's usable bytes or a
+ * gap without pools, goes into the table's per-thread cache (its key: the
+ * pool is not pmem).  Lock-free, AS-safe, never fails.
  */
-/*
- * The persistence calls' hot path: each thread keeps the last interval it
- * looked up around an address: one pool's usable bytes, or a gap without
- * pools, with the pool table's version it is valid for (read before the
- * lookup).  A signal handler on the same thread may use it mid-update: the
- * sequence count (odd while written) makes it skip the cache then.
- */
-#define SIGFENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
-static __thread struct {
-	unsigned sc, ver;
-	uintptr_t lo, hi;
-	bool valid, nonpmem;
-} pcache;
-
-static bool pcache_get(uintptr_t a, uintptr_t end, bool *np)
-{
-	unsigned sc = pcache.sc;
-	bool hit;
-
-	SIGFENCE();
-	if (sc & 1)
-		return false;
-	hit = pcache.valid && a >= pcache.lo && end <= pcache.hi &&
-	      pcache.ver == __atomic_load_n(&ptab.version, __ATOMIC_SEQ_CST);
-	*np = pcache.nonpmem;
-	SIGFENCE();
-	return hit && pcache.sc == sc;
-}
-
-static void pcache_put(unsigned ver, uintptr_t lo, uintptr_t hi, bool np)
-{
-	unsigned sc = pcache.sc;
-
-	if (sc & 1)
-		return;		/* interrupted an update: leave it */
-	pcache.sc = sc + 1;
-	SIGFENCE();
-	pcache.ver = ver;
-	pcache.lo = lo;
-	pcache.hi = hi;
-	pcache.nonpmem = np;
-	pcache.valid = true;
-	SIGFENCE();
-	pcache.sc = sc + 2;
-}
-
 static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
 		      bool *in_pmem, bool *outside)
 {
-	uintptr_t end = a + len, lo = 0, hi = 0;
+	uintptr_t end = a + len;
 	const struct _pmg_range *r;
-	bool np = false, in = false, out = false, cache = false, cnp = false;
-	unsigned ver = __atomic_load_n(&ptab.version, __ATOMIC_SEQ_CST);
+	struct _pmg_range c = { 0, 0, 0, 0 };
+	bool np = false, in = false, out = false, cache = false;
+	unsigned ver = _pmg_rt_version(&ptab);
 	size_t n, i;
 	int slot;
 
@@ -186,13 +140,13 @@ static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
 	if (outside) {
 		/* the interval around @a, for the cache */
 		if (i < n && r[i].base <= a && a < r[i].lim) {
-			lo = r[i].base;
-			hi = r[i].lim;
-			cnp = !r[i].key;
+			c.base = r[i].base;
+			c.end = r[i].lim;
+			c.key = !r[i].key;
 			cache = true;
 		} else if (i == n || a < r[i].base) {
-			lo = i ? r[i - 1].end : 0;
-			hi = i < n ? r[i].base : UINTPTR_MAX;
+			c.base = i ? r[i - 1].end : 0;
+			c.end = i < n ? r[i].base : UINTPTR_MAX;
 			cache = true;
 		}
 	}
@@ -205,20 +159,14 @@ static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
 			in = true;
 	}
 	_pmg_rt_leave(&ptab, slot);
-	if (cache && !out)
-		pcache_put(ver, lo, hi, cnp);
+	if (cache && !out) {
+		c.lim = c.end;
+		_pmg_rt_cache_put(&ptab, ver, &c);
+	}
 	*any_nonpmem = np;
 	*in_pmem = in;
 	if (outside)
 		*outside = out;
-}
-
-int _pmg_pool_find_nonpmem(const void *addr, size_t len)
-{
-	bool np, in;
-
-	ptab_scan((uintptr_t)addr, len, &np, &in, NULL);
-	return np;
 }
 
 int _pmg_pool_range_pmem(const void *addr, size_t len)
@@ -233,13 +181,14 @@ int _pmg_pool_range_pmem(const void *addr, size_t len)
 
 int _pmg_pool_check_range(const void *addr, size_t len, bool *nonpmem)
 {
+	struct _pmg_range c;
 	bool np, in, out;
 
 	if ((uintptr_t)addr + len < (uintptr_t)addr)
 		return -EINVAL;
-	if (pcache_get((uintptr_t)addr, (uintptr_t)addr + len, &np)) {
+	if (len && _pmg_rt_cache_get(&ptab, (uintptr_t)addr, len, &c)) {
 		if (nonpmem)
-			*nonpmem = np;
+			*nonpmem = c.key;
 		return 0;
 	}
 	ptab_scan((uintptr_t)addr, len, &np, &in, &out);
@@ -273,12 +222,17 @@ PMG_API int pmg_pool_config_delete(struct pmg_pool_config **cfgp)
 	return 0;
 }
 
+/* A setter called with a NULL configuration. */
+static int cfg_null(const char *setter)
+{
+	return _pmg_err(-EINVAL, "%s: cfg is NULL", setter);
+}
+
 PMG_API int pmg_pool_config_set_size(struct pmg_pool_config *cfg,
 				     size_t size)
 {
 	if (!cfg)
-		return _pmg_err(-EINVAL, "pmg_pool_config_set_size: cfg is "
-				"NULL");
+		return cfg_null(__func__);
 	if (size > (size_t)LONG_MAX)
 		return _pmg_err(-EINVAL, "pool size %zu does not fit in "
 				"off_t", size);
@@ -290,8 +244,7 @@ PMG_API int pmg_pool_config_set_offset(struct pmg_pool_config *cfg,
 				       size_t offset)
 {
 	if (!cfg)
-		return _pmg_err(-EINVAL, "pmg_pool_config_set_offset: cfg is "
-				"NULL");
+		return cfg_null(__func__);
 	if (offset % PMG_PAGE_SIZE || offset > (size_t)LONG_MAX)
 		return _pmg_err(-EINVAL, "pool offset %zu is not a multiple "
 				"of the page size %lu (or too big)", offset,
@@ -307,8 +260,7 @@ PMG_API int pmg_pool_config_set_flags(struct pmg_pool_config *cfg,
 				      unsigned flags)
 {
 	if (!cfg)
-		return _pmg_err(-EINVAL, "pmg_pool_config_set_flags: cfg is "
-				"NULL");
+		return cfg_null(__func__);
 	if (flags & ~POOL_FLAGS)
 		return _pmg_err(-EINVAL, "unknown pool flags %#x",
 				flags & ~POOL_FLAGS);
@@ -323,8 +275,7 @@ PMG_API int pmg_pool_config_set_mode(struct pmg_pool_config *cfg,
 				     mode_t mode)
 {
 	if (!cfg)
-		return _pmg_err(-EINVAL, "pmg_pool_config_set_mode: cfg is "
-				"NULL");
+		return cfg_null(__func__);
 	if (mode & ~(mode_t)07777)
 		return _pmg_err(-EINVAL, "file mode %#o has bits outside "
 				"07777", (unsigned)mode);
@@ -336,8 +287,7 @@ PMG_API int pmg_pool_config_set_domain(struct pmg_pool_config *cfg,
 				       struct pmg_domain *d)
 {
 	if (!cfg)
-		return _pmg_err(-EINVAL, "pmg_pool_config_set_domain: cfg is "
-				"NULL");
+		return cfg_null(__func__);
 	cfg->domain = d;
 	return 0;
 }
@@ -355,7 +305,7 @@ static int domain_get(struct pmg_pool *p, const struct pmg_pool_config *c)
 	if (c->domain) {
 		p->dom = c->domain;
 		p->shared = -1;
-		p->noaccess = p->dom->_rd_bits != p->dom->_dflt_bits;
+		p->noaccess = _pmg_domain_noaccess(p->dom);
 		return 0;
 	}
 	if (!shared[i].d) {

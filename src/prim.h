@@ -8,9 +8,10 @@
  * (page permissions).  The supervisor port answers the same questions in
  * kernel/.
  *
- * All functions return 0 (or a key) or a negative errno, and set the
- * thread's error message on failure.  Those marked AS-safe are called from
- * the SIGSEGV/SIGTRAP handlers.
+ * All functions return 0 (or a key) or a negative errno.  Only probe sets
+ * the thread's error message (why the backend cannot run); the others
+ * leave it to their caller, which names what it was doing.  Those marked
+ * AS-safe are called from the SIGSEGV/SIGTRAP handlers.
  */
 #ifndef PMG_PRIM_H
 #define PMG_PRIM_H
@@ -20,7 +21,6 @@
 #include <ucontext.h>
 
 struct _pmg_prim {
-	const char *name;
 	int id;				/* enum pmg_backend */
 	bool thread_local;		/* windows are per thread */
 
@@ -50,5 +50,8 @@ struct _pmg_prim {
 
 extern const struct _pmg_prim _pmg_prim_pku;
 extern const struct _pmg_prim _pmg_prim_mprotect;
+
+/* PKU only: how many keys the kernel would still give this process. */
+int _pmg_pku_free_keys(void);
 
 #endif /* PMG_PRIM_H */

@@ -88,7 +88,6 @@ static uint32_t *mp_saved_reg(ucontext_t *uc)
 }
 
 const struct _pmg_prim _pmg_prim_mprotect = {
-	.name = "mprotect",
 	.id = PMG_BACKEND_MPROTECT,
 	.thread_local = false,
 	.probe = mp_probe,

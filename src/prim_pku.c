@@ -118,8 +118,25 @@ static uint32_t *pku_saved_reg(ucontext_t *uc)
 	return (uint32_t *)(void *)(fx + off);
 }
 
+/* How many keys pkey_alloc() would still give this process (pmg_get_info()):
+ * all of them allocated, then freed. */
+int _pmg_pku_free_keys(void)
+{
+	int keys[PMG_NR_KEYS], n = 0, k;
+
+	while (n < PMG_NR_KEYS) {
+		/* AD: pkey_free() leaves the caller's rights as they are */
+		k = (int)syscall(SYS_pkey_alloc, 0, PMG_RIGHTS_AD);
+		if (k < 0)
+			break;
+		keys[n++] = k;
+	}
+	for (k = 0; k < n; k++)
+		syscall(SYS_pkey_free, keys[k]);
+	return n;
+}
+
 const struct _pmg_prim _pmg_prim_pku = {
-	.name = "pku",
 	.id = PMG_BACKEND_PKU,
 	.thread_local = true,
 	.probe = pku_probe,

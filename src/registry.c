@@ -66,6 +66,68 @@ size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr)
 	return lo;
 }
 
+unsigned _pmg_rt_version(struct _pmg_rtab *t)
+{
+	return __atomic_load_n(&t->version, SC);
+}
+
+/* -------------------------------------------------- per-thread caches */
+
+/*
+ * Each thread keeps, per table, the last interval a lookup found around an
+ * address (a range, or the gap between ranges) with the table's version
+ * read before that lookup: the persistence calls look up the same
+ * destinations over and over.  A signal handler on the same thread may
+ * run in the middle of an update: the entry's own sequence count (odd
+ * while written) makes the handler neither trust nor write it, and a
+ * reader whose entry changed under it (a handler wrote it) treats that as
+ * a miss.  Compiler fences suffice: only the thread itself (and its
+ * handlers) touch the entry.
+ */
+struct rcache {
+	unsigned sc;		/* odd while the entry is being written */
+	unsigned ver;		/* table version it is valid for */
+	struct _pmg_range r;
+	bool valid;
+};
+static __thread struct rcache cache[_PMG_RT_NR];
+
+#define SIGFENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+
+bool _pmg_rt_cache_get(struct _pmg_rtab *t, uintptr_t a, size_t len,
+		       struct _pmg_range *out)
+{
+	struct rcache *c = &cache[t->id];
+	unsigned sc = c->sc;
+	bool hit;
+
+	SIGFENCE();
+	if (sc & 1)
+		return false;
+	*out = c->r;
+	hit = c->valid && c->ver == _pmg_rt_version(t);
+	SIGFENCE();
+	return hit && c->sc == sc && a >= out->base && a < out->end &&
+	       len <= out->end - a;
+}
+
+void _pmg_rt_cache_put(struct _pmg_rtab *t, unsigned ver,
+		       const struct _pmg_range *r)
+{
+	struct rcache *c = &cache[t->id];
+	unsigned sc = c->sc;
+
+	if (sc & 1)
+		return;		/* interrupted an update: leave it */
+	c->sc = sc + 1;
+	SIGFENCE();
+	c->ver = ver;
+	c->r = *r;
+	c->valid = true;
+	SIGFENCE();
+	c->sc = sc + 2;
+}
+
 /* ------------------------------------------------------------ writers */
 
 /*
@@ -73,13 +135,13 @@ size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr)
  * (fork is not called from one): readers other threads had inside at the
  * fork never leave in the child.  Its counts start at zero.
  */
-static struct _pmg_rtab *tabs[4];
+static struct _pmg_rtab *tabs[_PMG_RT_NR];
 
 static void atfork_child(void)
 {
 	unsigned i;
 
-	for (i = 0; i < sizeof(tabs) / sizeof(tabs[0]); i++)
+	for (i = 0; i < _PMG_RT_NR; i++)
 		if (tabs[i])
 			tabs[i]->readers[0] = tabs[i]->readers[1] = 0;
 }
@@ -93,17 +155,15 @@ static void atfork_register(void)
 
 static void register_tab(struct _pmg_rtab *t)
 {
-	unsigned i;
-
-	if (t->registered)
+	if (tabs[t->id])
 		return;
 	pthread_once(&atfork_once, atfork_register);
-	for (i = 0; i < sizeof(tabs) / sizeof(tabs[0]); i++)
-		if (!tabs[i]) {
-			tabs[i] = t;
-			break;
-		}
-	t->registered = true;
+	tabs[t->id] = t;
+}
+
+size_t _pmg_rt_count(const struct _pmg_rtab *t)
+{
+	return t->c[t->lr].n;
 }
 
 static void wait_drained(struct _pmg_rtab *t, int slot)
@@ -194,7 +254,7 @@ int _pmg_rt_remove(struct _pmg_rtab *t, uintptr_t base, uintptr_t end,
 
 /* ----------------------------------------------------------- registry */
 
-static struct _pmg_rtab reg;
+static struct _pmg_rtab reg = { .id = _PMG_RT_REGISTRY };
 
 /* Whether [base, end) overlaps a registered range (lock held). */
 bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end)
@@ -236,7 +296,7 @@ static void lookup(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, int *key,
 	size_t n, i;
 	int slot;
 
-	*ver = __atomic_load_n(&reg.version, SC);
+	*ver = _pmg_rt_version(&reg);
 	r = _pmg_rt_enter(&reg, &n, &slot);
 	i = _pmg_rt_search(r, n, addr);
 	if (i < n && r[i].base <= addr) {
@@ -291,61 +351,21 @@ int _pmg_reg_first_overlap(uintptr_t base, uintptr_t end,
 }
 
 /*
- * _pmg_reg_find() with a per-thread one-entry cache of the last answer: the
- * range that held the address, or the gap between ranges that did not.
- * The entry is valid while the registry's version has not moved.  For the
- * persistence calls, which look up the same destinations over and over.
- * AS-safe: the entry has its own sequence count (odd while being
- * written); a signal handler that finds it odd neither trusts nor writes
- * it, and a reader whose entry changed under it (a handler wrote it)
- * treats that as a miss.
+ * _pmg_reg_find() through the table's per-thread cache: the range that
+ * held the last address looked up, or the gap between ranges that did
+ * not.  For the persistence calls.  AS-safe.
  */
-static __thread struct {
-	unsigned sc;		/* odd while the entry is being written */
-	unsigned ver;		/* registry version it is valid for */
-	uintptr_t lo, hi;	/* [lo, hi): the range or the gap */
-	int key;		/* 0 for a gap */
-	bool valid;
-} cache;
-
-#define SIGFENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
-
 int _pmg_reg_find_cached(uintptr_t addr, struct _pmg_range *out)
 {
-	unsigned sc = cache.sc, ver;
-	uintptr_t lo, hi;
-	int key;
-	bool valid;
+	struct _pmg_range c;
+	unsigned ver;
 
-	SIGFENCE();
-	if (!(sc & 1)) {
-		valid = cache.valid;
-		ver = cache.ver;
-		lo = cache.lo;
-		hi = cache.hi;
-		key = cache.key;
-		SIGFENCE();
-		if (valid && cache.sc == sc &&
-		    ver == __atomic_load_n(&reg.version, SC) &&
-		    addr >= lo && addr < hi)
-			goto answer;
+	if (!_pmg_rt_cache_get(&reg, addr, 1, &c)) {
+		lookup(addr, &c.base, &c.end, &c.key, &ver);
+		c.lim = c.end;
+		_pmg_rt_cache_put(&reg, ver, &c);
 	}
-	lookup(addr, &lo, &hi, &key, &ver);
-	sc = cache.sc;
-	SIGFENCE();
-	if (!(sc & 1)) {
-		cache.sc = sc + 1;
-		SIGFENCE();
-		cache.ver = ver;
-		cache.lo = lo;
-		cache.hi = hi;
-		cache.key = key;
-		cache.valid = true;
-		SIGFENCE();
-		cache.sc = sc + 2;
-	}
-answer:
-	return answer(lo, hi, key, out);
+	return answer(c.base, c.end, c.key, out);
 }
 
 int _pmg_reg_each(int key, int (*fn)(const struct _pmg_range *, void *),

@@ -210,11 +210,11 @@ void _pmg_site_fmt(struct _pmg_buf *b, uintptr_t ip)
 
 	if (!_pmg_module_of(ip, path, sizeof(path), &off))
 		return;
-	_pmg_bs(b, " (");
-	_pmg_bs(b, path);
-	_pmg_bs(b, "+");
-	_pmg_bx(b, off);
-	_pmg_bs(b, ")");
+	_pmg_buf_str(b, " (");
+	_pmg_buf_str(b, path);
+	_pmg_buf_str(b, "+");
+	_pmg_buf_hex(b, off);
+	_pmg_buf_str(b, ")");
 }
 
 bool _pmg_site_allowed(uintptr_t ip)

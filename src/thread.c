@@ -51,7 +51,7 @@ void _pmg_thread_arm(void)
 }
 
 /* Set the calling thread's rights for every pmguard key to its default. */
-void _pmg_thread_reset(void)
+static void thread_reset(void)
 {
 	uint32_t v, nv;
 
@@ -73,7 +73,7 @@ static void *start_thread(void *p)
 	struct start s = *(struct start *)p;
 
 	free(p);
-	_pmg_thread_reset();
+	thread_reset();
 	_pmg_thread_arm();
 	return s.fn(s.arg);
 }
@@ -153,7 +153,7 @@ static void fork_child(void)
 	/* (end_armed and the key's value are the forking thread's: still
 	 * true of this, its copy) */
 	if (_pmg_fast) {
-		_pmg_thread_reset();
+		thread_reset();
 		return;
 	}
 	/* mprotect: the child's windows are its own copies: close them;
@@ -173,7 +173,7 @@ static void fork_child(void)
  * is done once, and a step that failed is tried again by the next
  * pmg_init() rather than never (what pthread_once() would do).
  */
-int _pmg_thread_install(void)
+int _pmg_thread_hooks_install(void)
 {
 	static bool atfork_done;
 	int rc;

@@ -24,8 +24,6 @@ static struct {
 } gone[GONE_MAX];
 static unsigned gone_next;
 
-unsigned long _pmg_ranges_dropped;
-
 static void remember(uintptr_t base, uintptr_t end)
 {
 	gone[gone_next % GONE_MAX].base = base;
@@ -55,32 +53,6 @@ void _pmg_gone_forget(uintptr_t base, uintptr_t end)
 			gone[i].base = gone[i].end = 0;
 }
 
-static void report(const char *what, uintptr_t a, size_t n,
-		   const struct _pmg_range *r, const char *fate)
-{
-	int fd = __atomic_load_n(&_pmg.report_fd, __ATOMIC_RELAXED);
-	struct _pmg_buf b = { .n = 0 };
-
-	if (fd < 0)
-		return;
-	_pmg_bs(&b, "pmguard: ");
-	_pmg_bs(&b, what);
-	_pmg_bs(&b, "(");
-	_pmg_bx(&b, a);
-	_pmg_bs(&b, ", ");
-	_pmg_bd(&b, (int64_t)n);
-	_pmg_bs(&b, ") took protected range ");
-	_pmg_bx(&b, r->base);
-	_pmg_bs(&b, "-");
-	_pmg_bx(&b, r->end);
-	_pmg_bs(&b, " of domain '");
-	_pmg_bs(&b, _pmg.core.key[r->key].name);
-	_pmg_bs(&b, "' away from pmguard: ");
-	_pmg_bs(&b, fate);
-	_pmg_bs(&b, "\n");
-	_pmg_bflush(&b, fd);
-}
-
 /*
  * Drop the range @r (registered; _pmg.lock held), whose part [@a, @a+@n)
  * is no longer the library's.  Its parts outside that span are still
@@ -101,8 +73,8 @@ void _pmg_range_drop(const struct _pmg_range *r, uintptr_t a, size_t n,
 	if (e < r->end)
 		(void)_pmg.prim->untag((void *)e, r->end - e);
 	remember(r->base, r->end);
-	__atomic_add_fetch(&_pmg_ranges_dropped, 1, __ATOMIC_RELAXED);
-	report(what, a, n, r, "dropped (pmg_unprotect() of it returns 0)");
+	_pmg_report_range_gone(what, a, n, r,
+			       "dropped (pmg_unprotect() of it returns 0)");
 }
 
 /* Drop every range overlapping [@a, @a+@n) (_pmg.lock held). */
@@ -132,8 +104,7 @@ void _pmg_range_drop_unmapped(const struct _pmg_range *r)
 	if (_pmg_reg_remove(r->base, r->end, &key))
 		return;
 	_pmg.dom[key].nranges--;
-	__atomic_add_fetch(&_pmg_ranges_dropped, 1, __ATOMIC_RELAXED);
-	report("pmg_unprotect", r->base, r->end - r->base, r,
-	       "no longer (entirely) mapped: dropped, nothing there "
-	       "changed");
+	_pmg_report_range_gone("pmg_unprotect", r->base, r->end - r->base, r,
+			       "no longer (entirely) mapped: dropped, nothing "
+			       "there changed");
 }

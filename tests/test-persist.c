@@ -17,7 +17,7 @@
 #include "pmguard.h"
 #include "tap.h"
 #include "dirs.h"
-#include "../src/pool.h"
+#include "../src/persist.h"
 
 static char dir[256];
 static int skipped;
@@ -464,7 +464,7 @@ static void t_options(void)
 
 	memset(&t, 0, sizeof(t));
 	pmg_get_info(&in);
-	_pmg_persist_opt(NULL, NULL, NULL);
+	_pmg_persist_opts_reset();
 	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_MOVNT_THRESHOLD", "-1") ==
 		  -EINVAL && strstr(pmg_errormsg(), "PMGUARD_MOVNT_THRESHOLD") &&
 		  strstr(pmg_errormsg(), "'-1'"));
@@ -489,7 +489,7 @@ static void t_options(void)
 		  !strcmp(t.flush_name, "none"));
 	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_IS_PMEM_FORCE", "1") == 0 &&
 		  t.force == 1);
-	_pmg_persist_opt(NULL, NULL, NULL);
+	_pmg_persist_opts_reset();
 	tap_ok(ok, "options: bad values named with their value; NO_MOVNT, "
 	       "NO_AVX512F, NO_AVX2, NO_CLWB, NO_CLFLUSHOPT, NO_FLUSH, "
 	       "MOVNT_THRESHOLD, IS_PMEM_FORCE steer the pick");

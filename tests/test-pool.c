@@ -20,7 +20,7 @@
 #include "tap.h"
 #include "dirs.h"
 #include "valgrind-probe.h"
-#include "../src/pool.h"
+#include "../src/persist.h"
 
 static char dir[256];
 static int skipped;

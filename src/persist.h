@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Pools and persistence internals (never installed): the contract between
- * pool.c (pools, direct access), persist.c (libpmem-style calls, options,
- * dispatch) and persist_x86.c (CPU-specific loops).
+ * The persistence layer's internal header (never installed): the contract
+ * between persist.c (the libpmem-style calls and the pick of their CPU
+ * paths), persist_x86.c (the CPU-specific loops) and pool.c (pools, direct
+ * access, and the pool table the calls check addresses against).  The
+ * PMGUARD_* variables that steer the pick are parsed by options.c.
  */
-#ifndef PMG_POOL_H
-#define PMG_POOL_H
+#ifndef PMG_PERSIST_H
+#define PMG_PERSIST_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,7 +19,7 @@
 
 /* ---- persist.c */
 
-/* Picked once, from CPUID and the PMGUARD_* variables. */
+/* Picked once, from CPUID and the PMGUARD_* variables (options.c). */
 struct _pmg_persist {
 	void (*flush)(const void *addr, size_t len);
 	/* d 64-byte aligned, n a multiple of 64 */
@@ -31,25 +33,30 @@ struct _pmg_persist {
 	char env_msg[256];
 };
 
-extern struct _pmg_persist _pmg_p;
-extern int _pmg_p_ready;
+extern struct _pmg_persist _pmg_persist_cfg;
+extern int _pmg_persist_cfg_ready;
 
 void _pmg_persist_init_once(void);
 
 static inline const struct _pmg_persist *_pmg_persist_get(void)
 {
-	if (__builtin_expect(!__atomic_load_n(&_pmg_p_ready, __ATOMIC_ACQUIRE),
-			     0))
+	if (__builtin_expect(!__atomic_load_n(&_pmg_persist_cfg_ready,
+					      __ATOMIC_ACQUIRE), 0))
 		_pmg_persist_init_once();
-	return &_pmg_p;
+	return &_pmg_persist_cfg;
 }
 
 /* 0, or -EINVAL with the message naming the bad variable. */
 int _pmg_persist_env_check(void);
 
-/* Parse one persistence variable into @p (tests).  @value NULL: unset. */
+/*
+ * Tests: parse one persistence variable into the options behind @p and
+ * pick @p's routines again (@value NULL: unset); put the options back to
+ * their defaults.
+ */
 int _pmg_persist_opt(struct _pmg_persist *p, const char *name,
 		     const char *value);
+void _pmg_persist_opts_reset(void);
 
 /* eADR from @dir (normally /sys/bus/nd/devices): 1, 0, -errno. */
 int _pmg_auto_flush_at(const char *dir);
@@ -75,10 +82,8 @@ static inline void _pmg_sfence(void)
 #endif
 }
 
-/* ---- pool.c: the pool table, for "is this address in a non-pmem pool" */
+/* ---- pool.c: the pool table: which addresses lie in which pools */
 
-/* Number of open pools that are not pmem (their flushes are msync). */
-extern int _pmg_nonpmem_pools;
 /* Number of open pools. */
 extern int _pmg_open_pools;
 
@@ -89,12 +94,6 @@ extern int _pmg_open_pools;
  * AS-safe, never a wrong answer.
  */
 int _pmg_pool_check_range(const void *addr, size_t len, bool *nonpmem);
-
-/*
- * 1 if [addr, addr+len) touches a non-pmem pool, 0 if not.  Lock-free
- * (sequence count), no allocation.
- */
-int _pmg_pool_find_nonpmem(const void *addr, size_t len);
 
 /* 1 if [addr, addr+len) lies within one pmem pool.  AS-safe. */
 int _pmg_pool_range_pmem(const void *addr, size_t len);
@@ -107,4 +106,4 @@ extern unsigned long _pmg_pool_stale_removed;
 int _pmg_pool_check_align(const char *path, size_t offset, size_t size,
 			  size_t align);
 
-#endif /* PMG_POOL_H */
+#endif /* PMG_PERSIST_H */

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reporting: what the library writes on the report fd (faults, unbalanced
+ * closes, long-term maps, threads that ended inside windows), the audit
+ * site table, and the statistics.  Everything here may run in a signal
+ * handler: it formats into a stack buffer with the AS-safe helpers below
+ * and writes it with one write(2); no locks, no allocation.  (The
+ * backtraces use backtrace(), which pmg_init() loads before any handler
+ * can need it.)
+ */
+#define _GNU_SOURCE
+#include <execinfo.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "sites.h"
+
+struct pmg_stats _pmg_stats;
+
+/* ---------------------------------------------- AS-safe formatting */
+
+void _pmg_buf_str(struct _pmg_buf *b, const char *s)
+{
+	while (*s && b->n < sizeof(b->b))
+		b->b[b->n++] = *s++;
+}
+
+void _pmg_buf_hex(struct _pmg_buf *b, uint64_t v)
+{
+	char t[24];
+
+	pmg_utoa(v, 16, t, sizeof(t));
+	_pmg_buf_str(b, "0x");
+	_pmg_buf_str(b, t);
+}
+
+void _pmg_buf_dec(struct _pmg_buf *b, int64_t v)
+{
+	char t[24];
+
+	if (v < 0) {
+		_pmg_buf_str(b, "-");
+		v = -v;
+	}
+	pmg_utoa((uint64_t)v, 10, t, sizeof(t));
+	_pmg_buf_str(b, t);
+}
+
+void _pmg_buf_flush(struct _pmg_buf *b, int fd)
+{
+	size_t off = 0;
+
+	while (fd >= 0 && off < b->n) {
+		ssize_t w = write(fd, b->b + off, b->n - off);
+
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	b->n = 0;
+}
+
+void _pmg_buf_bytes(struct _pmg_buf *b, const uint8_t *p, unsigned n)
+{
+	static const char hx[] = "0123456789abcdef";
+	unsigned i;
+
+	for (i = 0; i < n && b->n + 3 < sizeof(b->b); i++) {
+		b->b[b->n++] = hx[p[i] >> 4];
+		b->b[b->n++] = hx[p[i] & 15];
+	}
+}
+
+/* ---------------------------------------------------------- reports */
+
+int _pmg_report_fd(void)
+{
+	return __atomic_load_n(&_pmg.report_fd, __ATOMIC_RELAXED);
+}
+
+void _pmg_backtrace_to(int fd)
+{
+	void *bt[32];
+	int n;
+
+	if (fd < 0)
+		return;
+	n = backtrace(bt, 32);
+	backtrace_symbols_fd(bt, n, fd);
+}
+
+/* Start the line "pmguard: <what>" in @b: the report fd, or -1 (none:
+ * the caller reports nothing). */
+static int report_begin(struct _pmg_buf *b, const char *what)
+{
+	int fd = _pmg_report_fd();
+
+	if (fd >= 0) {
+		_pmg_buf_str(b, "pmguard: ");
+		_pmg_buf_str(b, what);
+	}
+	return fd;
+}
+
+void _pmg_report_fault(const struct pmg_fault *f, pid_t tid,
+		       const char *what, bool trace)
+{
+	struct _pmg_buf b = { .n = 0 };
+	int fd = report_begin(&b, what);
+
+	if (fd < 0)
+		return;
+	_pmg_buf_str(&b, f->acc == PMG_ACC_WRITE ? ": stray write to "
+					     : ": stray read of ");
+	_pmg_buf_hex(&b, f->addr);
+	_pmg_buf_str(&b, " in domain '");
+	_pmg_buf_str(&b, _pmg_key_name((int)f->key));
+	_pmg_buf_str(&b, "' (key ");
+	_pmg_buf_dec(&b, f->key);
+	_pmg_buf_str(&b, ") by thread ");
+	_pmg_buf_dec(&b, tid);
+	_pmg_buf_str(&b, " at ip ");
+	_pmg_buf_hex(&b, f->ip);
+	_pmg_site_fmt(&b, f->ip);
+	_pmg_buf_str(&b, _pmg.prim->id == PMG_BACKEND_PKU ? ", PKRU "
+						     : ", emulated PKRU ");
+	_pmg_buf_hex(&b, f->saved_pkval);
+	_pmg_buf_str(&b, "\n");
+	_pmg_buf_flush(&b, fd);
+	if (trace) {
+		_pmg_buf_str(&b, "pmguard: backtrace (handler frames "
+			     "first):\n");
+		_pmg_buf_flush(&b, fd);
+		_pmg_backtrace_to(fd);
+	}
+}
+
+void _pmg_report_unbalanced(struct pmg_domain *d, int acc, void *caller)
+{
+	struct _pmg_buf b = { .n = 0 };
+
+	_pmg_buf_str(&b, "pmguard: unbalanced ");
+	_pmg_buf_str(&b, acc ? "write" : "read");
+	_pmg_buf_str(&b, " window close on domain '");
+	_pmg_buf_str(&b, _pmg_key_name(d->_key));
+	_pmg_buf_str(&b, "' by thread ");
+	_pmg_buf_dec(&b, syscall(SYS_gettid));
+	_pmg_buf_str(&b, " from ");
+	_pmg_buf_hex(&b, (uintptr_t)caller);
+	_pmg_buf_str(&b, ": no such window is open; nothing changed\n");
+	_pmg_buf_flush(&b, _pmg_report_fd());
+	_pmg_backtrace_to(_pmg_report_fd());
+}
+
+void _pmg_report_dead_windows(pid_t tid, const char *name, unsigned w,
+			      unsigned r)
+{
+	struct _pmg_buf b = { .n = 0 };
+
+	_pmg_buf_str(&b, "pmguard: thread ");
+	_pmg_buf_dec(&b, tid);
+	_pmg_buf_str(&b, " ended with ");
+	_pmg_buf_dec(&b, w);
+	_pmg_buf_str(&b, " write and ");
+	_pmg_buf_dec(&b, r);
+	_pmg_buf_str(&b, " read window(s) open on domain '");
+	_pmg_buf_str(&b, name);
+	_pmg_buf_str(&b, "': closed them\n");
+	_pmg_buf_flush(&b, _pmg_report_fd());
+}
+
+void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
+			   void *caller)
+{
+	struct _pmg_buf b = { .n = 0 };
+	int fd = _pmg_report_fd();
+
+	_pmg_buf_str(&b, "pmguard: warning: long-term map of protected "
+		     "address ");
+	_pmg_buf_hex(&b, (uintptr_t)addr);
+	_pmg_buf_str(&b, " (domain '");
+	_pmg_buf_str(&b, _pmg_key_name(d->_key));
+	_pmg_buf_str(&b, "') from ");
+	_pmg_buf_hex(&b, (uintptr_t)caller);
+	_pmg_buf_str(&b, ": windows are per thread; use pmg_map_local()\n");
+	_pmg_buf_flush(&b, fd);
+	_pmg_backtrace_to(fd);
+}
+
+/* @what(@a, @n) took the protected range @r away: say so, and its @fate. */
+void _pmg_report_range_gone(const char *what, uintptr_t a, size_t n,
+			    const struct _pmg_range *r, const char *fate)
+{
+	struct _pmg_buf b = { .n = 0 };
+	int fd = report_begin(&b, what);
+
+	if (fd < 0)
+		return;
+	_pmg_buf_str(&b, "(");
+	_pmg_buf_hex(&b, a);
+	_pmg_buf_str(&b, ", ");
+	_pmg_buf_dec(&b, (int64_t)n);
+	_pmg_buf_str(&b, ") took protected range ");
+	_pmg_buf_hex(&b, r->base);
+	_pmg_buf_str(&b, "-");
+	_pmg_buf_hex(&b, r->end);
+	_pmg_buf_str(&b, " of domain '");
+	_pmg_buf_str(&b, _pmg_key_name(r->key));
+	_pmg_buf_str(&b, "' away from pmguard: ");
+	_pmg_buf_str(&b, fate);
+	_pmg_buf_str(&b, "\n");
+	_pmg_buf_flush(&b, fd);
+}
+
+/* ------------------------------------------------------- audit sites */
+
+/* Audit site table: faulting instruction -> count, lock-free. */
+#define PMG_SITES 1024
+static struct {
+	uintptr_t ip;
+	uint64_t count;
+	int key;
+} sites[PMG_SITES];
+
+/* Count an audit fault at @ip; returns the count (1: first at site). */
+uint64_t _pmg_audit_site_hit(uintptr_t ip, int key)
+{
+	unsigned i, h = (unsigned)((ip * 0x9E3779B97F4A7C15ull) >> 54);
+
+	for (i = 0; i < PMG_SITES; i++) {
+		unsigned s = (h + i) % PMG_SITES;
+		uintptr_t cur = __atomic_load_n(&sites[s].ip, __ATOMIC_ACQUIRE);
+
+		if (cur == 0) {
+			uintptr_t zero = 0;
+
+			if (__atomic_compare_exchange_n(&sites[s].ip, &zero, ip,
+							false, __ATOMIC_ACQ_REL,
+							__ATOMIC_ACQUIRE)) {
+				sites[s].key = key;
+				_PMG_STAT_INC(audit_sites);
+				cur = ip;
+			} else {
+				cur = zero;
+			}
+		}
+		if (cur == ip)
+			return __atomic_add_fetch(&sites[s].count, 1,
+						  __ATOMIC_RELAXED);
+	}
+	return 0;	/* table full: counted in stats only */
+}
+
+PMG_API int pmg_audit_dump(int fd)
+{
+	struct _pmg_buf b = { .n = 0 };
+	unsigned i;
+	int n = 0;
+
+	for (i = 0; i < PMG_SITES; i++) {
+		uintptr_t ip = __atomic_load_n(&sites[i].ip, __ATOMIC_ACQUIRE);
+
+		if (!ip)
+			continue;
+		n++;
+		_pmg_buf_str(&b, "pmguard: audit site ");
+		_pmg_buf_hex(&b, ip);
+		_pmg_buf_str(&b, ": ");
+		_pmg_buf_dec(&b, (int64_t)__atomic_load_n(&sites[i].count,
+						    __ATOMIC_RELAXED));
+		_pmg_buf_str(&b, " stray access(es), domain '");
+		_pmg_buf_str(&b, _pmg_key_name(sites[i].key));
+		_pmg_buf_str(&b, "'\n");
+		_pmg_buf_flush(&b, fd);
+	}
+	return n;
+}
+
+PMG_API int pmg_stats_get(struct pmg_stats *st)
+{
+	uint64_t *dst = (uint64_t *)st, *src = (uint64_t *)&_pmg_stats;
+	size_t i;
+
+	if (!st)
+		return _pmg_err_s(-EINVAL, "pmg_stats_get: st is NULL");
+	for (i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	return 0;
+}
+
+PMG_API void pmg_stats_reset(void)
+{
+	uint64_t *s = (uint64_t *)&_pmg_stats;
+	size_t i;
+
+	for (i = 0; i < sizeof(_pmg_stats) / sizeof(uint64_t); i++)
+		__atomic_store_n(&s[i], 0, __ATOMIC_RELAXED);
+	for (i = 0; i < PMG_SITES; i++) {
+		sites[i].count = 0;
+		sites[i].key = 0;
+		__atomic_store_n(&sites[i].ip, 0, __ATOMIC_RELEASE);
+	}
+}
