@@ -5,7 +5,7 @@
  * access-disabled domain lets reads through and nothing more; a write
  * window lets writes through; closing the last window of a kind takes
  * exactly that access away again.  Every access is made through probe()
- * (tests/probe.h): a fault must name the address, the access kind, the
+ * (tools/probe.h): a fault must name the address, the access kind, the
  * key and the backend's si_code.
  *
  * Written for the mutation check (tests/mutation/mutants, U03, U14): no
