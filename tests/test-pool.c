@@ -71,21 +71,6 @@ static int write_file(const char *path, size_t size, int c, mode_t mode)
 	return 0;
 }
 
-static int count_entries(const char *d)
-{
-	DIR *dd = opendir(d);
-	struct dirent *e;
-	int n = 0;
-
-	if (!dd)
-		return -1;
-	while ((e = readdir(dd)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			n++;
-	closedir(dd);
-	return n;
-}
-
 static struct pmg_pool_config *cfg_of(size_t size, size_t off,
 				      unsigned flags)
 {
@@ -499,7 +484,7 @@ static void t_bad_files(void)
 	CHECK(ok, p && ((char *)pmg_pool_address(p))[0] == 0);
 	pmg_pool_close(&p);
 	CHECK(ok, file_sum(path) != sum);
-	CHECK(ok, count_entries(dir) >= 0);
+	CHECK(ok, dir_entries(dir, NULL, NULL, 0) >= 0);
 	pmg_pool_config_delete(&c);
 	tap_ok(ok, "existing file, file smaller than asked, offset past end, "
 	       "empty, missing, directory, not dax: refused, files "
@@ -574,12 +559,14 @@ static void t_enospc(void)
 	CHECK(ok, rc == -ENOSPC && strstr(pmg_errormsg(), path));
 	tap_diag("ENOSPC: %d (%s)", rc, pmg_errormsg());
 	CHECK(ok, access(path, F_OK) != 0);
-	CHECK(ok, count_entries(mnt) == 1);	/* no temporary left */
+	/* no temporary left */
+	CHECK(ok, dir_entries(mnt, NULL, NULL, 0) == 1);
 	/* replacing a file on a full filesystem: the old one survives */
 	pmg_pool_config_set_flags(c, PMG_POOL_OVERWRITE);
 	rc = pmg_pool_create(&p, keep, c);
 	CHECK(ok, rc == -ENOSPC);
-	CHECK(ok, file_sum(keep) == sum && count_entries(mnt) == 1);
+	CHECK(ok, file_sum(keep) == sum &&
+		  dir_entries(mnt, NULL, NULL, 0) == 1);
 	pmg_pool_config_delete(&c);
 	if (umount2(mnt, MNT_DETACH))
 		tap_diag("umount %s: %s", mnt, strerror(errno));
@@ -780,21 +767,6 @@ static void t_lock(void)
 
 /* ---- killed creates leave nothing behind (issue 10, finding 5) */
 
-static int count_temps(const char *d)
-{
-	DIR *dd = opendir(d);
-	struct dirent *e;
-	int n = 0;
-
-	if (!dd)
-		return -1;
-	while ((e = readdir(dd)))
-		if (strstr(e->d_name, ".pmg-"))
-			n++;
-	closedir(dd);
-	return n;
-}
-
 static int create_loop(void *v)
 {
 	struct pmg_pool_config *c = cfg_of(64 << 20, 0, 0);
@@ -828,7 +800,7 @@ static void t_killed_create(void)
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 	}
-	left = count_temps(dir);
+	left = dir_entries(dir, ".pmg-", NULL, 0);
 	tap_diag("12 creates of 64 MiB pools killed: %d temporary files left",
 		 left);
 	CHECK(ok, left == 0);
