@@ -21,8 +21,9 @@
  * read (-1 if the pipe or the fork failed); *@last is the last one
  * (UINT64_MAX if none), *@status the child's wait status.
  */
-static int64_t kill_mid_append(int (*appender)(int wfd), uint64_t want,
-			       uint64_t spins, uint64_t *last, int *status)
+static inline int64_t kill_mid_append(int (*appender)(int wfd),
+				      uint64_t want, uint64_t spins,
+				      uint64_t *last, int *status)
 {
 	uint64_t got = 0, n;
 	int pfd[2];
