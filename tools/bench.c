@@ -101,6 +101,31 @@ static double bench_api(struct pmg_domain *d, long pairs)
 	return bench_pairs(d, pairs, api_pair);
 }
 
+/*
+ * A page filled with 0x5a, protected by a new domain "bench" in *@d;
+ * NULL after a message naming @verb.
+ */
+static char *bench_page(struct pmg_domain **d, const char *verb)
+{
+	char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int rc;
+
+	if (page == MAP_FAILED) {
+		cli_error("%s: mmap: %s", verb, strerror(errno));
+		return NULL;
+	}
+	memset(page, 0x5a, 4096);
+	rc = pmg_domain_new(d, "bench", 0);
+	if (!rc)
+		rc = pmg_protect(*d, page, 4096);
+	if (rc) {
+		cli_error("%s: %s", verb, pmg_errormsg());
+		return NULL;
+	}
+	return page;
+}
+
 /* The mprotect path from a child on the mprotect backend. */
 static double mprotect_child(void)
 {
@@ -162,15 +187,9 @@ int cmd_bench_window(int argc, char **argv)
 	rc = cli_args(&verb, argc, argv);
 	if (rc != CLI_GO_ON)
 		return rc;
-	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	rc = pmg_domain_new(&d, "bench", 0);
-	if (!rc)
-		rc = pmg_protect(d, page, 4096);
-	if (rc) {
-		cli_error("bench window: %s", pmg_errormsg());
+	page = bench_page(&d, "bench window");
+	if (!page)
 		return 1;
-	}
 	if (mp_only) {
 		printf("%.3f\n", bench_api(d, 20000));
 		return 0;
@@ -283,18 +302,9 @@ int cmd_bench_fault(int argc, char **argv)
 	rc = cli_args(&verb, argc, argv);
 	if (rc != CLI_GO_ON)
 		return rc;
-	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (page == MAP_FAILED)
-		return cli_error("bench fault: mmap: %s", strerror(errno));
-	memset(page, 0x5a, 4096);
-	rc = pmg_domain_new(&d, "bench", 0);
-	if (!rc)
-		rc = pmg_protect(d, page, 4096);
-	if (rc) {
-		cli_error("bench fault: %s", pmg_errormsg());
+	page = bench_page(&d, "bench fault");
+	if (!page)
 		return 1;
-	}
 	pmg_set_report_fd(-1);
 	au = bench_strays(page, PMG_FAULT_AUDIT, (long)n);
 	/* audit let the writes land: the reference bytes again */
