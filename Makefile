@@ -138,27 +138,35 @@ demo: all
 bench: all
 	$(O)/pmguard bench window
 
-# Formatting (.clang-format, docs/contributing.md): only the C files that
+# Formatting (.clang-format, docs/contributing.md): only the lines that
 # differ from $(FORMAT_BASE) (default HEAD: what you have not committed;
-# FORMAT_BASE=main for a whole branch), never the whole tree.
-# format-check says which of them clang-format would change.
-CLANG_FORMAT ?= clang-format
-FORMAT_BASE  ?= HEAD
-FORMAT_DIRS  := src tools include core tests examples fuzz kernel
-FORMAT_FILES  = $(sort $(filter %.c %.h,$(shell \
-		git diff --name-only --diff-filter=d $(FORMAT_BASE) -- \
-			$(FORMAT_DIRS) 2>/dev/null; \
-		git ls-files --others --exclude-standard -- $(FORMAT_DIRS) \
-			2>/dev/null)))
+# FORMAT_BASE=main for a whole branch), through clang-format-diff, and
+# new untracked C files whole; never the whole tree.  format-check prints
+# what format would change and fails if anything.
+CLANG_FORMAT      ?= clang-format
+CLANG_FORMAT_DIFF ?= clang-format-diff
+FORMAT_BASE       ?= HEAD
+FORMAT_DIRS       := src tools include core tests examples fuzz kernel
+FORMAT_NEW         = $(filter %.c %.h,$(shell git ls-files --others \
+			--exclude-standard -- $(FORMAT_DIRS) 2>/dev/null))
+format_diff        = git diff -U0 --no-color $(FORMAT_BASE) -- \
+			$(addsuffix /*.c,$(FORMAT_DIRS)) \
+			$(addsuffix /*.h,$(FORMAT_DIRS)) | \
+			$(CLANG_FORMAT_DIFF) -p1 -binary $(CLANG_FORMAT)
 
 format:
-	@$(if $(FORMAT_FILES),$(CLANG_FORMAT) -i $(FORMAT_FILES) && \
-		echo "format: $(FORMAT_FILES)",echo "format: no changed C files")
+	@$(format_diff) -i
+	@$(if $(FORMAT_NEW),$(CLANG_FORMAT) -i $(FORMAT_NEW))
+	@echo "format: lines changed since $(FORMAT_BASE)$(if \
+		$(FORMAT_NEW), and $(FORMAT_NEW)) formatted"
 
 format-check:
-	@$(if $(FORMAT_FILES),$(CLANG_FORMAT) --dry-run -Werror \
-		$(FORMAT_FILES) && echo "format-check: clean",\
-		echo "format-check: no changed C files")
+	@out=$$($(format_diff); $(if $(FORMAT_NEW),for f in $(FORMAT_NEW); \
+		do $(CLANG_FORMAT) "$$f" | diff -u "$$f" - ; done)); \
+	if [ -n "$$out" ]; then \
+		printf '%s\n' "$$out"; \
+		echo "format-check: the diff above would be applied"; exit 1; \
+	fi; echo "format-check: clean"
 
 clean: kernel-clean
 	rm -rf $(O)

@@ -638,7 +638,6 @@ static void test_names(void)
 
 /* ---- string helpers ---- */
 
-
 /*
  * pmg_utoa(@v, @base) into a buffer of @size bytes (@size < 32, the rest
  * of the buffer 'X'): it must write @want, return strlen(@want) and leave

@@ -84,7 +84,9 @@ static int stale_domain(void *arg)
 	if (!strstr(pmg_errormsg(), ": protecting the mapping: pmg_protect: "
 		    "not a live domain"))
 		return 2;
-	return count_matches(pmg_errormsg(), "protecting the mapping") == 1 ? 0 : 3;
+	if (count_matches(pmg_errormsg(), "protecting the mapping") != 1)
+		return 3;
+	return 0;
 }
 
 /*

@@ -78,8 +78,9 @@ static void test_noaccess(void)
 	CHECK(ok, probe(d, p + 32, PMG_READ) == 0);
 	tap_ok(ok, "read window: reads go through, a write still faults");
 
-	tap_ok(write_window_leaves_readonly(d, p + 40), "write window nested in the read window: writes go "
-	       "through; closing it leaves read-only, not read-write");
+	tap_ok(write_window_leaves_readonly(d, p + 40),
+	       "write window nested in the read window: writes go through; "
+	       "closing it leaves read-only, not read-write");
 
 	ok = 1;
 	CHECK(ok, pmg_close(d, PMG_READ) == 0);
