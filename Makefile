@@ -14,7 +14,7 @@ CC      ?= cc
 WERROR  ?= 1
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
-	   -Wno-unused-parameter
+	   -Wunused-parameter
 ifeq ($(WERROR),1)
 WARN    += -Werror
 endif
@@ -33,13 +33,17 @@ STATIC  := $(O)/libpmguard.a
 SHARED  := $(O)/libpmguard.so.$(VERSION)
 
 CLI_SRC := $(wildcard tools/*.c)
-CLI_HDR := $(wildcard tools/*.h) tests/probe.h
+CLI_HDR := $(wildcard tools/*.h)
+# Headers the tests include: their own, the two they share with the CLI
+# (tools/probe.h, tools/check.h) and the library's, public and internal.
+TEST_HDR := $(wildcard tests/*.h) tools/probe.h tools/check.h $(LIB_HDR)
+TEST_INC := -Itests -Itools
 TEST_SRC := $(wildcard tests/test-*.c)
 TESTS   := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC))
 VM_BIN  := $(O)/vm/bin/pmguard $(patsubst tests/%.c,$(O)/vm/bin/%,$(TEST_SRC))
 
 .PHONY: all lib cli tests vm-bins check host-check vm-check demo clean \
-	format bench
+	format format-check bench
 all: lib cli tests vm-bins examples
 
 lib: $(STATIC) $(SHARED)
@@ -66,20 +70,20 @@ $(SHARED): $(SH_OBJ) src/libpmguard.map
 cli: $(O)/pmguard
 
 $(O)/pmguard: $(CLI_SRC) $(CLI_HDR) $(STATIC)
-	$(CC) $(BASE) $(CFLAGS) -Itools -Itests -o $@ $(CLI_SRC) $(STATIC) $(WRAP) \
+	$(CC) $(BASE) $(CFLAGS) -Itools -o $@ $(CLI_SRC) $(STATIC) $(WRAP) \
 		$(LDLIBS) -lm
 
 tests: $(TESTS) $(O)/tests/test-shared
 
 # The shared library as users link it: no --wrap, pthread_create interposed.
-$(O)/tests/test-shared: tests/shared/test-shared.c tests/tap.h $(SHARED)
+$(O)/tests/test-shared: tests/shared/test-shared.c $(TEST_HDR) $(SHARED)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(CFLAGS) -Itests -o $@ $< -L$(O) -lpmguard \
+	$(CC) $(BASE) $(CFLAGS) $(TEST_INC) -o $@ $< -L$(O) -lpmguard \
 		-Wl,-rpath,$(abspath $(O)) -lpthread -ldl
 
-$(O)/tests/%: tests/%.c $(wildcard tests/*.h) $(STATIC)
+$(O)/tests/%: tests/%.c $(TEST_HDR) $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(CFLAGS) -Itests -o $@ $< $(STATIC) $(WRAP) $(LDLIBS)
+	$(CC) $(BASE) $(CFLAGS) $(TEST_INC) -o $@ $< $(STATIC) $(WRAP) $(LDLIBS)
 
 # Binaries for the PKU guest: dynamically linked (Debian ships Zydis as a
 # shared library only); scripts/vm-suite puts the loader and their
@@ -93,16 +97,16 @@ $(O)/vm/bin/test-contain-campaign: tests/vm/test-contain-campaign
 
 $(O)/vm/bin/pmguard: $(CLI_SRC) $(CLI_HDR) $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(CFLAGS) -Itools -Itests -o $@ $(CLI_SRC) $(STATIC) \
+	$(CC) $(BASE) $(CFLAGS) -Itools -o $@ $(CLI_SRC) $(STATIC) \
 		$(WRAP) $(LDLIBS) -lm
 
 $(O)/vm/bin/test-shared: $(O)/tests/test-shared
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-$(O)/vm/bin/%: tests/%.c $(wildcard tests/*.h) $(STATIC)
+$(O)/vm/bin/%: tests/%.c $(TEST_HDR) $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(CFLAGS) -Itests -o $@ $< $(STATIC) $(WRAP) $(LDLIBS)
+	$(CC) $(BASE) $(CFLAGS) $(TEST_INC) -o $@ $< $(STATIC) $(WRAP) $(LDLIBS)
 
 # ---- tests -----------------------------------------------------------
 # Suites whose totals add up in the closing line of `make check`.
@@ -134,8 +138,35 @@ demo: all
 bench: all
 	$(O)/pmguard bench window
 
+# Formatting (.clang-format, docs/contributing.md): only the lines that
+# differ from $(FORMAT_BASE) (default HEAD: what you have not committed;
+# FORMAT_BASE=main for a whole branch), through clang-format-diff, and
+# new untracked C files whole; never the whole tree.  format-check prints
+# what format would change and fails if anything.
+CLANG_FORMAT      ?= clang-format
+CLANG_FORMAT_DIFF ?= clang-format-diff
+FORMAT_BASE       ?= HEAD
+FORMAT_DIRS       := src tools include core tests examples fuzz kernel
+FORMAT_NEW         = $(filter %.c %.h,$(shell git ls-files --others \
+			--exclude-standard -- $(FORMAT_DIRS) 2>/dev/null))
+format_diff        = git diff -U0 --no-color $(FORMAT_BASE) -- \
+			$(addsuffix /*.c,$(FORMAT_DIRS)) \
+			$(addsuffix /*.h,$(FORMAT_DIRS)) | \
+			$(CLANG_FORMAT_DIFF) -p1 -binary $(CLANG_FORMAT)
+
 format:
-	clang-format -i $(LIB_SRC) $(LIB_HDR) $(CLI_SRC) $(TEST_SRC)
+	@$(format_diff) -i
+	@$(if $(FORMAT_NEW),$(CLANG_FORMAT) -i $(FORMAT_NEW))
+	@echo "format: lines changed since $(FORMAT_BASE)$(if \
+		$(FORMAT_NEW), and $(FORMAT_NEW)) formatted"
+
+format-check:
+	@out=$$($(format_diff); $(if $(FORMAT_NEW),for f in $(FORMAT_NEW); \
+		do $(CLANG_FORMAT) "$$f" | diff -u "$$f" - ; done)); \
+	if [ -n "$$out" ]; then \
+		printf '%s\n' "$$out"; \
+		echo "format-check: the diff above would be applied"; exit 1; \
+	fi; echo "format-check: clean"
 
 clean: kernel-clean
 	rm -rf $(O)

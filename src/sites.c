@@ -74,6 +74,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	int i;
 
+	(void)size;
 	if (s->n >= PMG_MODS)
 		return 1;
 	for (i = 0; i < info->dlpi_phnum; i++) {

@@ -191,6 +191,7 @@ void _pmg_release_windows(void)
 
 PMG_API int _pmg_bad_handle(struct pmg_domain *d, int acc)
 {
+	(void)d;
 	(void)acc;
 	return _pmg_err_s(-EINVAL, "window on a domain that is not live "
 			  "(deleted, or not a handle pmg_domain_new() gave)");

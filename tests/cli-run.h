@@ -19,6 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "capture.h"
+
 static char cli[4096];
 
 static bool executable(const char *p)
@@ -54,31 +56,6 @@ struct run {
 	char out[65536];
 	char err[16384];
 };
-
-static void slurp(int fd, char *buf, size_t size)
-{
-	size_t got = 0;
-	ssize_t n;
-
-	lseek(fd, 0, SEEK_SET);
-	while (got < size - 1 && (n = read(fd, buf + got, size - 1 - got)) > 0)
-		got += (size_t)n;
-	buf[got] = '\0';
-}
-
-static int tmpfd(void)
-{
-	const char *d = getenv("TMPDIR");
-	char p[4200];
-	int fd;
-
-	snprintf(p, sizeof(p), "%s/pmg-test-run-XXXXXX",
-		 d && *d ? d : "/tmp");
-	fd = mkstemp(p);
-	if (fd >= 0)
-		unlink(p);
-	return fd;
-}
 
 /* Run the CLI with @args (NULL-terminated). */
 static void run_cli(struct run *r, const char *const *args)

@@ -8,8 +8,10 @@
 #ifndef PMG_TEST_DIRS_H
 #define PMG_TEST_DIRS_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/vfs.h>
 
 #define PMG_TMPFS_MAGIC 0x01021994
@@ -74,6 +76,32 @@ static inline void probe_dirs_remove(const char *disk, const char *shm)
 		if (system(cmd))
 			printf("# could not remove %s\n", d[i]);
 	}
+}
+
+/*
+ * Entries of directory @dir (not . and ..) whose name contains @match
+ * (NULL: every one); the first one's name into @first (@size bytes) when
+ * @first is not NULL.  -1 if @dir cannot be read.
+ */
+static inline int dir_entries(const char *dir, const char *match,
+			      char *first, size_t size)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    (match && !strstr(e->d_name, match)))
+			continue;
+		if (!n && first)
+			snprintf(first, size, "%s", e->d_name);
+		n++;
+	}
+	closedir(d);
+	return n;
 }
 
 #endif /* PMG_TEST_DIRS_H */

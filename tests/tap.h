@@ -19,6 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"	/* CHECK(ok, cond), shared with the CLI (tools/) */
+
 static int tap_n, tap_failed, tap_plan;
 
 static inline void tap_init(int plan)
@@ -77,18 +79,6 @@ static inline int tap_done(void)
 	}
 	return tap_failed ? 1 : 0;
 }
-
-/* Check-and-count without a TAP line: collect a test's sub-checks. */
-#ifndef CHECK
-#define CHECK(ok_, cond)						\
-	do {								\
-		if (!(cond)) {						\
-			tap_diag("%s:%d: check failed: %s", __FILE__,	\
-				 __LINE__, #cond);			\
-			(ok_) = 0;					\
-		}							\
-	} while (0)
-#endif
 
 /*
  * Run @fn(@arg) in a forked child; returns the raw wait status.  The child

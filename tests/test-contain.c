@@ -385,13 +385,20 @@ static void t_read(void)
 }
 
 /* ---- the decoder on forms this CPU may lack ---- */
-static int decode_bytes(const void *code, uint64_t rax, uint64_t rdi,
-			struct _pmg_decoded *d)
+/*
+ * Decode the instruction @code (@len bytes, followed by NOPs up to the
+ * 15 bytes an x86 instruction may take) with RAX and RDI set.
+ */
+static int decode_bytes(const uint8_t *code, size_t len, uint64_t rax,
+			uint64_t rdi, struct _pmg_decoded *d)
 {
+	uint8_t insn[15];
 	ucontext_t uc;
 
+	memset(insn, 0x90, sizeof(insn));
+	memcpy(insn, code, len < sizeof(insn) ? len : sizeof(insn));
 	memset(&uc, 0, sizeof(uc));
-	uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)code;
+	uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)insn;
 	uc.uc_mcontext.gregs[REG_RAX] = (greg_t)rax;
 	uc.uc_mcontext.gregs[REG_RDI] = (greg_t)rdi;
 	return _pmg_contain_decode(&uc, d);
@@ -399,33 +406,26 @@ static int decode_bytes(const void *code, uint64_t rax, uint64_t rdi,
 
 static void t_decoder(void)
 {
-	static const uint8_t zmm_k[] = { 0x62, 0xf1, 0xfe, 0x49, 0x7f, 0x07,
-					 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,
-					 0x90, 0x90, 0x90 };
+	static const uint8_t zmm_k[] = { 0x62, 0xf1, 0xfe, 0x49, 0x7f, 0x07 };
 	static const uint8_t scatter[] = { 0x62, 0xf2, 0x7d, 0x49, 0xa0, 0x04,
-					   0x38, 0x90, 0x90, 0x90, 0x90, 0x90,
-					   0x90, 0x90, 0x90 };
-	static const uint8_t md64[] = { 0x66, 0x0f, 0x38, 0xf8, 0x07, 0x90,
-					0x90, 0x90, 0x90, 0x90, 0x90, 0x90,
-					0x90, 0x90, 0x90 };
-	static const uint8_t bad[] = { 0x0f, 0x0b, 0x90, 0x90, 0x90, 0x90,
-				       0x90, 0x90, 0x90, 0x90, 0x90, 0x90,
-				       0x90, 0x90, 0x90 };
+					   0x38 };
+	static const uint8_t md64[] = { 0x66, 0x0f, 0x38, 0xf8, 0x07 };
+	static const uint8_t bad[] = { 0x0f, 0x0b };
 	struct _pmg_decoded d;
 	int rc;
 
-	rc = decode_bytes(zmm_k, 0, 0x10000, &d);
+	rc = decode_bytes(zmm_k, sizeof(zmm_k), 0, 0x10000, &d);
 	tap_ok(rc == 0 && d.nwr == 1 && d.wr[0].addr == 0x10000 &&
 	       d.wr[0].len == 64 && strstr(d.text, "{k1}"),
 	       "decoder: masked vmovdqu64 {k1} is the whole 64 B width (%s)",
 	       d.text);
-	rc = decode_bytes(scatter, 0x10000, 0, &d);
+	rc = decode_bytes(scatter, sizeof(scatter), 0x10000, 0, &d);
 	tap_ok(rc < 0 && d.why && strstr(d.why, "scatter"),
 	       "decoder: vpscatterdd refused (%s)", d.why ? d.why : "-");
-	rc = decode_bytes(md64, 0x10000, 0x20000, &d);
+	rc = decode_bytes(md64, sizeof(md64), 0x10000, 0x20000, &d);
 	tap_ok(rc < 0 && d.why && strstr(d.why, "movdir64b"),
 	       "decoder: movdir64b refused (%s)", d.why ? d.why : "-");
-	rc = decode_bytes(bad, 0, 0, &d);
+	rc = decode_bytes(bad, sizeof(bad), 0, 0, &d);
 	tap_ok(rc == 0 && d.nwr == 0,
 	       "decoder: ud2 writes nothing (a write fault there is strict)");
 }

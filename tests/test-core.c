@@ -638,6 +638,25 @@ static void test_names(void)
 
 /* ---- string helpers ---- */
 
+/*
+ * pmg_utoa(@v, @base) into a buffer of @size bytes (@size < 32, the rest
+ * of the buffer 'X'): it must write @want, return strlen(@want) and leave
+ * the byte after the buffer alone.
+ */
+static int utoa_gives(uint64_t v, unsigned base, size_t size,
+		      const char *want)
+{
+	char buf[32];
+	size_t n;
+
+	memset(buf, 'X', sizeof(buf));
+	n = pmg_utoa(v, base, buf, size);
+	if (n == strlen(want) && !strcmp(buf, want) && buf[size] == 'X')
+		return 1;
+	tap_diag("utoa(%llu, %u, size %zu) = %zu, \"%.*s\": want \"%s\"",
+		 (unsigned long long)v, base, size, n, (int)size, buf, want);
+	return 0;
+}
 static void test_strings(void)
 {
 	char buf[32];
@@ -682,54 +701,35 @@ static void test_strings(void)
 	tap_ok(ok, "streq: equal, differing, prefixes, empty");
 
 	ok = 1;
-	n = pmg_utoa(0, 10, buf, sizeof(buf));
-	CHECK(ok, n == 1 && !strcmp(buf, "0"));
-	n = pmg_utoa(0, 16, buf, sizeof(buf));
-	CHECK(ok, n == 1 && !strcmp(buf, "0"));
+	CHECK(ok, utoa_gives(0, 10, 24, "0"));
+	CHECK(ok, utoa_gives(0, 16, 24, "0"));
 	tap_ok(ok, "utoa(0) is \"0\" in base 10 and 16");
 
 	ok = 1;
-	n = pmg_utoa(1234567890, 10, buf, sizeof(buf));
-	CHECK(ok, n == 10 && !strcmp(buf, "1234567890"));
-	n = pmg_utoa(0xdeadbeef, 16, buf, sizeof(buf));
-	CHECK(ok, n == 8 && !strcmp(buf, "deadbeef"));
-	n = pmg_utoa(0x55555554, 16, buf, sizeof(buf));
-	CHECK(ok, n == 8 && !strcmp(buf, "55555554"));
+	CHECK(ok, utoa_gives(1234567890, 10, 24, "1234567890"));
+	CHECK(ok, utoa_gives(0xdeadbeef, 16, 24, "deadbeef"));
+	CHECK(ok, utoa_gives(0x55555554, 16, 24, "55555554"));
 	tap_ok(ok, "utoa base 10 and base 16 (lower case, no prefix)");
 
 	ok = 1;
-	n = pmg_utoa(UINT64_MAX, 10, buf, sizeof(buf));
-	CHECK(ok, n == 20 && !strcmp(buf, "18446744073709551615"));
-	n = pmg_utoa(UINT64_MAX, 16, buf, sizeof(buf));
-	CHECK(ok, n == 16 && !strcmp(buf, "ffffffffffffffff"));
+	CHECK(ok, utoa_gives(UINT64_MAX, 10, 24, "18446744073709551615"));
+	CHECK(ok, utoa_gives(UINT64_MAX, 16, 24, "ffffffffffffffff"));
 	tap_ok(ok, "utoa(UINT64_MAX) in base 10 (20 digits) and 16");
 
 	ok = 1;
-	n = pmg_utoa(255, 8, buf, sizeof(buf));
-	CHECK(ok, n == 3 && !strcmp(buf, "255"));
+	CHECK(ok, utoa_gives(255, 8, 24, "255"));
 	tap_ok(ok, "utoa with a base other than 16 uses base 10");
 
 	ok = 1;
-	memset(buf, 'X', sizeof(buf));
-	n = pmg_utoa(12345, 10, buf, 4);
-	CHECK(ok, n == 3 && !strcmp(buf, "123") && buf[4] == 'X');
-	memset(buf, 'X', sizeof(buf));
-	n = pmg_utoa(12345, 10, buf, 6);
-	CHECK(ok, n == 5 && !strcmp(buf, "12345") && buf[6] == 'X');
-	memset(buf, 'X', sizeof(buf));
-	n = pmg_utoa(0xabc, 16, buf, 2);
-	CHECK(ok, n == 1 && !strcmp(buf, "a") && buf[2] == 'X');
-	memset(buf, 'X', sizeof(buf));
-	n = pmg_utoa(UINT64_MAX, 10, buf, 20);
-	CHECK(ok, n == 19 && !strcmp(buf, "1844674407370955161") &&
-		  buf[20] == 'X');
+	CHECK(ok, utoa_gives(12345, 10, 4, "123"));
+	CHECK(ok, utoa_gives(12345, 10, 6, "12345"));
+	CHECK(ok, utoa_gives(0xabc, 16, 2, "a"));
+	CHECK(ok, utoa_gives(UINT64_MAX, 10, 20, "1844674407370955161"));
 	tap_ok(ok, "utoa into a small buffer keeps the leading digits, "
 	       "terminates, returns strlen");
 
 	ok = 1;
-	memset(buf, 'X', sizeof(buf));
-	n = pmg_utoa(7, 10, buf, 1);
-	CHECK(ok, n == 0 && buf[0] == '\0' && buf[1] == 'X');
+	CHECK(ok, utoa_gives(7, 10, 1, ""));
 	memset(buf, 'X', sizeof(buf));
 	(void)pmg_utoa(12345, 10, buf, 0);
 	CHECK(ok, buf[0] == 'X');

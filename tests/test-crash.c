@@ -22,6 +22,7 @@
 
 #include "pmguard.h"
 #include "tap.h"
+#include "kill-mid.h"
 
 #define POOL_SIZE (4UL << 20)
 #define SLOT 512UL
@@ -148,37 +149,17 @@ int main(void)
 	t0 = (double)ts.tv_sec + ts.tv_nsec / 1e9;
 
 	for (i = 0; i < iters && ok; i++) {
-		int pfd[2], st;
-		uint64_t want, got = 0, last = UINT64_MAX, n, s;
-		pid_t pid;
+		int st;
+		uint64_t want, last, n;
+		int64_t got;
 
 		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
 		want = (seed >> 33) % 48;	/* reports before the kill */
-		if (pipe(pfd))
-			return 1;
-		fflush(NULL);
-		pid = fork();
-		if (pid == 0) {
-			close(pfd[0]);
-			_exit(appender(pfd[1]));
-		}
-		close(pfd[1]);
-		while (got < want && read(pfd[0], &n, sizeof(n)) ==
-		       sizeof(n)) {
-			last = n;
-			got++;
-		}
 		/* then a random extra delay: kill inside a call */
-		for (s = (seed >> 20) % 20000; s; s--)
-			__asm__ volatile("" ::: "memory");
-		kill(pid, SIGKILL);
-		/* reports already in the pipe count too */
-		while (read(pfd[0], &n, sizeof(n)) == sizeof(n)) {
-			last = n;
-			got++;
-		}
-		close(pfd[0]);
-		waitpid(pid, &st, 0);
+		got = kill_mid_append(appender, want, (seed >> 20) % 20000,
+				      &last, &st);
+		if (got < 0)
+			return 1;
 		if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
 			killed_mid++;
 		else if (!WIFEXITED(st) || WEXITSTATUS(st)) {

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "tap.h"
+#include "capture.h"
 #include "probe.h"
 #include "valgrind-probe.h"
 
@@ -69,17 +70,6 @@ static void drain(int fd, char *buf, size_t size)
 	buf[t] = '\0';
 }
 
-static int count(const char *hay, const char *needle)
-{
-	int n = 0;
-
-	while ((hay = strstr(hay, needle))) {
-		n++;
-		hay++;
-	}
-	return n;
-}
-
 static void run(const char *name, enum how how, int nw, int nr, int rep)
 {
 	struct job j = { .how = how, .nw = nw, .nr = nr };
@@ -126,8 +116,8 @@ static void run(const char *name, enum how how, int nw, int nr, int rep)
 	drain(rep, buf, sizeof(buf));
 	snprintf(want, sizeof(want), " ended with %d write and %d read "
 		 "window(s) open on domain '%s'", nw, nr, name);
-	n = count(buf, want);
-	if (n != 1 || count(buf, "ended with") != 1) {
+	n = count_matches(buf, want);
+	if (n != 1 || count_matches(buf, "ended with") != 1) {
 		tap_diag("%s: report '%s': %d line(s) like '%s'", name, buf,
 			 n, want);
 		ok = 0;

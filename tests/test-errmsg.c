@@ -16,21 +16,11 @@
 #include <stdint.h>
 
 #include "tap.h"
+#include "capture.h"
 #include "pmguard.h"
 
 static char dir[256];
 static char *shm;	/* the child's message, for the diagnostic */
-
-static int count(const char *hay, const char *needle)
-{
-	int n = 0;
-
-	while ((hay = strstr(hay, needle))) {
-		n++;
-		hay++;
-	}
-	return n;
-}
 
 static void keep(void)
 {
@@ -66,7 +56,7 @@ static int name_taken(void *arg)
 	if (strncmp(pmg_errormsg(), "creating the pool domain: a domain "
 		    "named 'pmem' exists", 54))
 		return 2;
-	if (count(pmg_errormsg(), "creating the pool domain") != 1)
+	if (count_matches(pmg_errormsg(), "creating the pool domain") != 1)
 		return 3;
 	return access(path, F_OK) == 0 ? 4 : 0;
 }
@@ -94,7 +84,9 @@ static int stale_domain(void *arg)
 	if (!strstr(pmg_errormsg(), ": protecting the mapping: pmg_protect: "
 		    "not a live domain"))
 		return 2;
-	return count(pmg_errormsg(), "protecting the mapping") == 1 ? 0 : 3;
+	if (count_matches(pmg_errormsg(), "protecting the mapping") != 1)
+		return 3;
+	return 0;
 }
 
 /*

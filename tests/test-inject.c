@@ -35,6 +35,7 @@
 
 #include "tap.h"
 #include "cli-run.h"
+#include "dirs.h"
 
 #define SEED "7"
 
@@ -352,25 +353,6 @@ static int in_session(pid_t sid)
 	return n;
 }
 
-/* Entries in directory @dir (not . and ..), -1 if it cannot be read. */
-static int entries(const char *dir, char *first, size_t size)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			if (!n && first)
-				snprintf(first, size, "%s", e->d_name);
-			n++;
-		}
-	closedir(d);
-	return n;
-}
-
 /* Empty @dir of files (one level; the CLI's directory may hold its pool,
  * report files or a pool's temporary name) and remove it. */
 static void rm_dir(const char *dir)
@@ -536,7 +518,8 @@ static void test_interrupt(void)
 				session_left(sid);
 			}
 			first[0] = '\0';
-			n = entries(k ? user : tmp, first, sizeof(first));
+			n = dir_entries(k ? user : tmp, NULL, first,
+					sizeof(first));
 			if (n != 0) {
 				left++;
 				tap_diag("%s after %d ms: %d entries left in "

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "tap.h"
+#include "capture.h"
 #include "probe.h"
 #include "valgrind-probe.h"
 
@@ -28,38 +29,6 @@ static char *shared_pages(size_t n, int fill)
 		return NULL;
 	memset(p, fill, n * PAGE);
 	return p;
-}
-
-/* Read a whole fd (from its start) into buf. */
-static size_t slurp(int fd, char *buf, size_t size)
-{
-	size_t got = 0;
-	ssize_t n;
-
-	lseek(fd, 0, SEEK_SET);
-	while (got < size - 1 && (n = read(fd, buf + got, size - 1 - got)) > 0)
-		got += (size_t)n;
-	buf[got] = '\0';
-	return got;
-}
-
-static int count_lines(const char *buf, const char *needle)
-{
-	int n = 0;
-
-	for (const char *s = buf; (s = strstr(s, needle)); s++)
-		n++;
-	return n;
-}
-
-static int report_file(void)
-{
-	char tmpl[] = "/tmp/pmg-report-XXXXXX";
-	int fd = mkstemp(tmpl);
-
-	if (fd >= 0)
-		unlink(tmpl);
-	return fd;
 }
 
 /* One store instruction: every stray write below has the same site. */
@@ -95,7 +64,7 @@ static int strict_child(void *argp)
 
 static void test_strict(int acc, unsigned flags, const char *what)
 {
-	struct strict_arg a = { shared_pages(1, 0x33), acc, report_file(),
+	struct strict_arg a = { shared_pages(1, 0x33), acc, tmpfd(),
 				flags };
 	char buf[8192], want[64];
 	int st, ok = 1;
@@ -124,7 +93,7 @@ static void test_relaxed(void)
 	char *p1 = shared_pages(1, 0), *p2 = shared_pages(1, 0);
 	struct pmg_stats s0, s1;
 	char buf[16384];
-	int fd = report_file(), ok = 1;
+	int fd = tmpfd(), ok = 1;
 
 	pmg_domain_new(&d1, "relaxed-1", 0);
 	pmg_domain_new(&d2, "relaxed-2", 0);
@@ -145,9 +114,9 @@ static void test_relaxed(void)
 
 	CHECK(ok, p1[0] == 1 && p1[1] == 2 && p1[2] == 3 && p2[0] == 4);
 	CHECK(ok, s1.relaxed - s0.relaxed == 3);
-	CHECK(ok, count_lines(buf, "pmguard: relaxed") == 2);
-	CHECK(ok, count_lines(buf, "domain 'relaxed-1'") == 1);
-	CHECK(ok, count_lines(buf, "domain 'relaxed-2'") == 1);
+	CHECK(ok, count_matches(buf, "pmguard: relaxed") == 2);
+	CHECK(ok, count_matches(buf, "domain 'relaxed-1'") == 1);
+	CHECK(ok, count_matches(buf, "domain 'relaxed-2'") == 1);
 	if (!ok)
 		tap_diag("relaxed: %llu allowed, report: %.400s",
 			 (unsigned long long)(s1.relaxed - s0.relaxed), buf);
@@ -187,7 +156,7 @@ static void test_audit(void)
 	char *p = shared_pages(4, 0x11);
 	struct pmg_stats s0, s1;
 	static char buf[1 << 20];
-	int fd = report_file(), ok = 1, i, wrong = 0, landed = 0;
+	int fd = tmpfd(), ok = 1, i, wrong = 0, landed = 0;
 
 	CHECK(ok, pmg_domain_new(&d, "audit", 0) == 0);
 	CHECK(ok, pmg_protect(d, p, 4 * PAGE) == 0);
@@ -210,7 +179,7 @@ static void test_audit(void)
 	CHECK(ok, wrong == 0);
 	CHECK(ok, s1.audited - s0.audited == NSTRAY);
 	CHECK(ok, s1.rearmed - s0.rearmed == NSTRAY);
-	CHECK(ok, count_lines(buf, "pmguard: audit: stray write to") ==
+	CHECK(ok, count_matches(buf, "pmguard: audit: stray write to") ==
 		  NSTRAY);
 	CHECK(ok, s1.audit_sites == 1);	/* one instruction, counted */
 	tap_ok(ok, "audit: %d stray writes at distinct addresses, each "

@@ -71,21 +71,6 @@ static int write_file(const char *path, size_t size, int c, mode_t mode)
 	return 0;
 }
 
-static int count_entries(const char *d)
-{
-	DIR *dd = opendir(d);
-	struct dirent *e;
-	int n = 0;
-
-	if (!dd)
-		return -1;
-	while ((e = readdir(dd)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			n++;
-	closedir(dd);
-	return n;
-}
-
 static struct pmg_pool_config *cfg_of(size_t size, size_t off,
 				      unsigned flags)
 {
@@ -97,6 +82,20 @@ static struct pmg_pool_config *cfg_of(size_t size, size_t off,
 	pmg_pool_config_set_offset(c, off);
 	pmg_pool_config_set_flags(c, flags);
 	return c;
+}
+
+/*
+ * pmg_pool_create(@p, @path, *@c); on failure a failed TAP test "@what:
+ * why" and *@c deleted.  0, or -1 when it failed.
+ */
+static int create_or_fail(struct pmg_pool **p, const char *path,
+			  struct pmg_pool_config **c, const char *what)
+{
+	if (!pmg_pool_create(p, path, *c))
+		return 0;
+	tap_ok(0, "%s: %s", what, pmg_errormsg());
+	pmg_pool_config_delete(c);
+	return -1;
 }
 
 static int expected_pmem(bool map_sync)
@@ -189,11 +188,8 @@ static void t_direct_access(void)
 	int ok = 1, fd;
 
 	pathof(path, "dax.pool");
-	if (pmg_pool_create(&p, path, c)) {
-		tap_ok(0, "direct access: %s", pmg_errormsg());
-		pmg_pool_config_delete(&c);
+	if (create_or_fail(&p, path, &c, "direct access"))
 		return;
-	}
 	n = pmg_dax_direct_access(p, 4096, 100, &addr);
 	CHECK(ok, n == (64 << 10) - 4096);
 	CHECK(ok, addr == (char *)pmg_pool_address(p) + 4096);
@@ -310,39 +306,51 @@ static int expect_code(void)
 						: SEGV_ACCERR;
 }
 
+/*
+ * Run stray(@fa) in a child: it must die by SIGABRT (strict) after one
+ * SIGSEGV with the backend's si_code at the address it aimed at, which
+ * the observer saw as an access of kind @acc.  1 if so; what the child
+ * saw stays in *seen.
+ */
+static int stray_aborted(struct fault_arg *fa, int acc)
+{
+	int ok = 1, st;
+
+	memset(seen, 0, sizeof(*seen));
+	st = tap_child(stray, fa);
+	CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(ok, seen->sig == SIGSEGV && seen->si_code == expect_code());
+	CHECK(ok, seen->fault_addr == seen->want && seen->want != NULL);
+	CHECK(ok, seen->obs_addr == seen->fault_addr &&
+		  seen->obs_access == acc);
+	tap_diag("child status %#x, si_code %d, addr offset %#lx", st,
+		 seen->si_code,
+		 (unsigned long)((uintptr_t)seen->fault_addr & 0xfff));
+	return ok;
+}
+
 static void t_stray_write(void)
 {
 	struct pmg_pool_config *c = cfg_of(64 << 10, 0, 0);
 	struct fault_arg fa = { .off = 5000, .write = 1 };
 	struct pmg_pool *p = NULL;
 	char path[PATH_MAX], *a;
-	int ok = 1, st;
+	int ok = 1;
 
 	pathof(path, "stray.pool");
 	fa.path = path;
-	if (pmg_pool_create(&p, path, c)) {
-		tap_ok(0, "stray write: %s", pmg_errormsg());
-		pmg_pool_config_delete(&c);
+	if (create_or_fail(&p, path, &c, "stray write"))
 		return;
-	}
 	pmg_memset_persist((char *)pmg_pool_address(p) + 5000, 'a', 1);
 	pmg_pool_close(&p);
-	memset(seen, 0, sizeof(*seen));
-	st = tap_child(stray, &fa);
-	CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
-	CHECK(ok, seen->sig == SIGSEGV && seen->si_code == expect_code());
-	CHECK(ok, seen->fault_addr == seen->want && seen->want != NULL);
-	CHECK(ok, seen->obs_addr == seen->fault_addr);
-	CHECK(ok, seen->obs_access == PMG_WRITE &&
-		  seen->obs_action == PMG_FAULT_STRICT_ABORT);
+	CHECK(ok, stray_aborted(&fa, PMG_WRITE));
+	CHECK(ok, seen->obs_action == PMG_FAULT_STRICT_ABORT);
 	CHECK(ok, pmg_pool_open(&p, path, NULL) == 0);
 	if (p) {
 		a = pmg_pool_address(p);
 		CHECK(ok, a[5000] == 'a');
 		pmg_pool_close(&p);
 	}
-	tap_diag("child status %#x, si_code %d, addr offset %#lx", st,
-		 seen->si_code, (unsigned long)((uintptr_t)seen->fault_addr & 0xfff));
 	pmg_pool_config_delete(&c);
 	tap_ok(ok, "stray write to a pool outside a window: SIGSEGV "
 	       "(si_code %d) at the address, strict abort, byte unchanged",
@@ -357,7 +365,7 @@ static void t_noaccess(void)
 	struct pmg_pool *p = NULL;
 	struct pmg_pool_info in;
 	char path[PATH_MAX], buf[16] = "";
-	int ok = 1, st;
+	int ok = 1;
 
 	if (pmg_under_valgrind()) {
 		tap_skip("access-disabled pool: stray read faults",
@@ -367,11 +375,8 @@ static void t_noaccess(void)
 	}
 	pathof(path, "noaccess.pool");
 	fa.path = path;
-	if (pmg_pool_create(&p, path, c)) {
-		tap_ok(0, "noaccess: %s", pmg_errormsg());
-		pmg_pool_config_delete(&c);
+	if (create_or_fail(&p, path, &c, "noaccess"))
 		return;
-	}
 	CHECK(ok, pmg_pool_get_info(p, &in) == 0 && in.noaccess);
 	CHECK(ok, !strcmp(pmg_domain_name(pmg_pool_domain(p)),
 			  "pmem-noaccess"));
@@ -383,13 +388,7 @@ static void t_noaccess(void)
 	CHECK(ok, pmg_persist((char *)pmg_pool_address(p) + 8192, 7) == 0);
 	pmg_flush((char *)pmg_pool_address(p), 64 << 10);
 	pmg_pool_close(&p);
-	memset(seen, 0, sizeof(*seen));
-	st = tap_child(stray, &fa);
-	CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
-	CHECK(ok, seen->sig == SIGSEGV && seen->si_code == expect_code());
-	CHECK(ok, seen->fault_addr == seen->want && seen->want != NULL);
-	CHECK(ok, seen->obs_addr == seen->fault_addr &&
-		  seen->obs_access == PMG_READ);
+	CHECK(ok, stray_aborted(&fa, PMG_READ));
 	pmg_pool_config_set_size(c, 0);
 	CHECK(ok, pmg_pool_open(&p, path, c) == 0);
 	if (p) {
@@ -499,7 +498,7 @@ static void t_bad_files(void)
 	CHECK(ok, p && ((char *)pmg_pool_address(p))[0] == 0);
 	pmg_pool_close(&p);
 	CHECK(ok, file_sum(path) != sum);
-	CHECK(ok, count_entries(dir) >= 0);
+	CHECK(ok, dir_entries(dir, NULL, NULL, 0) >= 0);
 	pmg_pool_config_delete(&c);
 	tap_ok(ok, "existing file, file smaller than asked, offset past end, "
 	       "empty, missing, directory, not dax: refused, files "
@@ -574,12 +573,14 @@ static void t_enospc(void)
 	CHECK(ok, rc == -ENOSPC && strstr(pmg_errormsg(), path));
 	tap_diag("ENOSPC: %d (%s)", rc, pmg_errormsg());
 	CHECK(ok, access(path, F_OK) != 0);
-	CHECK(ok, count_entries(mnt) == 1);	/* no temporary left */
+	/* no temporary left */
+	CHECK(ok, dir_entries(mnt, NULL, NULL, 0) == 1);
 	/* replacing a file on a full filesystem: the old one survives */
 	pmg_pool_config_set_flags(c, PMG_POOL_OVERWRITE);
 	rc = pmg_pool_create(&p, keep, c);
 	CHECK(ok, rc == -ENOSPC);
-	CHECK(ok, file_sum(keep) == sum && count_entries(mnt) == 1);
+	CHECK(ok, file_sum(keep) == sum &&
+		  dir_entries(mnt, NULL, NULL, 0) == 1);
 	pmg_pool_config_delete(&c);
 	if (umount2(mnt, MNT_DETACH))
 		tap_diag("umount %s: %s", mnt, strerror(errno));
@@ -780,21 +781,6 @@ static void t_lock(void)
 
 /* ---- killed creates leave nothing behind (issue 10, finding 5) */
 
-static int count_temps(const char *d)
-{
-	DIR *dd = opendir(d);
-	struct dirent *e;
-	int n = 0;
-
-	if (!dd)
-		return -1;
-	while ((e = readdir(dd)))
-		if (strstr(e->d_name, ".pmg-"))
-			n++;
-	closedir(dd);
-	return n;
-}
-
 static int create_loop(void *v)
 {
 	struct pmg_pool_config *c = cfg_of(64 << 20, 0, 0);
@@ -828,7 +814,7 @@ static void t_killed_create(void)
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 	}
-	left = count_temps(dir);
+	left = dir_entries(dir, ".pmg-", NULL, 0);
 	tap_diag("12 creates of 64 MiB pools killed: %d temporary files left",
 		 left);
 	CHECK(ok, left == 0);

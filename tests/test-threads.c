@@ -33,20 +33,38 @@ static void *stray_in_thread(void *arg)
 	return (void *)(intptr_t)probe(dom, pg + 64, PMG_WRITE);
 }
 
-static void test_thread_local(void)
+/* PKU only: on the mprotect backend, skip test @name saying @why. */
+static bool pku_only(const char *name, const char *why)
+{
+	if (!pku)
+		tap_skip(name, why);
+	return pku;
+}
+
+/*
+ * Open a write window on dom, run @fn in a thread created while it is
+ * open and return what @fn returned; the window stays open.
+ */
+static void *thread_in_window(void *(*fn)(void *))
 {
 	pthread_t t;
+	void *res = NULL;
+
+	pmg_open(dom, PMG_WRITE);
+	pthread_create(&t, NULL, fn, NULL);
+	pthread_join(t, &res);
+	return res;
+}
+
+static void test_thread_local(void)
+{
 	void *res;
 
-	if (!pku) {
-		tap_skip("window is thread-local: another thread's write "
-			 "faults", "mprotect backend: windows are "
-			 "process-wide (a limit of the fallback)");
+	if (!pku_only("window is thread-local: another thread's write faults",
+		      "mprotect backend: windows are process-wide (a limit "
+		      "of the fallback)"))
 		return;
-	}
-	pmg_open(dom, PMG_WRITE);
-	pthread_create(&t, NULL, stray_in_thread, NULL);
-	pthread_join(t, &res);
+	res = thread_in_window(stray_in_thread);
 	tap_ok((intptr_t)res == 1 && probe(dom, pg, PMG_WRITE) == 0,
 	       "window is thread-local: another thread's write faults, "
 	       "the holder's does not");
@@ -62,21 +80,13 @@ static void *report_bits(void *arg)
 
 static void test_created_in_window(void)
 {
-	pthread_t t;
-	void *res;
 	uintptr_t r;
 
-	if (!pku) {
-		tap_skip("thread created inside a window starts at the "
-			 "defaults", "mprotect backend: windows are "
-			 "process-wide");
+	if (!pku_only("thread created inside a window starts at the defaults",
+		      "mprotect backend: windows are process-wide"))
 		return;
-	}
-	pmg_open(dom, PMG_WRITE);
-	pthread_create(&t, NULL, report_bits, NULL);
-	pthread_join(t, &res);
+	r = (uintptr_t)thread_in_window(report_bits);
 	pmg_close(dom, PMG_WRITE);
-	r = (uintptr_t)res;
 	tap_ok((r & 0xf) == 2 && (r >> 4) == 1, "thread created inside a "
 	       "window starts write-disabled (key bits %lu) and its stray "
 	       "write faults", (unsigned long)(r & 0xf));
@@ -224,12 +234,10 @@ static void test_concurrent(void)
 	pthread_t t[WRITERS];
 	int i, before;
 
-	if (!pku) {
-		tap_skip("concurrent windowed writers and a stray writer",
-			 "mprotect backend: a stray write made while another "
-			 "thread holds a window is missed by design");
+	if (!pku_only("concurrent windowed writers and a stray writer",
+		      "mprotect backend: a stray write made while another "
+		      "thread holds a window is missed by design"))
 		return;
-	}
 	region = mmap(NULL, (WRITERS + 1) * PAGE, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	pmg_protect(dom, region, (WRITERS + 1) * PAGE);

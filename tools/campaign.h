@@ -22,8 +22,6 @@
  * keep a campaign linear in its writes.
  */
 #define CAMPAIGN_TRIAL_WRITES	10000u
-/* Seconds between progress lines when stderr is not a terminal. */
-#define CAMPAIGN_PROGRESS_S	5
 
 /* Modes: off (no protection at all) and the library's three fault modes. */
 enum campaign_mode {
@@ -125,29 +123,5 @@ int campaign_run(const struct campaign_opts *o, struct campaign_result *r);
  * stops at its first stray write), but never more than @writes.
  */
 unsigned campaign_default_trials(int mode, uint64_t writes);
-
-/* The directory temporary pools go under: $TMPDIR, /dev/shm or /tmp. */
-const char *campaign_tmp_base(void);
-
-/*
- * Progress on stderr: a bar redrawn in place on a terminal; otherwise a
- * line "pmguard VERB: LABEL: N% after S s" every CAMPAIGN_PROGRESS_S
- * seconds (PMGUARD_PROGRESS=S: every S seconds, 0: at every new
- * percentage, off: none), and a last one at 100% if any was printed.
- */
-struct campaign_bar {
-	const char *verb, *label;
-	int shown;		/* last percentage drawn, -1 none */
-	bool tty;
-	int every;		/* lines: seconds apart, 0 each %, -1 none */
-	double t0, last;	/* start, last line printed (0: none) */
-};
-
-void campaign_bar_init(struct campaign_bar *b, const char *verb,
-		       const char *label);
-/* A campaign_opts.progress hook; @arg is the struct campaign_bar. */
-void campaign_bar_draw(double done, void *arg);
-/* Erase the bar (before printing anything else). */
-void campaign_bar_clear(struct campaign_bar *b);
 
 #endif /* PMG_CAMPAIGN_H */

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "util.h"	/* the helpers every verb uses */
+
 int cmd_info(int argc, char **argv);		/* tools/info.c */
 int cmd_selftest(int argc, char **argv);	/* tools/selftest.c */
 int cmd_bench(int argc, char **argv);		/* tools/bench.c */
@@ -20,10 +22,5 @@ int cmd_report(int argc, char **argv);		/* tools/report.c */
 /* "func+0x.. at file:line" for @off in the ELF file @path (libdw). */
 bool report_symbol(const char *path, unsigned long off, char *out, size_t n);
 
-/* Shared helpers (tools/util.c). */
-/* Print "pmguard: " + message to stderr; returns 2 (usage/input error). */
-int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Monotonic seconds. */
-double cli_now(void);
 
 #endif /* PMG_CMDS_H */

@@ -245,7 +245,6 @@ int cmd_demo(int argc, char **argv)
 		{ NULL, CLI_FLAG, 0, 0, NULL, NULL, NULL },
 	};
 	const struct cli_verb verb = { "demo", opts, usage, NULL, NULL };
-	sigset_t old;
 	bool pku, ok = true;
 	double t0 = cli_now();
 	int i, rc;
@@ -262,17 +261,11 @@ int cmd_demo(int argc, char **argv)
 		return 1;
 	}
 	pku = pmg_backend() == PMG_BACKEND_PKU;
-	snprintf(dir, sizeof(dir), "%s/pmguard-demo-XXXXXX",
-		 campaign_tmp_base());
-	cli_signals_hold(&old);		/* made and registered as one step */
-	if (!mkdtemp(dir)) {
-		cli_signals_release(&old);
+	if (cli_tmpdir(dir, sizeof(dir), "pmguard-demo")) {
 		cli_error("demo: making a directory in %s: %s",
-			  campaign_tmp_base(), strerror(errno));
+			  cli_tmp_base(), strerror(errno));
 		return 1;
 	}
-	cli_scratch(dir, true);
-	cli_signals_release(&old);
 	res = calloc(CM_MODES, sizeof(*res));
 	if (!res) {
 		rmdir(dir);
@@ -300,7 +293,7 @@ int cmd_demo(int argc, char **argv)
 
 	for (i = 0; i < CM_MODES && ok; i++) {
 		int m = order[i];
-		struct campaign_bar bar;
+		struct cli_bar bar;
 
 		snprintf(reports[m], sizeof(reports[m]), "%s/reports-%s.log",
 			 dir, campaign_mode_name(m));
@@ -309,18 +302,18 @@ int cmd_demo(int argc, char **argv)
 			   : campaign_default_trials(m, o.writes);
 		o.dir = dir;
 		o.report_path = reports[m];
-		campaign_bar_init(&bar, "demo", campaign_mode_name(m));
-		o.progress = campaign_bar_draw;
+		cli_bar_init(&bar, "demo", campaign_mode_name(m));
+		o.progress = cli_bar_draw;
 		o.progress_arg = &bar;
 		if (campaign_run(&o, &res[m])) {
-			campaign_bar_clear(&bar);
+			cli_bar_clear(&bar);
 			cli_error("demo: %s: %s", campaign_mode_name(m),
 				  res[m].error);
 			ok = false;
 			rc = 1;
 			break;
 		}
-		campaign_bar_clear(&bar);
+		cli_bar_clear(&bar);
 		printf("  %-8s done in %.1f s\n", campaign_mode_name(m),
 		       res[m].elapsed_s);
 		fflush(stdout);

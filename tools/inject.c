@@ -46,7 +46,7 @@ static void usage(FILE *f)
 "(PMGUARD_PROGRESS=S sets S, 0 a line per step, off none).\n"
 "Exit status: 0 the campaign ran, 1 it could not, 2 bad options.\n",
 		CAMPAIGN_MAX_WRITES, CAMPAIGN_MAX_THREADS, CAMPAIGN_MAX_TRIALS,
-		CAMPAIGN_TRIAL_WRITES, CAMPAIGN_PROGRESS_S);
+		CAMPAIGN_TRIAL_WRITES, CLI_PROGRESS_S);
 }
 
 static void print_json(const struct campaign_opts *o,
@@ -154,7 +154,7 @@ int cmd_inject(int argc, char **argv)
 		.threads = 4, .mode = CM_AUDIT, .seed = 1,
 	};
 	struct campaign_result *r;
-	struct campaign_bar bar;
+	struct cli_bar bar;
 	unsigned long long writes = 10000, threads = 4, trials = 0, seed = 1;
 	bool json = false, trials_set = false;
 	int mode = CM_AUDIT, rc;
@@ -189,14 +189,14 @@ int cmd_inject(int argc, char **argv)
 		return cli_error("inject: --trials %u is more than --writes "
 				 "%llu: each trial needs a stray write",
 				 o.trials, (unsigned long long)o.writes);
-	campaign_bar_init(&bar, "inject", campaign_mode_name(o.mode));
-	o.progress = campaign_bar_draw;
+	cli_bar_init(&bar, "inject", campaign_mode_name(o.mode));
+	o.progress = cli_bar_draw;
 	o.progress_arg = &bar;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return cli_error("inject: out of memory") - 1;
 	rc = campaign_run(&o, r);
-	campaign_bar_clear(&bar);
+	cli_bar_clear(&bar);
 	if (json)
 		print_json(&o, r);
 	else if (!rc)

@@ -334,20 +334,30 @@ static int run_ctx_processes(void)
 static struct page_dom exc_pd;
 static volatile int exc_ok;
 
-static void exc_inner(int sig)
+/*
+ * What each handler checks: it starts fresh (PKU: the interrupted window
+ * does not reach in here), a window opened in it works, and closing it
+ * gives the handler its own rights back, not the window of the code it
+ * interrupted.  The outer handler, with @nest, raises the inner one while
+ * its window is open: the nested handler is a fresh context too, and
+ * leaves the outer window as it was.
+ */
+static void exc_handler_check(bool nest)
 {
 	struct pmg_domain *d = exc_pd.d;
 	char *p = exc_pd.p;
 	int ok = 1;
 
-	(void)sig;
-	/* a nested handler is a fresh context too */
 	if (pku) {
 		CHECK(ok, key_bits(d) != 0);
 		CHECK(ok, probe(d, p, PMG_WRITE) == 1);
 	}
 	CHECK(ok, pmg_open(d, PMG_WRITE) == 0);
 	CHECK(ok, probe(d, p, PMG_WRITE) == 0);
+	if (nest) {
+		raise(SIGUSR2);
+		CHECK(ok, probe(d, p, PMG_WRITE) == 0);
+	}
 	CHECK(ok, pmg_close(d, PMG_WRITE) == 0);
 	if (pku)
 		CHECK(ok, probe(d, p, PMG_WRITE) == 1);
@@ -355,31 +365,16 @@ static void exc_inner(int sig)
 		exc_ok = 0;
 }
 
+static void exc_inner(int sig)
+{
+	(void)sig;
+	exc_handler_check(false);
+}
+
 static void exc_outer(int sig)
 {
-	struct pmg_domain *d = exc_pd.d;
-	char *p = exc_pd.p;
-	int ok = 1;
-
 	(void)sig;
-	if (pku) {
-		/* fresh: the interrupted window does not reach in here */
-		CHECK(ok, key_bits(d) != 0);
-		CHECK(ok, probe(d, p, PMG_WRITE) == 1);
-	}
-	/* a window opened in the handler works */
-	CHECK(ok, pmg_open(d, PMG_WRITE) == 0);
-	CHECK(ok, probe(d, p, PMG_WRITE) == 0);
-	raise(SIGUSR2);
-	/* the nested handler left our window as it was */
-	CHECK(ok, probe(d, p, PMG_WRITE) == 0);
-	CHECK(ok, pmg_close(d, PMG_WRITE) == 0);
-	/* closing gives the handler its own rights back, not the window of
-	 * the code it interrupted */
-	if (pku)
-		CHECK(ok, probe(d, p, PMG_WRITE) == 1);
-	if (!ok)
-		exc_ok = 0;
+	exc_handler_check(true);
 }
 
 static int run_exception(void)

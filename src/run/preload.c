@@ -607,16 +607,19 @@ static void *run2_memset(void *d, int c, size_t n, unsigned fl)
 
 RUN_API pmem2_memcpy_fn pmem2_get_memcpy_fn(struct pmem2_map *map)
 {
+	(void)map;
 	return run2_memcpy;
 }
 
 RUN_API pmem2_memmove_fn pmem2_get_memmove_fn(struct pmem2_map *map)
 {
+	(void)map;
 	return run2_memmove;
 }
 
 RUN_API pmem2_memset_fn pmem2_get_memset_fn(struct pmem2_map *map)
 {
+	(void)map;
 	return run2_memset;
 }
 #endif /* HAVE_PMEM2 */

@@ -30,6 +30,7 @@
 
 #include "pmguard.h"
 #include "tap.h"
+#include "kill-mid.h"
 
 #define POOL_SIZE (8u << 20)
 #define NSLOTS 256
@@ -288,33 +289,17 @@ static void t_crash(int iters)
 	pmg_memset_persist(pmg_pool_address(p), 0, 8);
 	pmg_pool_close(&p);
 	for (i = 0; i < iters && ok; i++) {
-		uint64_t want, got = 0, last = UINT64_MAX, n, c, k, s;
-		int pfd[2], st;
-		pid_t pid;
+		uint64_t want, last, c, k;
+		int64_t got;
+		int st;
 		char *a;
 
 		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
 		want = (seed >> 33) % 24;
-		if (pipe(pfd))
+		got = kill_mid_append(appender, want, (seed >> 20) % 20000,
+				      &last, &st);
+		if (got < 0)
 			break;
-		fflush(NULL);
-		pid = fork();
-		if (pid == 0) {
-			close(pfd[0]);
-			_exit(appender(pfd[1]));
-		}
-		close(pfd[1]);
-		while (got < want && read(pfd[0], &n, sizeof(n)) == sizeof(n)) {
-			last = n;
-			got++;
-		}
-		for (s = (seed >> 20) % 20000; s; s--)
-			__asm__ volatile("" ::: "memory");
-		kill(pid, SIGKILL);
-		while (read(pfd[0], &n, sizeof(n)) == sizeof(n))
-			last = n;
-		close(pfd[0]);
-		waitpid(pid, &st, 0);
 		reported += got;
 		p = pool_get(0);
 		if (!p) {

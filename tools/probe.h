@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fault probes for pmguard's self-tests (the seeds' pks_test fault hook).
+ * Fault probes for pmguard's self-tests (the seeds' pks_test fault hook),
+ * shared by `pmguard selftest` (tools/selftest.c) and the tests in tests/
+ * (which build with -Itools; the CLI never reads tests/).
  *
  * probe_begin() puts the process in audit mode with an observer: every
  * stray access is recorded, allowed once, and protection re-armed at once,
@@ -13,6 +15,7 @@
 
 #include <stdio.h>
 
+#include "check.h"
 #include "pmguard.h"
 
 struct probe_log {
@@ -27,18 +30,6 @@ struct probe_log {
 };
 
 static struct probe_log probe_log;
-
-#ifndef CHECK
-/* Check-and-count without a TAP line: collect a test's sub-checks. */
-#define CHECK(ok_, cond)						\
-	do {								\
-		if (!(cond)) {						\
-			printf("# %s:%d: check failed: %s\n", __FILE__,	\
-			       __LINE__, #cond);			\
-			(ok_) = 0;					\
-		}							\
-	} while (0)
-#endif
 
 static void probe_observer(const struct pmg_fault_info *fi, void *arg)
 {
