@@ -139,6 +139,8 @@ int main(void)
 	pmg_pool_config_delete(&c);
 	if (rc) {
 		tap_diag("%s", pmg_errormsg());
+		if (path != pbuf)	/* the device was asked for: a failure */
+			return 1;
 		tap_skip_all("cannot create the pool");
 	}
 	h = pmg_pool_address(p);

@@ -561,7 +561,8 @@ static void t_env(void)
  * is refused and flushes are msync), where the bugs of issue 10 lived.
  */
 #define POOL_TESTS 6
-static int pool_tests(const char *d)
+/* @dev: @d is a device-dax device (PMG_DEVDAX), not a directory */
+static int pool_tests(const char *d, bool dev)
 {
 	struct pmg_pool_config *c;
 	struct pmg_pool *p = NULL;
@@ -569,7 +570,7 @@ static int pool_tests(const char *d)
 	int rc;
 
 	pmg_pool_config_new(&c);
-	if (devdax) {
+	if (dev) {
 		/* the device's first 2 MiB (its alignment) */
 		snprintf(path, sizeof(path), "%s", d);
 		pmg_pool_config_set_size(c, 2 << 20);
@@ -592,7 +593,7 @@ static int pool_tests(const char *d)
 	t_bad_args(p);
 	t_is_pmem(p);
 	pmg_pool_close(&p);
-	if (devdax) {
+	if (dev) {
 		tap_skip("pool of 5000 bytes", "a device-dax pool is the "
 			 "device's, in 2 MiB units");
 		return 0;
@@ -613,9 +614,7 @@ int main(void)
 	/* PMG_DEVDAX=/dev/daxX.Y (the dax suite): the pool tests' first
 	 * run opens that device instead of a file on a disk filesystem */
 	devdax = getenv("PMG_DEVDAX");
-	if (devdax && *devdax)
-		snprintf(disk, sizeof(disk), "%s", devdax);
-	else
+	if (devdax && !*devdax)
 		devdax = NULL;
 	t_env();		/* first: the children read the variables */
 	t_info();
@@ -624,7 +623,7 @@ int main(void)
 	t_paths();
 	t_plain_memory();
 	for (i = 0; i < 2; i++) {
-		const char *d = i ? shm : disk;
+		const char *d = i ? shm : devdax ? devdax : disk;
 
 		if (!*d) {
 			int k;
@@ -634,7 +633,7 @@ int main(void)
 					 : "no disk filesystem directory");
 			continue;
 		}
-		if (pool_tests(d))
+		if (pool_tests(d, !i && devdax))
 			return tap_done() | 1;
 		ran++;
 	}
