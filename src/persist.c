@@ -393,13 +393,28 @@ static int range_check(const char *fn, const void *addr, size_t len,
 
 PMG_API int pmg_msync(const void *addr, size_t len)
 {
+	uintptr_t b = (uintptr_t)addr & ~(PMG_PAGE_SIZE - 1);
 	bool np;
 	int rc;
 
 	if (!len)
 		return 0;
 	rc = range_check("pmg_msync", addr, len, &np);
-	return rc ? rc : msync_range(addr, len);
+	if (rc)
+		return rc;
+	/*
+	 * Device dax has no fsync: msync(2) of its mapping is EINVAL.  A
+	 * range inside pmem pools needs only the flush and the drain.
+	 */
+	if (!msync((void *)b, (uintptr_t)addr + len - b, MS_SYNC))
+		return 0;
+	rc = -errno;
+	if (rc != -EINVAL || _pmg_pool_range_pmem(addr, len) != 1)
+		return _pmg_err(rc, "msync(%p, %zu): %s", addr, len,
+				strerror(-rc));
+	_pmg_persist_get()->flush(addr, len);
+	_pmg_sfence();
+	return 0;
 }
 
 PMG_API void pmg_drain(void)
@@ -454,6 +469,66 @@ PMG_API int pmg_is_pmem(const void *addr, size_t len)
 
 /* ---------------------------------------------------------- copy, set */
 
+/*
+ * A move of 1..64 bytes without a call: every load before any store (so
+ * overlap either way is fine), two possibly overlapping moves of the
+ * largest power of two not above @n, as libpmem's small moves do.
+ */
+#define MOVE2(T, d, s, n)						\
+	do {								\
+		T x_, y_;						\
+		__builtin_memcpy(&x_, (s), sizeof(T));			\
+		__builtin_memcpy(&y_, (s) + (n) - sizeof(T), sizeof(T)); \
+		__builtin_memcpy((d), &x_, sizeof(T));			\
+		__builtin_memcpy((d) + (n) - sizeof(T), &y_, sizeof(T)); \
+	} while (0)
+
+struct b16 {
+	uint64_t q[2];
+};
+
+struct b32 {
+	uint64_t q[4];
+};
+
+static inline __attribute__((always_inline)) void
+move_small(char *d, const char *s, size_t n)
+{
+	if (n >= 32)
+		MOVE2(struct b32, d, s, n);
+	else if (n >= 16)
+		MOVE2(struct b16, d, s, n);
+	else if (n >= 8)
+		MOVE2(uint64_t, d, s, n);
+	else if (n >= 4)
+		MOVE2(uint32_t, d, s, n);
+	else if (n >= 2)
+		MOVE2(uint16_t, d, s, n);
+	else
+		*d = *s;
+}
+
+/* The flush of [@a, @a+@n): CLWB inline (the usual case), else the
+ * picked loop. */
+static inline __attribute__((always_inline)) void
+flush_lines(const struct _pmg_persist *p, const void *a, size_t n)
+{
+#if defined(__x86_64__)
+	if (p->flush == _pmg_flush_clwb) {
+		uintptr_t l = (uintptr_t)a & ~(PMG_CL - 1),
+			  e = (uintptr_t)a + n;
+
+		do {
+			__asm__ volatile(".byte 0x66; xsaveopt %0"
+					 : "+m"(*(volatile char *)l));
+			l += PMG_CL;
+		} while (l < e);
+		return;
+	}
+#endif
+	p->flush(a, n);
+}
+
 static bool want_nt(const struct _pmg_persist *p, unsigned flags, size_t n)
 {
 	if (!p->movnt)
@@ -479,8 +554,8 @@ static void nt_move(const struct _pmg_persist *p, char *d, const char *s,
 	if (head) {
 		if (head > n)
 			head = n;
-		memmove(d, s, head);
-		p->flush(d, head);
+		move_small(d, s, head);
+		flush_lines(p, d, head);
 		d += head;
 		s += head;
 		n -= head;
@@ -493,8 +568,8 @@ static void nt_move(const struct _pmg_persist *p, char *d, const char *s,
 		n -= body;
 	}
 	if (n) {
-		memmove(d, s, n);
-		p->flush(d, n);
+		move_small(d, s, n);
+		flush_lines(p, d, n);
 	}
 }
 
@@ -528,9 +603,11 @@ static void *fail(int rc)
 	return NULL;
 }
 
-/* One call of the family: a copy from @src, or (@set) a memset with @c. */
-static void *mem_op(const char *fn, void *dest, const void *src, int c,
-		    size_t len, unsigned flags, bool set)
+/* One call of the family: a copy from @src, or (@set) a memset with @c.
+ * Inlined into each entry point: its flags and @set are constants there. */
+static inline __attribute__((always_inline)) void *
+mem_op(const char *fn, void *dest, const void *src, int c, size_t len,
+       unsigned flags, bool set)
 {
 	const struct _pmg_persist *p = _pmg_persist_get();
 	struct guard g = { .n = 0, .pw = 0 };
@@ -580,11 +657,13 @@ static void *mem_op(const char *fn, void *dest, const void *src, int c,
 	}
 	if (!want_nt(p, flags, len) ||
 	    (src && (uintptr_t)d - (uintptr_t)src < len && d != src)) {
-		if (src)
+		if (src && len <= PMG_CL)
+			move_small(d, src, len);
+		else if (src)
 			memmove(d, src, len);
 		else
 			memset(d, c, len);
-		p->flush(d, len);
+		flush_lines(p, d, len);
 	} else if (src) {
 		nt_move(p, d, src, len);
 	} else {

@@ -117,6 +117,7 @@ static int appender(int wfd)
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR"), *it = getenv("PMG_CRASH_ITERS");
+	const char *dev = getenv("PMG_CRASH_DEV");
 	struct pmg_pool_config *c;
 	struct pmg_pool *p;
 	struct head *h;
@@ -130,16 +131,21 @@ int main(void)
 	tap_init(2);
 	snprintf(pbuf, sizeof(pbuf), "%s/pmg-crash-%d.pool",
 		 tmp ? tmp : "/tmp", (int)getpid());
-	path = pbuf;
+	path = dev && *dev ? dev : pbuf;
 	pmg_pool_config_new(&c);
 	pmg_pool_config_set_size(c, POOL_SIZE);
-	rc = pmg_pool_create(&p, path, c);
+	/* PMG_CRASH_DEV=/dev/daxX.Y: the pool is the device's first 4 MiB */
+	rc = path == pbuf ? pmg_pool_create(&p, path, c) :
+			    pmg_pool_open(&p, path, c);
 	pmg_pool_config_delete(&c);
 	if (rc) {
 		tap_diag("%s", pmg_errormsg());
+		if (path != pbuf)	/* the device was asked for: a failure */
+			return 1;
 		tap_skip_all("cannot create the pool");
 	}
 	h = pmg_pool_address(p);
+	pmg_memset_persist(h, 0, FIRST);	/* a device has old bytes */
 	pmg_memcpy_persist(&h->magic, &(uint64_t){ MAGIC }, 8);
 	pmg_pool_close(&p);
 	tap_diag("backend %s, seed %llu, %d iterations, pool %s",
@@ -215,7 +221,8 @@ int main(void)
 	tap_ok(reported > 0 && killed_mid > (uint64_t)iters / 2,
 	       "the kills landed while the child was appending (%llu of %d)",
 	       (unsigned long long)killed_mid, i);
-	unlink(path);
+	if (path == pbuf)
+		unlink(path);
 	printf("%d passed, %d failed\n", tap_n - tap_failed, tap_failed);
 	return tap_done();
 }

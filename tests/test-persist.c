@@ -20,6 +20,7 @@
 #include "../src/persist.h"
 
 static char dir[256];
+static const char *devdax;	/* PMG_DEVDAX: a device-dax device */
 static int skipped;
 
 #define tap_skip(n, w) (skipped++, tap_skip(n, w))
@@ -560,17 +561,25 @@ static void t_env(void)
  * is refused and flushes are msync), where the bugs of issue 10 lived.
  */
 #define POOL_TESTS 6
-static int pool_tests(const char *d)
+/* @dev: @d is a device-dax device (PMG_DEVDAX), not a directory */
+static int pool_tests(const char *d, bool dev)
 {
 	struct pmg_pool_config *c;
 	struct pmg_pool *p = NULL;
 	char path[PATH_MAX];
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/persist.pool", d);
 	pmg_pool_config_new(&c);
-	pmg_pool_config_set_size(c, 256 << 10);
-	rc = pmg_pool_create(&p, path, c);
+	if (dev) {
+		/* the device's first 2 MiB (its alignment) */
+		snprintf(path, sizeof(path), "%s", d);
+		pmg_pool_config_set_size(c, 2 << 20);
+		rc = pmg_pool_open(&p, path, c);
+	} else {
+		snprintf(path, sizeof(path), "%s/persist.pool", d);
+		pmg_pool_config_set_size(c, 256 << 10);
+		rc = pmg_pool_create(&p, path, c);
+	}
 	pmg_pool_config_delete(&c);
 	if (rc) {
 		tap_diag("pool in %s: %s", d, pmg_errormsg());
@@ -584,6 +593,11 @@ static int pool_tests(const char *d)
 	t_bad_args(p);
 	t_is_pmem(p);
 	pmg_pool_close(&p);
+	if (dev) {
+		tap_skip("pool of 5000 bytes", "a device-dax pool is the "
+			 "device's, in 2 MiB units");
+		return 0;
+	}
 	unlink(path);
 	t_outside(d);
 	return 0;
@@ -597,6 +611,11 @@ int main(void)
 	tap_init(9 + 2 * POOL_TESTS);
 	if (probe_dirs(dir, sizeof(dir), disk, shm, sizeof(disk)))
 		tap_skip_all("no temporary directory");
+	/* PMG_DEVDAX=/dev/daxX.Y (the dax suite): the pool tests' first
+	 * run opens that device instead of a file on a disk filesystem */
+	devdax = getenv("PMG_DEVDAX");
+	if (devdax && !*devdax)
+		devdax = NULL;
 	t_env();		/* first: the children read the variables */
 	t_info();
 	t_options();
@@ -604,7 +623,7 @@ int main(void)
 	t_paths();
 	t_plain_memory();
 	for (i = 0; i < 2; i++) {
-		const char *d = i ? shm : disk;
+		const char *d = i ? shm : devdax ? devdax : disk;
 
 		if (!*d) {
 			int k;
@@ -614,7 +633,7 @@ int main(void)
 					 : "no disk filesystem directory");
 			continue;
 		}
-		if (pool_tests(d))
+		if (pool_tests(d, !i && devdax))
 			return tap_done() | 1;
 		ran++;
 	}

@@ -159,6 +159,18 @@ static const char *pick_dir(const char *want)
 	return "/tmp";
 }
 
+/* Close both pools (either may be NULL) and remove their files. */
+static void teardown(struct pmg_pool **pu, struct pmg_pool **pp,
+		     const char *path, const char *path2)
+{
+	pmg_pool_close(pp);
+	pmg_pool_close(pu);
+	unlink(path);
+	unlink(path2);
+	cli_scratch_done(path);
+	cli_scratch_done(path2);
+}
+
 int cmd_bench_persist(int argc, char **argv)
 {
 	double gb[NVAR][NSIZES], samples[NVAR][MAX_ROUNDS];
@@ -235,11 +247,7 @@ int cmd_bench_persist(int argc, char **argv)
 	pmg_pool_config_delete(&cfg);
 	if (rc) {
 		cli_error("bench persist: %s", pmg_errormsg());
-		pmg_pool_close(&pu);
-		unlink(path);
-		unlink(path2);
-		cli_scratch_done(path);
-		cli_scratch_done(path2);
+		teardown(&pu, &pp, path, path2);
 		return 1;
 	}
 	pmg_persist_get_info(&pi);
@@ -248,12 +256,7 @@ int cmd_bench_persist(int argc, char **argv)
 	b.span = POOL_SIZE;
 	b.src = aligned_alloc(4096, 2 << 20);
 	if (!b.src) {
-		pmg_pool_close(&pp);
-		pmg_pool_close(&pu);
-		unlink(path);
-		unlink(path2);
-		cli_scratch_done(path);
-		cli_scratch_done(path2);
+		teardown(&pu, &pp, path, path2);
 		return cli_error("bench persist: out of memory") - 1;
 	}
 	for (s = 0; s < (2 << 20); s++)
@@ -374,12 +377,7 @@ int cmd_bench_persist(int argc, char **argv)
 		       "mprotect(2) of the pages the call touches");
 	}
 	free(b.src);
-	pmg_pool_close(&pp);
-	pmg_pool_close(&pu);
-	unlink(path);
-	unlink(path2);
-	cli_scratch_done(path);
-	cli_scratch_done(path2);
+	teardown(&pu, &pp, path, path2);
 	if (lib)
 		dlclose(lib);
 	return 0;

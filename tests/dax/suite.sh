@@ -21,7 +21,9 @@
 # and test-crash on fs-DAX (test-pool's device-dax test opens /dev/daxN.0
 # too), dax-test on device dax,
 # `pmguard demo` and an `inject` campaign on fs-DAX and `pmguard bench
-# persist --dir /mnt/dax`.  No PMGUARD_IS_PMEM_FORCE anywhere.
+# persist --dir /mnt/dax`; on device dax dax-test, test-persist
+# (PMG_DEVDAX: its pool tests open the device) and test-crash
+# (PMG_CRASH_DEV: the crash pool is the device's first 4 MiB).  No PMGUARD_IS_PMEM_FORCE anywhere.
 # A setup step that fails is one failed test (never a skip).
 # Last line: "dax: N passed, N failed, N skipped".
 
@@ -116,6 +118,9 @@ if [ "$fsdax_ok" = 1 ]; then
 fi
 if [ -n "$devdax" ]; then
 	w devdax-dax-test "exec /bin/dax-test devdax $devdax"
+	w devdax-test-persist "PMG_DEVDAX=$devdax exec /bin/test-persist"
+	# shellcheck disable=SC2016  # expanded by the wrapper
+	w devdax-test-crash "PMG_CRASH_DEV=$devdax PMG_CRASH_ITERS=\${PMG_CRASH_ITERS:-60} exec /bin/test-crash"
 fi
 
 runtests=$(command -v runtests.sh 2>/dev/null)
