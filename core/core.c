@@ -16,8 +16,7 @@ void pmg_core_init(struct pmg_core *c)
 		e->dflt = PMG_RIGHTS_AD;
 		e->warned = 0;
 		e->cb = NULL;
-		e->cb_arg = NULL;
-		e->name[0] = '\0';
+			e->name[0] = '\0';
 	}
 	/* Key 0 keeps full access: untagged pages keep paging permissions. */
 	c->key[PMG_KEY_DEFAULT].used = true;
@@ -42,7 +41,6 @@ int pmg_core_key_claim(struct pmg_core *c, unsigned key, const char *name,
 	e->dflt = (uint8_t)dflt;
 	e->warned = 0;
 	e->cb = NULL;
-	e->cb_arg = NULL;
 	pmg_strlcpy(e->name, name ? name : "", PMG_KEY_NAME_MAX);
 	return 0;
 }
@@ -59,20 +57,17 @@ int pmg_core_key_release(struct pmg_core *c, unsigned key)
 	e->used = false;
 	e->dflt = PMG_RIGHTS_AD;
 	e->cb = NULL;
-	e->cb_arg = NULL;
 	e->name[0] = '\0';
 	return 0;
 }
 
 int pmg_core_set_callback(struct pmg_core *c, unsigned key,
-			  pmg_core_fault_cb cb, void *arg)
+			  pmg_core_fault_cb cb)
 {
 	if (key == PMG_KEY_DEFAULT || key >= PMG_NR_KEYS)
 		return -PMG_E_INVAL;
 	if (!c->key[key].used)
 		return -PMG_E_NOENT;
-	/* The fault path reads cb then cb_arg: publish arg first. */
-	__atomic_store_n(&c->key[key].cb_arg, arg, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->key[key].cb, cb, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -196,7 +191,7 @@ void pmg_core_fault_decide(struct pmg_core *c, struct pmg_fault *f)
 	/* Stray.  Grant what the access needs, keeping the rest. */
 	grant = pmg_window_rights(e->dflt, f->acc);
 	cb = __atomic_load_n(&e->cb, __ATOMIC_ACQUIRE);
-	if (cb && cb(f, __atomic_load_n(&e->cb_arg, __ATOMIC_ACQUIRE))) {
+	if (cb && cb(f)) {
 		f->new_pkval = pmg_pkval_update(f->saved_pkval, f->key, grant);
 		f->action = PMG_ACT_GRANT;
 		return;

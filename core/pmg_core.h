@@ -146,9 +146,10 @@ struct pmg_fault;
  * "handled" grants is the port's: user space loads new_pkval (the rights
  * the access needs); the kernel, as in the seeds, loads only what the
  * callback itself set with pks_update_exception().  Runs in the fault
- * path: signal handler or #PF handler.
+ * path: signal handler or #PF handler.  It takes no argument: each port
+ * keeps its per-key state in a table of its own (fault.c, kernel/pks.c).
  */
-typedef bool (*pmg_core_fault_cb)(const struct pmg_fault *f, void *arg);
+typedef bool (*pmg_core_fault_cb)(const struct pmg_fault *f);
 
 /* One fault, as a port hands it to the core. */
 struct pmg_fault {
@@ -173,7 +174,6 @@ struct pmg_core_key {
 	uint8_t dflt;			/* enum pmg_rights outside windows */
 	uint32_t warned;		/* relaxed: reported already */
 	pmg_core_fault_cb cb;
-	void *cb_arg;
 	char name[PMG_KEY_NAME_MAX];
 };
 
@@ -193,7 +193,7 @@ int pmg_core_key_claim(struct pmg_core *c, unsigned key, const char *name,
 		       unsigned dflt);
 int pmg_core_key_release(struct pmg_core *c, unsigned key);
 int pmg_core_set_callback(struct pmg_core *c, unsigned key,
-			  pmg_core_fault_cb cb, void *arg);
+			  pmg_core_fault_cb cb);
 uint32_t pmg_core_apply_defaults(const struct pmg_core *c, uint32_t pkval);
 uint32_t pmg_core_init_value(const struct pmg_core *c);
 int pmg_core_count_used(const struct pmg_core *c);

@@ -200,11 +200,10 @@ void pks_switch_to(u32 next_pkrs)
 
 /* The core's callback shape carries no pt_regs: hand the kernel's
  * callback the frame of the fault being decided on this CPU. */
-static bool pks_core_callback(const struct pmg_fault *f, void *arg)
+static bool pks_core_callback(const struct pmg_fault *f)
 {
 	pks_key_callback cb = pks_key_callbacks[f->key];
 
-	(void)arg;
 	return cb && cb(this_cpu()->fault_regs, f->addr,
 			f->acc == PMG_ACC_WRITE);
 }
@@ -215,7 +214,7 @@ int pks_set_key_callback(int pkey, pks_key_callback cb)
 		return -EINVAL;
 	pks_key_callbacks[pkey] = cb;
 	return pmg_core_set_callback(&pks_core, (unsigned)pkey,
-				     cb ? pks_core_callback : NULL, NULL);
+				     cb ? pks_core_callback : NULL);
 }
 
 pks_key_callback pks_get_key_callback(int pkey)

@@ -175,13 +175,12 @@ static struct hook *domain_cb[PMG_NR_KEYS];
 static struct hook *observer;
 
 /* The core's callback for every key: calls the key's public one. */
-static bool cb_bridge(const struct pmg_fault *f, void *unused)
+static bool cb_bridge(const struct pmg_fault *f)
 {
 	struct hook *h = __atomic_load_n(&domain_cb[f->key],
 					 __ATOMIC_ACQUIRE);
 	struct pmg_fault_info fi;
 
-	(void)unused;
 	if (!h)
 		return false;
 	fault_info(f, (pid_t)syscall(SYS_gettid), 0, &fi);
@@ -213,7 +212,7 @@ PMG_API int pmg_domain_set_callback(struct pmg_domain *dom, pmg_fault_cb cb,
 		rc = _pmg_err(rc, "pmg_domain_set_callback: out of memory");
 	else
 		rc = pmg_core_set_callback(&_pmg.core, (unsigned)d->key,
-					   cb_bridge, NULL);
+					   cb_bridge);
 	pthread_mutex_unlock(&_pmg.lock);
 	return rc;
 }
