@@ -35,11 +35,15 @@ static int parse_mode(struct _pmg_opts *o, void *f, const char *v)
 	return 0;
 }
 
-/* Decimal digits only (no blanks, no sign), up to LONG_MAX: 0 or -1. */
+/*
+ * Decimal digits only (no blanks, no sign), up to LONG_MAX: 0, or -1 with
+ * *@n untouched (a bad value must leave the option as it was).
+ */
 static int parse_digits(const char *v, long *n)
 {
 	const char *p;
 	char *end;
+	long x;
 
 	for (p = v; *p; p++)
 		if (*p < '0' || *p > '9')
@@ -47,8 +51,11 @@ static int parse_digits(const char *v, long *n)
 	if (p == v)
 		return -1;
 	errno = 0;
-	*n = strtol(v, &end, 10);
-	return errno || *end ? -1 : 0;
+	x = strtol(v, &end, 10);
+	if (errno || *end)
+		return -1;
+	*n = x;
+	return 0;
 }
 
 /* "-1", or decimal digits up to INT_MAX. */

@@ -18,6 +18,7 @@
 #include "tap.h"
 #include "dirs.h"
 #include "../src/persist.h"
+#include "../src/options.h"
 
 static char dir[256];
 static const char *devdax;	/* PMG_DEVDAX: a device-dax device */
@@ -460,6 +461,7 @@ static void t_eadr(void)
 static void t_options(void)
 {
 	struct _pmg_persist t;
+	struct _pmg_opts po;
 	struct pmg_info in;
 	int ok = 1;
 
@@ -474,6 +476,12 @@ static void t_options(void)
 	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_NO_SUCH", "1") == -EINVAL);
 	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_MOVNT_THRESHOLD", "1024") == 0
 		  && t.threshold == 1024);
+	/* the parser itself: a value past LONG_MAX leaves the option as is */
+	_pmg_opts_defaults(&po);
+	po.threshold = 1024;
+	CHECK(ok, _pmg_opt_parse(&po, "PMGUARD_MOVNT_THRESHOLD",
+				 "99999999999999999999") == -EINVAL &&
+		  po.threshold == 1024);
 	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_NO_MOVNT", "1") == 0 &&
 		  !strcmp(t.movnt_name, "none") && !t.movnt);
 	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_NO_MOVNT", "0") == 0 &&
@@ -491,7 +499,8 @@ static void t_options(void)
 	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_IS_PMEM_FORCE", "1") == 0 &&
 		  t.force == 1);
 	_pmg_persist_opts_reset();
-	tap_ok(ok, "options: bad values named with their value; NO_MOVNT, "
+	tap_ok(ok, "options: bad values named with their value and change "
+	       "nothing; NO_MOVNT, "
 	       "NO_AVX512F, NO_AVX2, NO_CLWB, NO_CLFLUSHOPT, NO_FLUSH, "
 	       "MOVNT_THRESHOLD, IS_PMEM_FORCE steer the pick");
 }
