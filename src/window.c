@@ -9,8 +9,8 @@
  *  - windows opened in a fresh (signal-handler) context on PKU, below;
  * and the kmap analogs that find a window's domain by address.
  *
- * Windows opened in a fresh context: a signal handler starts with the kernel's default PKRU, not with the
- * rights of the code it interrupted (the seeds give each exception a fresh
+ * Windows opened in a fresh context: a signal handler starts with the
+ * kernel's default PKRU, not with the rights of the code it interrupted (the seeds give each exception a fresh
  * PKS state the same way).  If that code held a window, this thread's
  * counts say "open" while the handler's register says "closed".  The
  * inline edge notices the mismatch and comes here: the handler gets its own

@@ -163,27 +163,26 @@ else
 	check "py-lmdb + wild, strict: all 10000 records intact on reopen" \
 		[ $? = 0 ]
 
-	mkdir "$T/p3"
-	LD_PRELOAD=$WILD WILD_AFTER=51 WILD_WRITES=8 $PMG run --mode audit \
-		--report "$T/p3.rep" -- $PY "$SCRIPT" write "$T/p3" 50 200 \
-		>"$T/out" 2>&1; rc=$?
-	c=$(count 'audit: stray write' "$T/p3.rep")
+	# 8 wild writes into py-lmdb's map under --mode $1, in $T/$2:
+	# sets rc and c (the report lines matching $3)
+	wild8() {
+		mkdir "$T/$2"
+		LD_PRELOAD=$WILD WILD_AFTER=51 WILD_WRITES=8 $PMG run \
+			--mode "$1" --report "$T/$2.rep" -- \
+			$PY "$SCRIPT" write "$T/$2" 50 200 >"$T/out" 2>&1
+		rc=$?
+		c=$(count "$3" "$T/$2.rep")
+	}
+
+	wild8 audit p3 'audit: stray write'
 	check "py-lmdb + 8 wild writes, audit: runs on, 8 reports ($c)" \
 		sh -c "[ $rc = 0 ] && [ '$c' = 8 ]"
 
-	mkdir "$T/p4"
-	LD_PRELOAD=$WILD WILD_AFTER=51 WILD_WRITES=8 $PMG run --mode relaxed \
-		--report "$T/p4.rep" -- $PY "$SCRIPT" write "$T/p4" 50 200 \
-		>"$T/out" 2>&1; rc=$?
-	c=$(count 'relaxed.*stray write' "$T/p4.rep")
+	wild8 relaxed p4 'relaxed.*stray write'
 	check "py-lmdb + 8 wild writes, relaxed: runs on, reported once ($c)" \
 		sh -c "[ $rc = 0 ] && [ '$c' = 1 ]"
 
-	mkdir "$T/p7"
-	LD_PRELOAD=$WILD WILD_AFTER=51 WILD_WRITES=8 $PMG run --mode contain \
-		--report "$T/p7.rep" -- $PY "$SCRIPT" write "$T/p7" 50 200 \
-		>"$T/out" 2>&1; rc=$?
-	c=$(count 'contain: stray write by' "$T/p7.rep")
+	wild8 contain p7 'contain: stray write by'
 	check "py-lmdb + 8 wild writes, contain: runs on, 8 contained ($c)" \
 		sh -c "[ $rc = 0 ] && [ '$c' = 8 ]"
 	[ $rc = 0 ] || diag "$T/out" "$T/p7.rep"
