@@ -105,19 +105,19 @@ void _pmg_pw_fork_child(void);
  * writers (serialised by the caller's lock) change the other copy, publish
  * it, wait for the readers of the old one to leave, then bring the old
  * one up to date.  Readers never retry and never fail: wait-free and
- * AS-safe.  Used for the protected ranges and for pool.c's pool table;
- * each table has a per-thread cache of the last interval looked up in it.
+ * AS-safe.  Used for the protected ranges and for pool.c's pool table.
  */
 struct _pmg_range {
 	uintptr_t base, end;
 	uintptr_t lim;		/* pool table: end of the usable bytes */
 	int key;		/* registry: the key; pool table: is pmem */
+	uintptr_t alias;	/* pool table: writable alias of base, 0: none */
 };
 struct _pmg_rcopy {
 	size_t n, cap;
 	struct _pmg_range *r;
 };
-/* The tables: each names its per-thread cache and fork-reset slot. */
+/* The tables: each names its fork-reset slot. */
 enum _pmg_rtab_id {
 	_PMG_RT_REGISTRY,
 	_PMG_RT_POOLS,
@@ -129,7 +129,6 @@ struct _pmg_rtab {
 	int lr;			/* the copy readers use */
 	int vi;			/* the reader count new readers join */
 	unsigned long readers[2];
-	unsigned version;	/* bumped by each change */
 };
 /* Writers (the caller's lock held).  Insert: 0, -EEXIST (overlaps a
  * range), -ENOMEM.  Remove the range at @base (and @end, unless 0), its
@@ -145,28 +144,20 @@ const struct _pmg_range *_pmg_rt_enter(struct _pmg_rtab *t, size_t *n,
 void _pmg_rt_leave(struct _pmg_rtab *t, int slot);
 /* First index whose end > addr. */
 size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr);
-/* The table's version, read before a lookup whose answer goes into the
- * cache.  AS-safe. */
-unsigned _pmg_rt_version(struct _pmg_rtab *t);
 /*
- * The calling thread's one-entry cache of @t: an interval [base, end) and
- * what the user says of it (key, lim), valid while the table's version is
- * @ver, the version read before the lookup that found it.  Get: true and
- * *out if [a, a+len) lies within the cached interval (len >= 1).  Both
- * AS-safe: a signal handler interrupting an update on the same thread
- * neither trusts nor writes the entry.
+ * Bumped (SC) by every change to any table, after the change is
+ * published: read it before lookups whose answers go into a cache; the
+ * answers stay true while it is unchanged.  AS-safe to read.
  */
-bool _pmg_rt_cache_get(struct _pmg_rtab *t, uintptr_t a, size_t len,
-		       struct _pmg_range *out);
-void _pmg_rt_cache_put(struct _pmg_rtab *t, unsigned ver,
-		       const struct _pmg_range *r);
+extern unsigned _pmg_rt_gen;
 
 /* The protected ranges (key: the domain's key). */
 bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end);
 int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key);
 int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key);
 int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out);
-int _pmg_reg_find_cached(uintptr_t addr, struct _pmg_range *out);
+/* The range holding @addr, or the gap around it (key 0).  AS-safe. */
+void _pmg_reg_interval(uintptr_t addr, struct _pmg_range *out);
 /* The first range overlapping [base, end): 0 and *out, or -ENOENT.
  * AS-safe. */
 int _pmg_reg_first_overlap(uintptr_t base, uintptr_t end,

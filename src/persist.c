@@ -233,16 +233,19 @@ PMG_API int pmg_persist_get_info(struct pmg_persist_info *pi)
 /* ------------------------------------------------------------ windows */
 
 /*
- * The windows one call needs: write windows on the domains of the first
- * and last byte of the destination, a read window on an access-disabled
+ * The windows one call needs: a write window on the domain of the
+ * destination's first and last byte, a read window on an access-disabled
  * domain of the source.  A protected range lying strictly inside the
  * destination (touching neither end) is not looked for: a write to it
  * faults and is reported, never silently done.
  *
- * On the mprotect backend a destination inside one protected range gets a
- * page window (pagewin.c): write access on the pages it touches only, so
- * another thread's stray write elsewhere in the domain still faults
- * during the call.  PKU windows are the calling thread's alone already.
+ * On the mprotect backend a destination inside a protected pool is
+ * written through the pool's alias (pool.c), a second mapping of its file
+ * that only the library knows: no window at all, the pool's own mapping
+ * stays write-protected, and another thread's stray write anywhere in it
+ * still faults during the call.  A destination inside another protected
+ * range gets a page window (pagewin.c): write access on the pages it
+ * touches only.  PKU windows are the calling thread's alone already.
  */
 struct guard {
 	struct pmg_domain *d[4];
@@ -274,6 +277,26 @@ static int guard_add(struct guard *g, struct pmg_domain *d, int acc)
 	return 0;
 }
 
+/* A write window for [@addr, +@len), which lies inside one protected
+ * range of @d: a page window on mprotect, unless the table is full. */
+static int guard_write(struct guard *g, struct pmg_domain *d,
+		       const void *addr, size_t len)
+{
+	int rc;
+
+	if (!_pmg_fast && !g->pw) {
+		rc = _pmg_pw_open(d, addr, len);
+		if (rc > 0) {
+			g->pw = rc;
+			return 0;
+		}
+		if (rc < 0)
+			return rc;
+		/* table full: a domain window */
+	}
+	return guard_add(g, d, PMG_WRITE);
+}
+
 static void guard_close_slow(struct guard *g)
 {
 	while (g->n > 0) {
@@ -299,7 +322,7 @@ static struct pmg_domain *range_of(uintptr_t addr, uintptr_t *end)
 {
 	struct _pmg_range r;
 
-	if (_pmg_reg_find_cached(addr, &r))
+	if (_pmg_reg_find(addr, &r))
 		return NULL;
 	*end = r.end;
 	return _pmg.dom[r.key].h;
@@ -315,6 +338,8 @@ static bool any_noaccess(void)
 	return __atomic_load_n(&_pmg_noaccess_domains, __ATOMIC_RELAXED) != 0;
 }
 
+/* The windows for [@addr, +@len) looked up at both ends (no cache): a
+ * destination across a protected range's edge, or a source. */
 static int guard_range(struct guard *g, const void *addr, size_t len,
 		       int acc)
 {
@@ -325,17 +350,9 @@ static int guard_range(struct guard *g, const void *addr, size_t len,
 	if (acc == PMG_READ && !any_noaccess())
 		return 0;
 	d = range_of(a, &end);
-	if (d && acc == PMG_WRITE && last < end && !_pmg_fast && !g->pw) {
-		rc = _pmg_pw_open(d, addr, len);
-		if (rc > 0) {
-			g->pw = rc;
-			return 0;
-		}
-		if (rc < 0)
-			return rc;
-		/* table full: a domain window */
-	}
 	if (d) {
+		if (acc == PMG_WRITE && last < end)
+			return guard_write(g, d, addr, len);
 		rc = guard_add(g, d, acc);
 		if (rc)
 			return rc;
@@ -346,6 +363,124 @@ static int guard_range(struct guard *g, const void *addr, size_t len,
 	}
 	d = range_of(last, &end);
 	return d ? guard_add(g, d, acc) : 0;
+}
+
+/* ------------------------------------------------ the destination cache */
+
+/*
+ * What a call decides from its destination, for every destination inside
+ * [lo, hi): that interval lies within one pool's usable bytes or a gap
+ * without pools, and within one protected range or a gap without ranges.
+ * So every destination in it passes the pool check with the same answer
+ * (np: a non-pmem pool, whose flush is msync), needs the same write
+ * window (on @d; NULL: none) and is written at the same offset (@delta:
+ * the pool's alias minus its base; 0: in place).  True while _pmg_rt_gen
+ * is @gen.
+ */
+struct dest {
+	uintptr_t lo, hi, delta;
+	struct pmg_domain *d;
+	unsigned gen;
+	bool np;
+};
+
+/*
+ * Each thread keeps the last one: the calls look up the same pools over
+ * and over, and a hit is a few loads.  A signal handler on the same thread
+ * may run in the middle of a fill: sc, odd during one, makes the handler
+ * neither trust nor fill the entry, and a reader whose entry changed under
+ * it (a handler filled it) takes that as a miss.  Compiler fences suffice:
+ * only the thread (and its handlers) touch it.  Initial-exec TLS: no
+ * __tls_get_addr() call in the shared library's hot path.
+ */
+static __thread struct {
+	unsigned sc;
+	struct dest e;
+} dcache __attribute__((tls_model("initial-exec")));
+
+#define SIGFENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+#define SC __ATOMIC_SEQ_CST
+
+static inline __attribute__((always_inline)) bool
+dest_hit(uintptr_t a, size_t len, struct dest *t)
+{
+	unsigned sc = dcache.sc;
+
+	SIGFENCE();
+	*t = dcache.e;
+	SIGFENCE();
+	return !(sc & 1) && dcache.sc == sc &&
+	       t->gen == __atomic_load_n(&_pmg_rt_gen, __ATOMIC_ACQUIRE) &&
+	       a >= t->lo && a < t->hi && len <= t->hi - a;
+}
+
+/* A miss: both tables, then the cache.  1: the destination crosses a
+ * protected range's edge (only t->np is set; not cached). */
+static __attribute__((noinline)) int dest_fill(const char *fn, uintptr_t a,
+					       size_t len, struct dest *t)
+{
+	struct _pmg_range pv, rv;
+	unsigned sc = dcache.sc;
+
+	*t = (struct dest){ .gen = __atomic_load_n(&_pmg_rt_gen, SC) };
+	if (_pmg_pool_interval(a, len, &pv))
+		return _pmg_err(-ERANGE, "%s(%p, %zu): the range is not "
+				"within the usable bytes of the pool it "
+				"touches (a store past a pool's size is "
+				"lost)", fn, (void *)a, len);
+	_pmg_reg_interval(a, &rv);
+	t->np = pv.key;
+	t->lo = pv.base > rv.base ? pv.base : rv.base;
+	t->hi = pv.end < rv.end ? pv.end : rv.end;
+	t->d = rv.key ? _pmg.dom[rv.key].h : NULL;
+	t->delta = t->d && pv.alias ? pv.alias - pv.base : 0;
+	if (len > t->hi - a)
+		return 1;
+	if (!(sc & 1)) {
+		dcache.sc = sc + 1;
+		SIGFENCE();
+		dcache.e = *t;
+		SIGFENCE();
+		dcache.sc = sc + 2;
+	}
+	return 0;
+}
+
+static __attribute__((noinline, cold)) int
+dest_bad(const char *fn, const void *addr, size_t len)
+{
+	if ((uintptr_t)addr + len < (uintptr_t)addr)
+		return _pmg_err(-EINVAL, "%s(%p, %zu): the range wraps past "
+				"the end of the address space", fn, addr, len);
+	return _pmg_err(-EINVAL, "%s(%p, %zu): the range starts in the NULL "
+			"page", fn, addr, len);
+}
+
+/*
+ * The checks every persistence call makes on its destination (len > 0),
+ * and what it needs to know of it: a range that wraps, or starts in the
+ * NULL page, is -EINVAL; one that touches an open pool's mapping but does
+ * not lie within its usable bytes (the tail of the last page past the
+ * pool's size, or across into the next pool) is -ERANGE: a store there
+ * would succeed and be lost.  Other unmapped memory is not checked (a
+ * flush of it faults, as in libpmem).  0: *t holds for the whole range;
+ * 1: it crosses a protected range's edge (t->np only).  Lock-free, AS-safe.
+ */
+static inline __attribute__((always_inline)) int
+dest_of(const char *fn, const void *addr, size_t len, struct dest *t)
+{
+	uintptr_t a = (uintptr_t)addr;
+	struct dest m;
+	int rc;
+
+	if (__builtin_expect(a + len < a || a < PMG_PAGE_SIZE, 0))
+		return dest_bad(fn, addr, len);
+	if (__builtin_expect(dest_hit(a, len, t), 1))
+		return 0;
+	/* the miss fills a copy: *t stays in registers on the hot path */
+	rc = dest_fill(fn, a, len, &m);
+	*t = m;
+	return rc;
 }
 
 /* ------------------------------------------------- flush, drain, msync */
@@ -360,47 +495,16 @@ static int msync_range(const void *addr, size_t len)
 	return 0;
 }
 
-/*
- * The checks every persistence call makes on its destination: a range
- * that wraps, or starts in the NULL page, is -EINVAL; one that touches an
- * open pool's mapping but does not lie within its usable bytes (the tail
- * of the last page past the pool's size, or across into the next pool)
- * is -ERANGE: a store there would succeed and be lost.  *@np: the range
- * touches a non-pmem pool (its flush is msync).  Other unmapped memory is
- * not checked (a flush of it faults, as in libpmem).  Lock-free.
- */
-static int range_check(const char *fn, const void *addr, size_t len,
-		       bool *np)
-{
-	uintptr_t a = (uintptr_t)addr;
-
-	*np = false;
-	if (a + len < a)
-		return _pmg_err(-EINVAL, "%s(%p, %zu): the range wraps past "
-				"the end of the address space", fn, addr, len);
-	if (a < PMG_PAGE_SIZE)
-		return _pmg_err(-EINVAL, "%s(%p, %zu): the range starts in "
-				"the NULL page", fn, addr, len);
-	if (!__atomic_load_n(&_pmg_open_pools, __ATOMIC_RELAXED))
-		return 0;
-	if (_pmg_pool_check_range(addr, len, np))
-		return _pmg_err(-ERANGE, "%s(%p, %zu): the range is not "
-				"within the usable bytes of the pool it "
-				"touches (a store past a pool's size is "
-				"lost)", fn, addr, len);
-	return 0;
-}
-
 PMG_API int pmg_msync(const void *addr, size_t len)
 {
 	uintptr_t b = (uintptr_t)addr & ~(PMG_PAGE_SIZE - 1);
-	bool np;
+	struct dest t = { 0 };
 	int rc;
 
 	if (!len)
 		return 0;
-	rc = range_check("pmg_msync", addr, len, &np);
-	if (rc)
+	rc = dest_of("pmg_msync", addr, len, &t);
+	if (rc < 0)
 		return rc;
 	/*
 	 * Device dax has no fsync: msync(2) of its mapping is EINVAL.  A
@@ -426,14 +530,23 @@ static int flush(const struct _pmg_persist *p, const char *fn,
 		 const void *addr, size_t len)
 {
 	struct guard g = { .n = 0, .pw = 0 };
-	bool np;
+	struct dest t = { 0 };
 	int rc;
 
-	rc = range_check(fn, addr, len, &np);
-	if (rc)
+	rc = dest_of(fn, addr, len, &t);
+	if (rc < 0)
 		return rc;
-	if (np)
+	if (t.np)
 		return msync_range(addr, len);
+	if (!any_noaccess()) {
+		p->flush(addr, len);
+		return 0;
+	}
+	if (rc == 0 && t.delta) {
+		/* the alias is readable: no read window */
+		p->flush((const char *)addr + t.delta, len);
+		return 0;
+	}
 	rc = guard_range(&g, addr, len, PMG_READ);
 	if (rc == 0)
 		p->flush(addr, len);
@@ -611,8 +724,9 @@ mem_op(const char *fn, void *dest, const void *src, int c, size_t len,
 {
 	const struct _pmg_persist *p = _pmg_persist_get();
 	struct guard g = { .n = 0, .pw = 0 };
+	const char *s = src;
 	char *d = dest;
-	bool np;
+	struct dest t = { 0 };
 	int rc;
 
 	if (__builtin_expect(flags & ~PMG_F_MEM_VALID_FLAGS, 0))
@@ -624,31 +738,45 @@ mem_op(const char *fn, void *dest, const void *src, int c, size_t len,
 		return fail(_pmg_err(-EINVAL, "%s: NULL %s with length %zu",
 				     fn, dest ? "source" : "destination",
 				     len));
-	rc = range_check(fn, dest, len, &np);
-	if (rc == 0 && src && (uintptr_t)src + len < (uintptr_t)src)
-		rc = _pmg_err(-EINVAL, "%s: source %p + %zu wraps", fn, src,
-			      len);
-	if (rc)
+	if (__builtin_expect(s && (uintptr_t)s + len < (uintptr_t)s, 0))
+		return fail(_pmg_err(-EINVAL, "%s: source %p + %zu wraps", fn,
+				     src, len));
+	rc = dest_of(fn, dest, len, &t);
+	if (__builtin_expect(rc < 0, 0))
 		return fail(rc);
-	rc = guard_range(&g, dest, len, PMG_WRITE);
-	if (rc == 0 && src)
-		rc = guard_range(&g, src, len, PMG_READ);
+	if (rc == 0 && t.delta && s &&
+	    (uintptr_t)s < t.hi && (uintptr_t)s + len > t.lo) {
+		/* a source in the same pool: read it through the alias too
+		 * (memmove's overlap test needs both views alike) */
+		if ((uintptr_t)s >= t.lo && (uintptr_t)s + len <= t.hi)
+			s += t.delta;
+		else
+			t.delta = 0;	/* partly outside: a page window */
+	}
+	if (rc == 0 && t.delta)
+		d += t.delta;
+	else if (rc == 0 && t.d)
+		rc = guard_write(&g, t.d, dest, len);
+	else if (rc == 1)
+		rc = guard_range(&g, dest, len, PMG_WRITE);
+	if (rc == 0 && s == src && s && any_noaccess())
+		rc = guard_range(&g, s, len, PMG_READ);
 	if (rc) {
 		guard_close(&g);
 		return fail(rc);
 	}
 	if (flags & PMG_F_MEM_NOFLUSH) {
-		if (src)
-			memmove(d, src, len);
+		if (s)
+			memmove(d, s, len);
 		else
 			memset(d, c, len);
 		guard_close(&g);
 		return dest;
 	}
-	if (np) {
+	if (t.np) {
 		/* not pmem: the flush is msync, which also drains */
-		if (src)
-			memmove(d, src, len);
+		if (s)
+			memmove(d, s, len);
 		else
 			memset(d, c, len);
 		rc = msync_range(dest, len);
@@ -656,16 +784,16 @@ mem_op(const char *fn, void *dest, const void *src, int c, size_t len,
 		return rc ? fail(rc) : dest;
 	}
 	if (!want_nt(p, flags, len) ||
-	    (src && (uintptr_t)d - (uintptr_t)src < len && d != src)) {
-		if (src && len <= PMG_CL)
-			move_small(d, src, len);
-		else if (src)
-			memmove(d, src, len);
+	    (s && (uintptr_t)d - (uintptr_t)s < len && d != s)) {
+		if (s && len <= PMG_CL)
+			move_small(d, s, len);
+		else if (s)
+			memmove(d, s, len);
 		else
 			memset(d, c, len);
 		flush_lines(p, d, len);
-	} else if (src) {
-		nt_move(p, d, src, len);
+	} else if (s) {
+		nt_move(p, d, s, len);
 	} else {
 		nt_set(p, d, c, len);
 	}

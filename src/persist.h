@@ -88,12 +88,15 @@ static inline void _pmg_sfence(void)
 extern int _pmg_open_pools;
 
 /*
- * [addr, addr+len) against the open pools: -EINVAL if it wraps, -ERANGE
- * if it touches a pool's mapping without lying within its usable bytes,
- * else 0; *nonpmem (if not NULL): it touches a non-pmem pool.  Lock-free,
- * AS-safe, never a wrong answer.
+ * [a, a+len) against the open pools: -EINVAL if it wraps, -ERANGE if it
+ * touches a pool's mapping without lying within its usable bytes, else 0
+ * and *iv the interval around @a in which every range gets the same
+ * answer: one pool's usable bytes (iv->key: not pmem, so its flush is
+ * msync; iv->alias: the writable alias of its mapping, 0: none) or a gap
+ * without pools (key 0, alias 0).  Lock-free, AS-safe, never a wrong
+ * answer; valid while _pmg_rt_gen is what it was before the call.
  */
-int _pmg_pool_check_range(const void *addr, size_t len, bool *nonpmem);
+int _pmg_pool_interval(uintptr_t a, size_t len, struct _pmg_range *iv);
 
 /* 1 if [addr, addr+len) lies within one pmem pool.  AS-safe. */
 int _pmg_pool_range_pmem(const void *addr, size_t len);

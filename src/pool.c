@@ -46,6 +46,7 @@ struct pmg_pool_config {
 struct pmg_pool {
 	int fd;
 	char *addr;
+	char *alias;		/* writable second mapping, NULL: none */
 	size_t size;		/* usable bytes */
 	size_t maplen;		/* page-rounded mapping */
 	size_t offset, align;
@@ -93,9 +94,13 @@ int _pmg_open_pools;
 
 static int ptab_insert(const struct pmg_pool *p)
 {
-	struct _pmg_range r = { (uintptr_t)p->addr,
-				(uintptr_t)p->addr + p->maplen,
-				(uintptr_t)p->addr + p->size, p->pmem };
+	struct _pmg_range r = {
+		.base = (uintptr_t)p->addr,
+		.end = (uintptr_t)p->addr + p->maplen,
+		.lim = (uintptr_t)p->addr + p->size,
+		.key = p->pmem,
+		.alias = (uintptr_t)p->alias,
+	};
 	int rc;
 
 	if (_pmg_rt_count(&ptab) >= POOL_MAX)
@@ -119,35 +124,32 @@ static void ptab_remove(const struct pmg_pool *p)
  * Scan the pools overlapping [a, a+len) (len > 0, no wrap): whether any is
  * not pmem, whether one pmem pool's usable bytes hold it all, and whether
  * it passes the usable end of a pool it starts in or touches (the tail of
- * the last page, or the next pool).  With @outside (the persistence calls'
- * hot path), the interval found around @a, one pool's usable bytes or a
- * gap without pools, goes into the table's per-thread cache (its key: the
- * pool is not pmem).  Lock-free, AS-safe, never fails.
+ * the last page, or the next pool).  With @iv, the interval around @a in
+ * which every such range gets the same answers: one pool's usable bytes
+ * (iv->key: the pool is not pmem; iv->alias: its writable alias, 0: none)
+ * or a gap without pools.  Lock-free, AS-safe, never fails.
  */
 static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
-		      bool *in_pmem, bool *outside)
+		      bool *in_pmem, bool *outside, struct _pmg_range *iv)
 {
 	uintptr_t end = a + len;
 	const struct _pmg_range *r;
-	struct _pmg_range c = { 0, 0, 0, 0 };
-	bool np = false, in = false, out = false, cache = false;
-	unsigned ver = _pmg_rt_version(&ptab);
+	bool np = false, in = false, out = false;
 	size_t n, i;
 	int slot;
 
 	r = _pmg_rt_enter(&ptab, &n, &slot);
 	i = _pmg_rt_search(r, n, a);
-	if (outside) {
-		/* the interval around @a, for the cache */
-		if (i < n && r[i].base <= a && a < r[i].lim) {
-			c.base = r[i].base;
-			c.end = r[i].lim;
-			c.key = !r[i].key;
-			cache = true;
-		} else if (i == n || a < r[i].base) {
-			c.base = i ? r[i - 1].end : 0;
-			c.end = i < n ? r[i].base : UINTPTR_MAX;
-			cache = true;
+	if (iv) {
+		if (i < n && r[i].base <= a) {
+			*iv = r[i];
+			iv->end = r[i].lim;
+			iv->key = !r[i].key;
+		} else {
+			iv->base = i ? r[i - 1].end : 0;
+			iv->end = iv->lim = i < n ? r[i].base : UINTPTR_MAX;
+			iv->key = 0;
+			iv->alias = 0;
 		}
 	}
 	for (; i < n && r[i].base < end; i++) {
@@ -159,10 +161,6 @@ static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
 			in = true;
 	}
 	_pmg_rt_leave(&ptab, slot);
-	if (cache && !out) {
-		c.lim = c.end;
-		_pmg_rt_cache_put(&ptab, ver, &c);
-	}
 	*any_nonpmem = np;
 	*in_pmem = in;
 	if (outside)
@@ -175,25 +173,17 @@ int _pmg_pool_range_pmem(const void *addr, size_t len)
 
 	if ((uintptr_t)addr + len < (uintptr_t)addr)
 		return 0;
-	ptab_scan((uintptr_t)addr, len, &np, &in, NULL);
+	ptab_scan((uintptr_t)addr, len, &np, &in, NULL, NULL);
 	return in;
 }
 
-int _pmg_pool_check_range(const void *addr, size_t len, bool *nonpmem)
+int _pmg_pool_interval(uintptr_t a, size_t len, struct _pmg_range *iv)
 {
-	struct _pmg_range c;
 	bool np, in, out;
 
-	if ((uintptr_t)addr + len < (uintptr_t)addr)
+	if (a + len < a)
 		return -EINVAL;
-	if (len && _pmg_rt_cache_get(&ptab, (uintptr_t)addr, len, &c)) {
-		if (nonpmem)
-			*nonpmem = c.key;
-		return 0;
-	}
-	ptab_scan((uintptr_t)addr, len, &np, &in, &out);
-	if (nonpmem)
-		*nonpmem = np;
+	ptab_scan(a, len, &np, &in, &out, iv);
 	return out ? -ERANGE : 0;
 }
 

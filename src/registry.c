@@ -66,67 +66,7 @@ size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr)
 	return lo;
 }
 
-unsigned _pmg_rt_version(struct _pmg_rtab *t)
-{
-	return __atomic_load_n(&t->version, SC);
-}
-
-/* -------------------------------------------------- per-thread caches */
-
-/*
- * Each thread keeps, per table, the last interval a lookup found around an
- * address (a range, or the gap between ranges) with the table's version
- * read before that lookup: the persistence calls look up the same
- * destinations over and over.  A signal handler on the same thread may
- * run in the middle of an update: the entry's own sequence count (odd
- * while written) makes the handler neither trust nor write it, and a
- * reader whose entry changed under it (a handler wrote it) treats that as
- * a miss.  Compiler fences suffice: only the thread itself (and its
- * handlers) touch the entry.
- */
-struct rcache {
-	unsigned sc;		/* odd while the entry is being written */
-	unsigned ver;		/* table version it is valid for */
-	struct _pmg_range r;
-	bool valid;
-};
-static __thread struct rcache cache[_PMG_RT_NR];
-
-#define SIGFENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
-
-bool _pmg_rt_cache_get(struct _pmg_rtab *t, uintptr_t a, size_t len,
-		       struct _pmg_range *out)
-{
-	struct rcache *c = &cache[t->id];
-	unsigned sc = c->sc;
-	bool hit;
-
-	SIGFENCE();
-	if (sc & 1)
-		return false;
-	*out = c->r;
-	hit = c->valid && c->ver == _pmg_rt_version(t);
-	SIGFENCE();
-	return hit && c->sc == sc && a >= out->base && a < out->end &&
-	       len <= out->end - a;
-}
-
-void _pmg_rt_cache_put(struct _pmg_rtab *t, unsigned ver,
-		       const struct _pmg_range *r)
-{
-	struct rcache *c = &cache[t->id];
-	unsigned sc = c->sc;
-
-	if (sc & 1)
-		return;		/* interrupted an update: leave it */
-	c->sc = sc + 1;
-	SIGFENCE();
-	c->ver = ver;
-	c->r = *r;
-	c->valid = true;
-	SIGFENCE();
-	c->sc = sc + 2;
-}
+unsigned _pmg_rt_gen;
 
 /* ------------------------------------------------------------ writers */
 
@@ -189,7 +129,7 @@ static void publish(struct _pmg_rtab *t, struct _pmg_range *spare)
 	struct _pmg_rcopy *now = &t->c[!lr], *old = &t->c[lr];
 
 	__atomic_store_n(&t->lr, !lr, SC);
-	__atomic_add_fetch(&t->version, 1, SC);
+	__atomic_add_fetch(&_pmg_rt_gen, 1, SC);
 	wait_drained(t, !vi);
 	__atomic_store_n(&t->vi, !vi, SC);
 	wait_drained(t, vi);
@@ -267,7 +207,8 @@ bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end)
 
 int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key)
 {
-	struct _pmg_range r = { base, end, end, key };
+	struct _pmg_range r = { .base = base, .end = end, .lim = end,
+				.key = key };
 	int rc = _pmg_rt_insert(&reg, &r);
 
 	if (!rc)
@@ -285,18 +226,14 @@ int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key)
 	return rc;
 }
 
-/*
- * The range holding @addr, or the gap between ranges around it (*key 0);
- * *ver is the registry version the answer is at least as new as.  AS-safe.
- */
-static void lookup(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, int *key,
-		   unsigned *ver)
+/* The range holding @addr, or the gap between ranges around it (*key 0).
+ * AS-safe. */
+static void lookup(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, int *key)
 {
 	const struct _pmg_range *r;
 	size_t n, i;
 	int slot;
 
-	*ver = _pmg_rt_version(&reg);
 	r = _pmg_rt_enter(&reg, &n, &slot);
 	i = _pmg_rt_search(r, n, addr);
 	if (i < n && r[i].base <= addr) {
@@ -319,6 +256,7 @@ static int answer(uintptr_t lo, uintptr_t hi, int key,
 	out->base = lo;
 	out->end = out->lim = hi;
 	out->key = key;
+	out->alias = 0;
 	return 0;
 }
 
@@ -326,11 +264,22 @@ static int answer(uintptr_t lo, uintptr_t hi, int key,
 int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
 {
 	uintptr_t lo, hi;
-	unsigned ver;
 	int key;
 
-	lookup(addr, &lo, &hi, &key, &ver);
+	lookup(addr, &lo, &hi, &key);
 	return answer(lo, hi, key, out);
+}
+
+/*
+ * The protected range holding @addr, or the gap between ranges around it
+ * (key 0), for a cache validated by _pmg_rt_gen read before the call.
+ * AS-safe.
+ */
+void _pmg_reg_interval(uintptr_t addr, struct _pmg_range *out)
+{
+	lookup(addr, &out->base, &out->end, &out->key);
+	out->lim = out->end;
+	out->alias = 0;
 }
 
 int _pmg_reg_first_overlap(uintptr_t base, uintptr_t end,
@@ -348,24 +297,6 @@ int _pmg_reg_first_overlap(uintptr_t base, uintptr_t end,
 	}
 	_pmg_rt_leave(&reg, slot);
 	return rc;
-}
-
-/*
- * _pmg_reg_find() through the table's per-thread cache: the range that
- * held the last address looked up, or the gap between ranges that did
- * not.  For the persistence calls.  AS-safe.
- */
-int _pmg_reg_find_cached(uintptr_t addr, struct _pmg_range *out)
-{
-	struct _pmg_range c;
-	unsigned ver;
-
-	if (!_pmg_rt_cache_get(&reg, addr, 1, &c)) {
-		lookup(addr, &c.base, &c.end, &c.key, &ver);
-		c.lim = c.end;
-		_pmg_rt_cache_put(&reg, ver, &c);
-	}
-	return answer(c.base, c.end, c.key, out);
 }
 
 int _pmg_reg_each(int key, int (*fn)(const struct _pmg_range *, void *),
