@@ -362,6 +362,36 @@ static bool write_denied(int key, uint32_t pkval, bool pku)
 }
 
 /*
+ * mprotect(2) of the page at @page to @prot, or, where the mapping cannot
+ * be split there, of the 2 MiB (then 1 GiB) block around it, clipped to
+ * its protected range: device dax splits its mappings only at the
+ * device's alignment, and a one-page mprotect() there is EINVAL (granting
+ * nothing, so the access would fault again forever).  On the mprotect
+ * backend rights are process-wide anyway; a bigger block is only a bigger
+ * window for the length of one instruction.  AS-safe.
+ */
+static void protect_page(uintptr_t page, int prot)
+{
+	static const uintptr_t block[] = { 2UL << 20, 1UL << 30 };
+	struct _pmg_range r;
+	unsigned i;
+
+	if (!mprotect((void *)page, PMG_PAGE_SIZE, prot) || errno != EINVAL ||
+	    _pmg_reg_find(page, &r))
+		return;
+	for (i = 0; i < sizeof(block) / sizeof(block[0]); i++) {
+		uintptr_t b = page & ~(block[i] - 1), e = b + block[i];
+
+		if (b < r.base)
+			b = r.base;
+		if (e > r.end)
+			e = r.end;
+		if (!mprotect((void *)b, e - b, prot) || errno != EINVAL)
+			return;
+	}
+}
+
+/*
  * A stray access in contain mode.  Returns true when it is a write to be
  * contained (everything set up: saved bytes, rights, trap flag); false
  * when the instruction writes no protected byte (a stray read: audit
@@ -392,9 +422,8 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 				break;
 		if (i < pending.npages) {
 			for (i = 0; i < pending.npages; i++)
-				mprotect((void *)pending.page[i],
-					 PMG_PAGE_SIZE,
-					 PROT_READ | PROT_WRITE);
+				protect_page(pending.page[i],
+					     PROT_READ | PROT_WRITE);
 			f->new_pkval = f->saved_pkval;
 			_PMG_STAT_INC(contain_regrant);
 			return true;
@@ -452,8 +481,8 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			for (; a < d.wr[i].addr + d.wr[i].len;
 			     a += PMG_PAGE_SIZE)
 				if (!_pmg_reg_find(a, &r))
-					mprotect((void *)a, PMG_PAGE_SIZE,
-						 _pmg_prot_of(_pmg_process_rights(
+					protect_page(a, _pmg_prot_of(
+						_pmg_process_rights(
 							&_pmg.dom[r.key])));
 		}
 		_PMG_STAT_INC(contain_regrant);
@@ -553,8 +582,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		for (i = 0; i < npages; i++) {
 			pending.page[pending.npages] = pages[i];
 			pending.key[pending.npages++] = pkeys[i];
-			mprotect((void *)pages[i], PMG_PAGE_SIZE,
-				 PROT_READ | PROT_WRITE);
+			protect_page(pages[i], PROT_READ | PROT_WRITE);
 		}
 		f->new_pkval = f->saved_pkval;
 	}
@@ -796,8 +824,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	if (reg)
 		*reg = f.new_pkval;
 	else if (page)
-		mprotect((void *)page, PMG_PAGE_SIZE,
-			 _pmg_prot_of(pmg_pkval_rights(f.new_pkval, f.key)));
+		protect_page(page, _pmg_prot_of(pmg_pkval_rights(f.new_pkval,
+								 f.key)));
 	errno = saved_errno;
 	return;
 
@@ -828,8 +856,8 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 			*reg = (*reg & ~pending.mask) | pending.bits;
 	}
 	for (i = 0; i < pending.npages; i++)
-		mprotect((void *)pending.page[i], PMG_PAGE_SIZE,
-			 _pmg_pw_prot(pending.key[i], pending.page[i]));
+		protect_page(pending.page[i],
+			     _pmg_pw_prot(pending.key[i], pending.page[i]));
 #ifdef __x86_64__
 	if (!pending.had_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;

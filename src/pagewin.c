@@ -99,7 +99,8 @@ int _pmg_pw_mprotect(int key, uintptr_t base, uintptr_t end, int prot)
 /*
  * Open write access on the pages of [@addr, @addr+@len), all inside one
  * protected range of @d.  Returns the entry (> 0), 0 when the table is
- * full (use a domain window), or -errno.
+ * full or the mapping cannot be split there (use a domain window), or
+ * -errno.
  */
 int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len)
 {
@@ -120,6 +121,10 @@ int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len)
 	    mprotect((void *)pb, pe - pb, PROT_READ | PROT_WRITE)) {
 		rc = -errno;
 		pthread_mutex_unlock(&_pmg.lock);
+		/* device dax splits mappings only at its alignment: there a
+		 * page window cannot be made, a domain window can */
+		if (rc == -EINVAL)
+			return 0;
 		return _pmg_err(rc, "mprotect for a page window %p-%#lx: %s",
 				(void *)pb, (unsigned long)pe, strerror(-rc));
 	}
