@@ -714,6 +714,9 @@ struct pmg_pool_info {
 	bool devdax;		/* a device-dax device */
 	bool guarded;		/* protected by a domain */
 	bool noaccess;		/* ... that is access-disabled */
+	bool aliased;		/* the persistence calls write it through
+				   an alias, opening no window (mprotect
+				   backend; PMGUARD_POOL_ALIAS) */
 };
 
 /** Fill @info for @pool.  Returns 0, -EINVAL (NULL).  AS-safe. */

@@ -115,6 +115,7 @@ static const struct {
 	BOOL("PMGUARD_NO_MOVNT", no_movnt),
 	BOOL("PMGUARD_NO_AVX512F", no_avx512f),
 	BOOL("PMGUARD_NO_AVX2", no_avx2),
+	BOOL("PMGUARD_POOL_ALIAS", pool_alias),
 	{ "PMGUARD_MOVNT_THRESHOLD", "a number of bytes (digits only)",
 	  parse_size, F(threshold), _PMG_OPT_PERSIST },
 };
@@ -130,6 +131,7 @@ void _pmg_opts_defaults(struct _pmg_opts *o)
 	o->no_clwb = o->no_clflushopt = o->no_flush = -1;
 	o->no_movnt = o->no_avx512f = o->no_avx2 = -1;
 	o->threshold = 256;	/* PMDK's default */
+	o->pool_alias = -1;
 }
 
 int _pmg_opt_parse(struct _pmg_opts *o, const char *name, const char *value)

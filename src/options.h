@@ -16,6 +16,7 @@ struct _pmg_opts {
 	int no_clwb, no_clflushopt, no_flush;	/* PMGUARD_NO_*: 0 | 1 */
 	int no_movnt, no_avx512f, no_avx2;
 	long threshold;	/* PMGUARD_MOVNT_THRESHOLD: bytes, >= 0 */
+	int pool_alias;	/* PMGUARD_POOL_ALIAS: 0 | 1 */
 };
 
 /* Which variables a reader wants. */

@@ -119,6 +119,7 @@ static void pick(struct _pmg_persist *p, const struct _pmg_opts *o,
 		 const struct cpu *c)
 {
 	p->force = o->force;
+	p->pool_alias = o->pool_alias != 0;
 	p->threshold = (size_t)o->threshold;
 	if (o->no_flush == 1 || (o->no_flush != 0 && p->auto_flush == 1)) {
 		p->flush = _pmg_flush_none;
@@ -723,12 +724,14 @@ mem_op(const char *fn, void *dest, const void *src, int c, size_t len,
        unsigned flags, bool set)
 {
 	const struct _pmg_persist *p = _pmg_persist_get();
-	struct guard g = { .n = 0, .pw = 0 };
+	struct guard g;	/* only n and pw: zeroing d[] costs stores */
 	const char *s = src;
 	char *d = dest;
 	struct dest t = { 0 };
 	int rc;
 
+	g.n = 0;
+	g.pw = 0;
 	if (__builtin_expect(flags & ~PMG_F_MEM_VALID_FLAGS, 0))
 		return fail(_pmg_err(-EINVAL, "%s: unknown flags %#x", fn,
 				     flags & ~PMG_F_MEM_VALID_FLAGS));

@@ -28,6 +28,7 @@ struct _pmg_persist {
 	const char *flush_name, *movnt_name;
 	size_t threshold;
 	int force;			/* PMGUARD_IS_PMEM_FORCE, -1 unset */
+	bool pool_alias;		/* PMGUARD_POOL_ALIAS (default 1) */
 	int auto_flush;
 	int env_err;			/* 0 or -EINVAL */
 	char env_msg[256];

@@ -11,6 +11,9 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -271,6 +274,156 @@ static void t_windows(struct pmg_pool *p)
 	}
 	tap_ok(ok, "the copy calls close their window: a plain store after "
 	       "them still faults (strict: SIGABRT, byte unchanged)");
+}
+
+/*
+ * Mappings of @path's file in /proc/self/maps, by inode (a pool created
+ * through O_TMPFILE shows as "#inode (deleted)"): all, and the read-write
+ * shared ones.
+ */
+static int maps_of(const char *path, int *rw)
+{
+	char line[PATH_MAX + 128], perms[8];
+	unsigned long long ino;
+	struct stat sb;
+	int n = 0;
+	FILE *f;
+
+	*rw = 0;
+	if (stat(path, &sb))
+		return -1;
+	f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %7s %*s %*s %llu", perms, &ino) != 2 ||
+		    ino != (unsigned long long)sb.st_ino)
+			continue;
+		n++;
+		if (!strcmp(perms, "rw-s"))
+			(*rw)++;
+	}
+	fclose(f);
+	return n;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct strayer {
+	volatile char *at;
+	atomic_int stop, started, done;
+	long made;
+};
+
+static void *strayer(void *arg)
+{
+	struct strayer *s = arg;
+
+	atomic_store(&s->started, 1);
+	while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
+		*s->at = (char)s->made;	/* stray: no window */
+		s->made++;
+	}
+	atomic_store(&s->done, 1);
+	return NULL;
+}
+
+/*
+ * mprotect backend: a protected pool has an alias, a second read-write
+ * mapping of its file only the library knows, and the persistence calls
+ * write through it.  The pool's own pages are never opened: another
+ * thread's stray store into the very page a call is writing faults, each
+ * one (audit mode counts them; page windows, PMGUARD_POOL_ALIAS=0, let
+ * those that land during a call through unseen).  The data written by
+ * the calls is right, and nothing of the alias is left after the close
+ * (checked by the caller).
+ */
+static void t_alias(struct pmg_pool *p, const char *path)
+{
+	unsigned char *x = pmg_pool_address(p), want[1024];
+	struct pmg_stats st0, st1;
+	struct pmg_pool_info in;
+	struct strayer s = { .at = NULL };
+	pthread_t th;
+	int ok = 1, n, rw, mode, fd;
+	long calls = 0;
+	double t0;
+
+	if (pmg_backend() != PMG_BACKEND_MPROTECT) {
+		tap_skip("alias: persistence calls write through the pool's "
+			 "alias", "PKU: windows are per thread, no alias");
+		return;
+	}
+	n = maps_of(path, &rw);
+	tap_diag("alias: %s mapped %d times, %d read-write", path, n, rw);
+	CHECK(ok, n == 2 && rw == 1);
+	CHECK(ok, !pmg_pool_get_info(p, &in) && in.aliased);
+	s.at = (volatile char *)x + 4096 + 2048;
+	mode = pmg_get_fault_mode();
+	fd = pmg_set_report_fd(-1);
+	pmg_set_fault_mode(PMG_FAULT_AUDIT);
+	pmg_stats_get(&st0);
+	if (pthread_create(&th, NULL, strayer, &s)) {
+		tap_ok(0, "alias: pthread_create");
+		return;
+	}
+	while (!atomic_load(&s.started))
+		;
+	/* 1000 strays; under TCG a fault is slow: 20 after 5 s will do */
+	t0 = now_s();
+	for (calls = 0;; calls++) {
+		memset(want, (int)(calls & 0xff), sizeof(want));
+		pmg_memcpy_persist(x + 4096, want, sizeof(want));
+		if (memcmp(x + 4096, want, sizeof(want)))
+			ok = 0;
+		if (calls < 2000 || calls % 64)
+			continue;
+		if (s.made >= 1000 || (s.made >= 20 && now_s() - t0 > 5) ||
+		    now_s() - t0 > 60)
+			break;
+	}
+	atomic_store(&s.stop, 1);
+	/* a stray the library cannot grant faults again forever: the thread
+	 * never sees the flag (seen on device dax before protect_page()) */
+	for (t0 = now_s(); !atomic_load(&s.done) && now_s() - t0 < 10;)
+		usleep(1000);
+	if (atomic_load(&s.done)) {
+		pthread_join(th, NULL);
+	} else {
+		tap_diag("alias: the stray thread is stuck in its fault");
+		pthread_detach(th);
+		ok = 0;
+	}
+	pmg_stats_get(&st1);
+	pmg_set_fault_mode(mode);
+	pmg_set_report_fd(fd);
+	tap_diag("alias: %ld calls, %ld stray stores into the page they "
+		 "write, %llu caught", calls, s.made,
+		 (unsigned long long)(st1.strays - st0.strays));
+	CHECK(ok, s.made > 0 && st1.strays - st0.strays == (uint64_t)s.made);
+	pmg_memset_persist(x + 4096 + 2048, 0, 64);	/* the strays' byte */
+	tap_ok(ok, "alias: persistence calls write through the pool's alias "
+	       "(mapped twice, once read-write); every stray store another "
+	       "thread makes into the page being written faults; data right");
+}
+
+/* After the pool's close: no mapping of its file is left, alias included. */
+static void t_alias_gone(const char *path)
+{
+	int rw, n = maps_of(path, &rw);
+
+	if (pmg_backend() != PMG_BACKEND_MPROTECT) {
+		tap_skip("alias: gone with the pool", "PKU: no alias");
+		return;
+	}
+	tap_ok(n == 0, "alias: gone with the pool (%s mapped %d times after "
+	       "the close)", path, n);
 }
 
 /* A range the caller protected with its own domain (not a pool). */
@@ -569,7 +722,7 @@ static void t_env(void)
  * once in a directory of a disk filesystem (ext4, xfs: no DAX, so MAP_SYNC
  * is refused and flushes are msync), where the bugs of issue 10 lived.
  */
-#define POOL_TESTS 6
+#define POOL_TESTS 8
 /* @dev: @d is a device-dax device (PMG_DEVDAX), not a directory */
 static int pool_tests(const char *d, bool dev)
 {
@@ -601,7 +754,9 @@ static int pool_tests(const char *d, bool dev)
 	t_own_domain();
 	t_bad_args(p);
 	t_is_pmem(p);
+	t_alias(p, path);
 	pmg_pool_close(&p);
+	t_alias_gone(path);
 	if (dev) {
 		tap_skip("pool of 5000 bytes", "a device-dax pool is the "
 			 "device's, in 2 MiB units");

@@ -115,6 +115,7 @@ static void t_create_open(void)
 	struct pmg_pool_info in;
 	char path[PATH_MAX], path2[PATH_MAX], *a;
 	int ok = 1, rc;
+	bool alias_off;
 
 	pathof(path, "basic.pool");
 	rc = pmg_pool_create(&p, path, c);
@@ -130,6 +131,11 @@ static void t_create_open(void)
 	CHECK(ok, a && ((uintptr_t)a & 4095) == 0);
 	CHECK(ok, pmg_pool_get_info(p, &in) == 0);
 	CHECK(ok, in.guarded && !in.noaccess && !in.devdax);
+	/* an alias on mprotect (unless PMGUARD_POOL_ALIAS=0), never on PKU */
+	alias_off = getenv("PMGUARD_POOL_ALIAS") &&
+		    !strcmp(getenv("PMGUARD_POOL_ALIAS"), "0");
+	CHECK(ok, in.aliased == (pmg_backend() == PMG_BACKEND_MPROTECT &&
+				 !alias_off));
 	CHECK(ok, pmg_pool_is_pmem(p) == expected_pmem(in.map_sync));
 	CHECK(ok, pmg_dax_map_protected(p) == 1);
 	CHECK(ok, pmg_pool_domain(p) &&

@@ -178,6 +178,8 @@ int cmd_bench_persist(int argc, char **argv)
 	struct pmg_pool_config *cfg = NULL;
 	struct pmg_pool *pu = NULL, *pp = NULL;
 	struct pmg_persist_info pi;
+	struct pmg_pool_info info;
+	bool aliased;
 	const char *dir = NULL, *pmdk_why = NULL;
 	char path[512], path2[520];
 	struct bench b;
@@ -251,6 +253,7 @@ int cmd_bench_persist(int argc, char **argv)
 		return 1;
 	}
 	pmg_persist_get_info(&pi);
+	aliased = !pmg_pool_get_info(pp, &info) && info.aliased;
 	b.unprot = pmg_pool_address(pu);
 	b.prot = pmg_pool_address(pp);
 	b.span = POOL_SIZE;
@@ -309,6 +312,7 @@ int cmd_bench_persist(int argc, char **argv)
 		json_bool(&j, "is_pmem", pmg_pool_is_pmem(pu) == 1 &&
 				       pmg_pool_is_pmem(pp) == 1);
 		json_int(&j, "rounds", rounds);
+		json_bool(&j, "protected_pool_aliased", aliased);
 		json_str(&j, "clock", "thread CPU time");
 		if (b.pmdk)
 			json_str(&j, "pmdk", "libpmem.so.1");
@@ -321,7 +325,9 @@ int cmd_bench_persist(int argc, char **argv)
 			 "an unprotected pool; protected_over_unprotected "
 			 "is ours on a protected pool (a second file) "
 			 "over ours unprotected (each call opens and closes "
-			 "a window); medians of interleaved rounds" :
+			 "a window, or with protected_pool_aliased writes "
+			 "through the pool's alias); medians of interleaved "
+			 "rounds" :
 			 "DAX directory: both pools mapped with MAP_SYNC, "
 			 "pmem without force variables; pmguard_gbps is "
 			 "pmg_memcpy_persist on an unprotected pool; "
@@ -370,11 +376,14 @@ int cmd_bench_persist(int argc, char **argv)
 			       sizes[s], gb[OURS][s], pm, ra, gb[PROT][s],
 			       gb[PROT][s] / gb[OURS][s]);
 		}
-		printf("\n(%.1f s; protected = each call opens and closes a "
-		       "write window: %s)\n", cli_now() - t_start,
+		printf("\n(%.1f s; protected = calls on a protected pool: %s)\n",
+		       cli_now() - t_start,
 		       pmg_backend() == PMG_BACKEND_PKU ?
-		       "WRPKRU, thread-local" :
-		       "mprotect(2) of the pages the call touches");
+		       "each opens and closes a write window, WRPKRU, "
+		       "thread-local" : aliased ?
+		       "no window, each writes through the pool's alias" :
+		       "each opens and closes a page window, mprotect(2) of "
+		       "the pages it touches");
 	}
 	free(b.src);
 	teardown(&pu, &pp, path, path2);

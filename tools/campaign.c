@@ -89,8 +89,9 @@ const char *campaign_by_design_reason(void)
 	return "mprotect backend: windows opened with pmg_open()/"
 	       "pmg_write_begin() are process-wide, so a write from another "
 	       "thread while any thread holds one on the domain is not "
-	       "caught (a persistence call opens only the pages it touches: "
-	       "another thread's write elsewhere during one is caught)";
+	       "caught (a persistence call on a pool opens no window: it "
+	       "writes through the pool's alias, so another thread's write "
+	       "during one is caught)";
 }
 
 unsigned campaign_default_trials(int mode, uint64_t writes)

@@ -174,9 +174,9 @@ static void print_findings(const struct campaign_result *res,
 		       "It cannot catch a write from another\nthread while "
 		       "any thread holds a window on the pool (the xthread "
 		       "bug): such writes\nare counted as missed by design, "
-		       "never as caught.  A persistence call opens\nonly "
-		       "the pages it touches, so a write to another page "
-		       "during one is caught\n(fewer missed by design).  "
+		       "never as caught.  A persistence call on a pool\n"
+		       "opens no window (it writes through the pool's "
+		       "alias), so a write during\none is caught.  "
 		       "Run the demo in the PKU guest\n"
 		       "(scripts/vmrun -- pmguard demo) to see them caught.\n");
 }

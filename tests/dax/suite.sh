@@ -17,12 +17,14 @@
 #            namespace, bind it to dax_pmem), which
 #            gives /dev/daxN.0;
 # then runs through runtests.sh -n dax (by absolute path: test-pool execs
-# its argv[0]): dax-test, test-pool, test-persist
+# its argv[0]): dax-test, test-pool, test-persist (PKU, and again on the
+# mprotect backend: the pools' MAP_SYNC aliases)
 # and test-crash on fs-DAX (test-pool's device-dax test opens /dev/daxN.0
 # too), dax-test on device dax,
 # `pmguard demo` and an `inject` campaign on fs-DAX and `pmguard bench
-# persist --dir /mnt/dax`; on device dax dax-test, test-persist
-# (PMG_DEVDAX: its pool tests open the device) and test-crash
+# persist --dir /mnt/dax` (PKU and mprotect); on device dax dax-test,
+# test-persist twice (PMG_DEVDAX: its pool tests open the device; PKU and
+# mprotect) and test-crash
 # (PMG_CRASH_DEV: the crash pool is the device's first 4 MiB).  No PMGUARD_IS_PMEM_FORCE anywhere.
 # A setup step that fails is one failed test (never a skip).
 # Last line: "dax: N passed, N failed, N skipped".
@@ -110,15 +112,18 @@ if [ "$fsdax_ok" = 1 ]; then
 	w fsdax-dax-test 'exec /bin/dax-test fsdax /mnt/dax'
 	w fsdax-test-pool 'PMG_DISK_DIR=/mnt/dax exec /bin/test-pool'
 	w fsdax-test-persist 'PMG_DISK_DIR=/mnt/dax exec /bin/test-persist'
+	w fsdax-test-persist-mprotect 'PMG_DISK_DIR=/mnt/dax PMGUARD_BACKEND=mprotect exec /bin/test-persist'
 	# shellcheck disable=SC2016  # expanded by the wrapper
 	w fsdax-test-crash 'TMPDIR=/mnt/dax PMG_CRASH_ITERS=${PMG_CRASH_ITERS:-60} exec /bin/test-crash'
 	w fsdax-demo 'mkdir -p /mnt/dax/demo && TMPDIR=/mnt/dax/demo exec /bin/pmguard demo --writes 400'
 	w fsdax-inject 'mkdir -p /mnt/dax/inject && exec /bin/pmguard inject --dir /mnt/dax/inject --writes 2000 --threads 2 --mode audit --trials 2'
 	w fsdax-bench-persist 'exec /bin/pmguard bench persist --dir /mnt/dax --rounds 5'
+	w fsdax-bench-persist-mprotect 'PMGUARD_BACKEND=mprotect exec /bin/pmguard bench persist --dir /mnt/dax --rounds 5'
 fi
 if [ -n "$devdax" ]; then
 	w devdax-dax-test "exec /bin/dax-test devdax $devdax"
 	w devdax-test-persist "PMG_DEVDAX=$devdax exec /bin/test-persist"
+	w devdax-test-persist-mprotect "PMG_DEVDAX=$devdax PMGUARD_BACKEND=mprotect exec /bin/test-persist"
 	# shellcheck disable=SC2016  # expanded by the wrapper
 	w devdax-test-crash "PMG_CRASH_DEV=$devdax PMG_CRASH_ITERS=\${PMG_CRASH_ITERS:-60} exec /bin/test-crash"
 fi
