@@ -41,7 +41,7 @@ static const char *const names[] = {
 	/* the persistence group: 0/1 flags, then a byte count */
 	"PMGUARD_IS_PMEM_FORCE", "PMGUARD_NO_CLWB", "PMGUARD_NO_CLFLUSHOPT",
 	"PMGUARD_NO_FLUSH", "PMGUARD_NO_MOVNT", "PMGUARD_NO_AVX512F",
-	"PMGUARD_NO_AVX2", "PMGUARD_MOVNT_THRESHOLD",
+	"PMGUARD_NO_AVX2", "PMGUARD_MOVNT_THRESHOLD", "PMGUARD_POOL_ALIAS",
 };
 
 #define FAIL(...)							\
@@ -134,7 +134,7 @@ static int model_parse(struct _pmg_opts *o, int which, const char *v)
 {
 	int *flags[] = { &o->force, &o->no_clwb, &o->no_clflushopt,
 			 &o->no_flush, &o->no_movnt, &o->no_avx512f,
-			 &o->no_avx2 };
+			 &o->no_avx2, NULL, &o->pool_alias };
 
 	switch (which) {
 	case 0:
@@ -168,7 +168,7 @@ static void same(const struct _pmg_opts *a, const struct _pmg_opts *b,
 	    a->no_clwb != b->no_clwb || a->no_clflushopt != b->no_clflushopt ||
 	    a->no_flush != b->no_flush || a->no_movnt != b->no_movnt ||
 	    a->no_avx512f != b->no_avx512f || a->no_avx2 != b->no_avx2 ||
-	    a->threshold != b->threshold)
+	    a->threshold != b->threshold || a->pool_alias != b->pool_alias)
 		FAIL("%s: got {%d, %d, %d}, model {%d, %d, %d}", what,
 		     a->backend, a->mode, a->report_fd, b->backend, b->mode,
 		     b->report_fd);
@@ -288,7 +288,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (pick >= 0xc0)	/* the name from the input */
 			one_parse(f[1] ? f[1] : "", f[2]);
 		else if (pick >= 0x80)	/* the persistence group */
-			one_parse(names[3 + pick % 8], f[1]);
+			one_parse(names[3 + pick % 9], f[1]);
 		else			/* the library group */
 			one_parse(names[pick % 3], f[1]);
 	} else {
