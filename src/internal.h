@@ -149,7 +149,7 @@ size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr);
  * published: read it before lookups whose answers go into a cache; the
  * answers stay true while it is unchanged.  AS-safe to read.
  */
-extern unsigned _pmg_rt_gen;
+extern unsigned long _pmg_rt_gen;	/* 64 bits: never wraps */
 
 /* The protected ranges (key: the domain's key). */
 bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end);

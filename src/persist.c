@@ -381,7 +381,7 @@ static int guard_range(struct guard *g, const void *addr, size_t len,
 struct dest {
 	uintptr_t lo, hi, delta;
 	struct pmg_domain *d;
-	unsigned gen;
+	unsigned long gen;
 	bool np;
 };
 

@@ -66,7 +66,7 @@ size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr)
 	return lo;
 }
 
-unsigned _pmg_rt_gen;
+unsigned long _pmg_rt_gen;
 
 /* ------------------------------------------------------------ writers */
 

@@ -702,6 +702,49 @@ static int env_child(void *v)
 	return 0;
 }
 
+/* PMGUARD_POOL_ALIAS=0: a protected pool without an alias, written
+ * through page windows (mprotect), mapped once. */
+static int alias_off_child(void *v)
+{
+	struct pmg_pool_config *c = NULL;
+	struct pmg_pool *p = NULL;
+	struct pmg_pool_info in;
+	char path[PATH_MAX], buf[100], *x;
+	int n, rw, rc = 0;
+
+	(void)v;
+	setenv("PMGUARD_POOL_ALIAS", "0", 1);
+	snprintf(path, sizeof(path), "%s/alias-off.pool", dir);
+	if (pmg_pool_config_new(&c) || pmg_pool_config_set_size(c, 65536) ||
+	    pmg_pool_create(&p, path, c))
+		return 1;
+	pmg_pool_config_delete(&c);
+	x = pmg_pool_address(p);
+	memset(buf, 7, sizeof(buf));
+	n = maps_of(path, &rw);
+	if (pmg_pool_get_info(p, &in) || in.aliased)
+		rc = 2;
+	else if (n != 1 ||
+		 (pmg_backend() == PMG_BACKEND_MPROTECT && rw != 0))
+		rc = 3;	/* PKU pages stay read-write: the key guards them */
+	else if (pmg_memcpy_persist(x + 5000, buf, sizeof(buf)) != x + 5000 ||
+		 memcmp(x + 5000, buf, sizeof(buf)))
+		rc = 4;
+	pmg_pool_close(&p);
+	unlink(path);
+	return rc;
+}
+
+static void t_alias_off(void)
+{
+	int st = tap_child(alias_off_child, NULL);
+
+	tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "PMGUARD_POOL_ALIAS=0: "
+	       "a protected pool has no alias (not 'aliased', mapped once), "
+	       "the persistence calls still write it (child status %#x)",
+	       st);
+}
+
 static void t_env(void)
 {
 	static struct envt ts[] = {
@@ -711,6 +754,7 @@ static void t_env(void)
 		{ "PMGUARD_MOVNT_THRESHOLD", "lots", NULL, NULL, -EINVAL },
 		{ "PMGUARD_NO_AVX512F", "on", NULL, NULL, -EINVAL },
 		{ "PMGUARD_NO_FLUSH", "", NULL, NULL, -EINVAL },
+		{ "PMGUARD_POOL_ALIAS", "yes", NULL, NULL, -EINVAL },
 	};
 	size_t i;
 	int ok = 1, st;
@@ -783,7 +827,7 @@ int main(void)
 	char disk[256], shm[256];
 	int i, ran = 0;
 
-	tap_init(9 + 2 * POOL_TESTS);
+	tap_init(10 + 2 * POOL_TESTS);
 	if (probe_dirs(dir, sizeof(dir), disk, shm, sizeof(disk)))
 		tap_skip_all("no temporary directory");
 	/* PMG_DEVDAX=/dev/daxX.Y (the dax suite): the pool tests' first
@@ -792,6 +836,7 @@ int main(void)
 	if (devdax && !*devdax)
 		devdax = NULL;
 	t_env();		/* first: the children read the variables */
+	t_alias_off();
 	t_info();
 	t_options();
 	t_eadr();
