@@ -23,8 +23,9 @@
 # too), dax-test on device dax,
 # `pmguard demo` and an `inject` campaign on fs-DAX and `pmguard bench
 # persist --dir /mnt/dax` (PKU and mprotect); on device dax dax-test,
-# test-persist twice (PMG_DEVDAX: its pool tests open the device; PKU and
-# mprotect) and test-crash
+# test-persist three times (PMG_DEVDAX: its pool tests open the device;
+# PKU, mprotect, and mprotect without the alias: page windows, which
+# device dax cannot split off, so domain windows) and test-crash
 # (PMG_CRASH_DEV: the crash pool is the device's first 4 MiB).  No PMGUARD_IS_PMEM_FORCE anywhere.
 # A setup step that fails is one failed test (never a skip).
 # Last line: "dax: N passed, N failed, N skipped".
@@ -124,6 +125,7 @@ if [ -n "$devdax" ]; then
 	w devdax-dax-test "exec /bin/dax-test devdax $devdax"
 	w devdax-test-persist "PMG_DEVDAX=$devdax exec /bin/test-persist"
 	w devdax-test-persist-mprotect "PMG_DEVDAX=$devdax PMGUARD_BACKEND=mprotect exec /bin/test-persist"
+	w devdax-test-persist-pagewin "PMG_DEVDAX=$devdax PMGUARD_BACKEND=mprotect PMGUARD_POOL_ALIAS=0 exec /bin/test-persist"
 	# shellcheck disable=SC2016  # expanded by the wrapper
 	w devdax-test-crash "PMG_CRASH_DEV=$devdax PMG_CRASH_ITERS=\${PMG_CRASH_ITERS:-60} exec /bin/test-crash"
 fi
