@@ -135,50 +135,19 @@ void _pmg_movnt_avx2(char *d, const char *s, size_t n)
 	prefetch_start(s, n, &pf);
 	for (; n >= 512; n -= 512, d += 512, s += 512) {
 		const __m256i *x = (const __m256i *)s;
-		__m256i *y = (__m256i *)d;
-		__m256i v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12,
-			v13, v14, v15;
+		__m256i *y = (__m256i *)d, v[16];
+		int i;
 
 		prefetch_next(&pf, end);
-		v0 = _mm256_loadu_si256(x);
-		v1 = _mm256_loadu_si256(x + 1);
-		v2 = _mm256_loadu_si256(x + 2);
-		v3 = _mm256_loadu_si256(x + 3);
-		v4 = _mm256_loadu_si256(x + 4);
-		v5 = _mm256_loadu_si256(x + 5);
-		v6 = _mm256_loadu_si256(x + 6);
-		v7 = _mm256_loadu_si256(x + 7);
-		v8 = _mm256_loadu_si256(x + 8);
-		v9 = _mm256_loadu_si256(x + 9);
-		v10 = _mm256_loadu_si256(x + 10);
-		v11 = _mm256_loadu_si256(x + 11);
-		v12 = _mm256_loadu_si256(x + 12);
-		v13 = _mm256_loadu_si256(x + 13);
-		v14 = _mm256_loadu_si256(x + 14);
-		v15 = _mm256_loadu_si256(x + 15);
-		_mm256_stream_si256(y, v0);
-		_mm256_stream_si256(y + 1, v1);
-		LINE_DONE();
-		_mm256_stream_si256(y + 2, v2);
-		_mm256_stream_si256(y + 3, v3);
-		LINE_DONE();
-		_mm256_stream_si256(y + 4, v4);
-		_mm256_stream_si256(y + 5, v5);
-		LINE_DONE();
-		_mm256_stream_si256(y + 6, v6);
-		_mm256_stream_si256(y + 7, v7);
-		LINE_DONE();
-		_mm256_stream_si256(y + 8, v8);
-		_mm256_stream_si256(y + 9, v9);
-		LINE_DONE();
-		_mm256_stream_si256(y + 10, v10);
-		_mm256_stream_si256(y + 11, v11);
-		LINE_DONE();
-		_mm256_stream_si256(y + 12, v12);
-		_mm256_stream_si256(y + 13, v13);
-		LINE_DONE();
-		_mm256_stream_si256(y + 14, v14);
-		_mm256_stream_si256(y + 15, v15);
+#pragma GCC unroll 16
+		for (i = 0; i < 16; i++)
+			v[i] = _mm256_loadu_si256(x + i);
+#pragma GCC unroll 8
+		for (i = 0; i < 16; i += 2) {
+			_mm256_stream_si256(y + i, v[i]);
+			_mm256_stream_si256(y + i + 1, v[i + 1]);
+			LINE_DONE();
+		}
 	}
 	for (; n >= 64; n -= 64, d += 64, s += 64) {
 		__m256i a = _mm256_loadu_si256((const __m256i *)s);
@@ -218,32 +187,18 @@ void _pmg_movnt_avx512f(char *d, const char *s, size_t n)
 
 	prefetch_start(s, n, &pf);
 	for (; n >= 512; n -= 512, d += 512, s += 512) {
-		__m512i v0, v1, v2, v3, v4, v5, v6, v7;
+		__m512i v[8];
+		int i;
 
 		prefetch_next(&pf, end);
-		v0 = _mm512_loadu_si512((const void *)s);
-		v1 = _mm512_loadu_si512((const void *)(s + 64));
-		v2 = _mm512_loadu_si512((const void *)(s + 128));
-		v3 = _mm512_loadu_si512((const void *)(s + 192));
-		v4 = _mm512_loadu_si512((const void *)(s + 256));
-		v5 = _mm512_loadu_si512((const void *)(s + 320));
-		v6 = _mm512_loadu_si512((const void *)(s + 384));
-		v7 = _mm512_loadu_si512((const void *)(s + 448));
-		_mm512_stream_si512((void *)d, v0);
-		LINE_DONE();
-		_mm512_stream_si512((void *)(d + 64), v1);
-		LINE_DONE();
-		_mm512_stream_si512((void *)(d + 128), v2);
-		LINE_DONE();
-		_mm512_stream_si512((void *)(d + 192), v3);
-		LINE_DONE();
-		_mm512_stream_si512((void *)(d + 256), v4);
-		LINE_DONE();
-		_mm512_stream_si512((void *)(d + 320), v5);
-		LINE_DONE();
-		_mm512_stream_si512((void *)(d + 384), v6);
-		LINE_DONE();
-		_mm512_stream_si512((void *)(d + 448), v7);
+#pragma GCC unroll 8
+		for (i = 0; i < 8; i++)
+			v[i] = _mm512_loadu_si512((const void *)(s + 64 * i));
+#pragma GCC unroll 8
+		for (i = 0; i < 8; i++) {
+			_mm512_stream_si512((void *)(d + 64 * i), v[i]);
+			LINE_DONE();
+		}
 	}
 	for (; n >= 64; n -= 64, d += 64, s += 64)
 		_mm512_stream_si512((void *)d,
