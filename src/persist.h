@@ -85,9 +85,6 @@ static inline void _pmg_sfence(void)
 
 /* ---- pool.c: the pool table: which addresses lie in which pools */
 
-/* Number of open pools. */
-extern int _pmg_open_pools;
-
 /*
  * [a, a+len) against the open pools: -EINVAL if it wraps, -ERANGE if it
  * touches a pool's mapping without lying within its usable bytes, else 0

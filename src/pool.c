@@ -92,8 +92,6 @@ static struct {
  */
 static struct _pmg_rtab ptab = { .id = _PMG_RT_POOLS };
 
-int _pmg_open_pools;
-
 static int ptab_insert(const struct pmg_pool *p)
 {
 	struct _pmg_range r = {
@@ -111,15 +109,12 @@ static int ptab_insert(const struct pmg_pool *p)
 	if (rc)
 		return _pmg_err(rc, "registering the pool at %p: %s", p->addr,
 				strerror(-rc));
-	__atomic_add_fetch(&_pmg_open_pools, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
 static void ptab_remove(const struct pmg_pool *p)
 {
-	if (_pmg_rt_remove(&ptab, (uintptr_t)p->addr, 0, NULL))
-		return;
-	__atomic_sub_fetch(&_pmg_open_pools, 1, __ATOMIC_RELAXED);
+	(void)_pmg_rt_remove(&ptab, (uintptr_t)p->addr, 0, NULL);
 }
 
 /*

@@ -226,9 +226,12 @@ int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key)
 	return rc;
 }
 
-/* The range holding @addr, or the gap between ranges around it (*key 0).
- * AS-safe. */
-static void lookup(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, int *key)
+/*
+ * The protected range holding @addr, or the gap between ranges around it
+ * (key 0; for a cache validated by _pmg_rt_gen read before the call).
+ * AS-safe.
+ */
+void _pmg_reg_interval(uintptr_t addr, struct _pmg_range *out)
 {
 	const struct _pmg_range *r;
 	size_t n, i;
@@ -237,49 +240,30 @@ static void lookup(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, int *key)
 	r = _pmg_rt_enter(&reg, &n, &slot);
 	i = _pmg_rt_search(r, n, addr);
 	if (i < n && r[i].base <= addr) {
-		*lo = r[i].base;
-		*hi = r[i].end;
-		*key = r[i].key;
+		out->base = r[i].base;
+		out->end = r[i].end;
+		out->key = r[i].key;
 	} else {
-		*lo = i ? r[i - 1].end : 0;
-		*hi = i < n ? r[i].base : UINTPTR_MAX;
-		*key = 0;
+		out->base = i ? r[i - 1].end : 0;
+		out->end = i < n ? r[i].base : UINTPTR_MAX;
+		out->key = 0;
 	}
 	_pmg_rt_leave(&reg, slot);
-}
-
-static int answer(uintptr_t lo, uintptr_t hi, int key,
-		  struct _pmg_range *out)
-{
-	if (!key)
-		return -ENOENT;
-	out->base = lo;
-	out->end = out->lim = hi;
-	out->key = key;
-	out->alias = 0;
-	return 0;
-}
-
-/* AS-safe.  0 and *out filled, or -ENOENT: never a wrong answer. */
-int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
-{
-	uintptr_t lo, hi;
-	int key;
-
-	lookup(addr, &lo, &hi, &key);
-	return answer(lo, hi, key, out);
-}
-
-/*
- * The protected range holding @addr, or the gap between ranges around it
- * (key 0), for a cache validated by _pmg_rt_gen read before the call.
- * AS-safe.
- */
-void _pmg_reg_interval(uintptr_t addr, struct _pmg_range *out)
-{
-	lookup(addr, &out->base, &out->end, &out->key);
 	out->lim = out->end;
 	out->alias = 0;
+}
+
+/* AS-safe.  0 and *out filled, or -ENOENT (*out untouched): never a
+ * wrong answer. */
+int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
+{
+	struct _pmg_range r;
+
+	_pmg_reg_interval(addr, &r);
+	if (!r.key)
+		return -ENOENT;
+	*out = r;
+	return 0;
 }
 
 int _pmg_reg_first_overlap(uintptr_t base, uintptr_t end,
