@@ -47,8 +47,8 @@ struct pmg_pool {
 	int fd;
 	char *addr;
 	char *alias;		/* writable second mapping, NULL: none */
-	char *alias_resv;	/* its guard pages and it: all ours */
-	size_t alias_resv_len;
+	char *alias_resv;	/* its reservation (alias_resv_len()): the
+				   guard pages and it, all ours */
 	size_t size;		/* usable bytes */
 	size_t maplen;		/* page-rounded mapping */
 	size_t offset, align;
@@ -547,7 +547,6 @@ static void map_alias(struct pmg_pool *p)
 	if (m == a) {
 		p->alias = a;
 		p->alias_resv = r;
-		p->alias_resv_len = resv;
 		return;
 	}
 	/*
@@ -562,10 +561,8 @@ static void map_alias(struct pmg_pool *p)
 static void unmap_alias(struct pmg_pool *p)
 {
 	if (p->alias_resv)
-		munmap(p->alias_resv, p->alias ? p->alias_resv_len :
-						 alias_resv_len(p));
+		munmap(p->alias_resv, alias_resv_len(p));
 	p->alias = p->alias_resv = NULL;
-	p->alias_resv_len = 0;
 }
 
 /* Map, register, protect.  On failure everything is undone but the fd. */
