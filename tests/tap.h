@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"	/* CHECK(ok, cond), shared with the CLI (tools/) */
@@ -107,6 +108,15 @@ static inline void *tap_shared_page(void)
 		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Seconds on the monotonic clock, for test durations and time limits. */
+static inline double tap_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 #endif /* PMG_TAP_H */

@@ -126,7 +126,6 @@ int main(void)
 	uint64_t reported = 0, verified = 0, lost = 0, torn = 0, resets = 0;
 	uint64_t killed_mid = 0, seed = (uint64_t)time(NULL) ^ getpid();
 	double t0;
-	struct timespec ts;
 
 	tap_init(2);
 	snprintf(pbuf, sizeof(pbuf), "%s/pmg-crash-%d.pool",
@@ -151,8 +150,7 @@ int main(void)
 	tap_diag("backend %s, seed %llu, %d iterations, pool %s",
 		 pmg_backend_name(pmg_backend()), (unsigned long long)seed,
 		 iters, path);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t0 = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	t0 = tap_now();
 
 	for (i = 0; i < iters && ok; i++) {
 		int st;
@@ -206,11 +204,10 @@ int main(void)
 		}
 		pmg_pool_close(&p);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	tap_diag("%d iterations in %.2f s: %llu killed mid-run, %llu records "
 		 "reported, %llu record checks, %llu lost, %llu torn, "
 		 "%llu log resets", i,
-		 (double)ts.tv_sec + ts.tv_nsec / 1e9 - t0,
+		 tap_now() - t0,
 		 (unsigned long long)killed_mid,
 		 (unsigned long long)reported, (unsigned long long)verified,
 		 (unsigned long long)lost, (unsigned long long)torn,

@@ -13,7 +13,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <time.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -307,14 +306,6 @@ static int maps_of(const char *path, int *rw)
 	return n;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 struct strayer {
 	volatile char *at;
 	atomic_int stop, started, done;
@@ -391,7 +382,7 @@ static void t_alias(struct pmg_pool *p, const char *path)
 	while (!atomic_load(&s.started))
 		;
 	/* 1000 strays; under TCG a fault is slow: 20 after 5 s will do */
-	t0 = now_s();
+	t0 = tap_now();
 	for (calls = 0;; calls++) {
 		memset(want, (int)(calls & 0xff), sizeof(want));
 		pmg_memcpy_persist(x + 4096, want, sizeof(want));
@@ -400,14 +391,14 @@ static void t_alias(struct pmg_pool *p, const char *path)
 		if (calls < 2000 || calls % 64)
 			continue;
 		made = atomic_load(&s.made);
-		if (made >= 1000 || (made >= 20 && now_s() - t0 > 5) ||
-		    now_s() - t0 > 60)
+		if (made >= 1000 || (made >= 20 && tap_now() - t0 > 5) ||
+		    tap_now() - t0 > 60)
 			break;
 	}
 	atomic_store(&s.stop, 1);
 	/* a stray the library cannot grant faults again forever: the thread
 	 * never sees the flag (seen on device dax before protect_page()) */
-	for (t0 = now_s(); !atomic_load(&s.done) && now_s() - t0 < 10;)
+	for (t0 = tap_now(); !atomic_load(&s.done) && tap_now() - t0 < 10;)
 		usleep(1000);
 	if (atomic_load(&s.done)) {
 		pthread_join(th, NULL);
