@@ -146,7 +146,9 @@ int _pmg_report_fd_set(int fd)
 }
 
 /* @path opened for appending, close-on-exec, at a high number out of the
- * program's way (the lowest free one if there is no room up there). */
+ * program's way: from half the descriptor limit, at most 1000 (a higher
+ * number would grow the process's descriptor table for nothing); the
+ * lowest free one if there is no room up there. */
 static int open_high(const char *path)
 {
 	struct rlimit rl;
@@ -157,9 +159,9 @@ static int open_high(const char *path)
 
 	if (fd < 0)
 		return -errno;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64 &&
-	    rl.rlim_cur != RLIM_INFINITY) {
-		hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)(rl.rlim_cur / 2));
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64) {
+		hi = rl.rlim_cur / 2 > 1000 ? 1000 : (int)(rl.rlim_cur / 2);
+		hi = fcntl(fd, F_DUPFD_CLOEXEC, hi);
 		if (hi >= 0) {
 			close(fd);
 			fd = hi;
