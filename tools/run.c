@@ -256,10 +256,21 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 
 	/* every PMGUARD_* value the library will read: bad is an error */
 	bad_envs = 0;
-	(void)_pmg_opts_from_env_group(&opts, _PMG_OPT_LIB, bad_env, NULL);
 	(void)_pmg_opts_from_env_group(&opts, _PMG_OPT_PERSIST, bad_env, NULL);
+	(void)_pmg_opts_from_env_group(&opts, _PMG_OPT_LIB, bad_env, NULL);
 	if (bad_envs)
 		return 2;
+	/* a report fd by number must be open for writing here (without
+	 * --report, which replaces it) */
+	if (!o->report && opts.report_fd >= 0) {
+		int fl = fcntl(opts.report_fd, F_GETFL);
+
+		if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY)
+			return cli_error(
+				"run: PMGUARD_REPORT_FD='%d': descriptor "
+				"%d is not open for writing",
+				opts.report_fd, opts.report_fd);
+	}
 
 	if (find_prog(argv[o->argi], prog, sizeof(prog))) {
 		cli_error("run: %s: not found or not executable",

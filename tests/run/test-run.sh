@@ -350,7 +350,8 @@ check "N8: a preload that never confirms (not pmguard's): exit != 0, says so" \
 [ $rc != 0 ] || diag "$T/out"
 
 # N9: a bad PMGUARD_* value under pmguard run: an error, never a run
-for v in PMGUARD_REPORT_FD=abc PMGUARD_BACKEND=bogus PMGUARD_NO_CLWB=2; do
+for v in PMGUARD_REPORT_FD=abc PMGUARD_BACKEND=bogus PMGUARD_NO_CLWB=2 \
+	 PMGUARD_REPORT_FD=77; do
 	rm -f "$T/h3"
 	env "$v" $PMG run -- $PMEMPROG write "$T/h3" 10 >"$T/out" 2>&1; rc=$?
 	check "N9: $v: exit != 0, the message names it" \
