@@ -534,6 +534,18 @@ static void map_del(void *addr)
  * PMEM2_F_MEM_* bits are pmguard's PMG_F_MEM_* bits.
  */
 #define FL(fl) ((fl) & PMG_F_MEM_VALID_FLAGS)
+#ifdef HAVE_PMEM
+_Static_assert(PMEM_F_MEM_VALID_FLAGS == PMG_F_MEM_VALID_FLAGS &&
+		       PMEM_F_MEM_NODRAIN == PMG_F_MEM_NODRAIN &&
+		       PMEM_F_MEM_NOFLUSH == PMG_F_MEM_NOFLUSH,
+	       "libpmem's flag bits are pmguard's");
+#endif
+#ifdef HAVE_PMEM2
+_Static_assert(PMEM2_F_MEM_VALID_FLAGS == PMG_F_MEM_VALID_FLAGS &&
+		       PMEM2_F_MEM_NODRAIN == PMG_F_MEM_NODRAIN &&
+		       PMEM2_F_MEM_NOFLUSH == PMG_F_MEM_NOFLUSH,
+	       "libpmem2's flag bits are pmguard's");
+#endif
 
 /*
  * pmg_mem*() failed: a window that cannot be opened or an msync error, the
