@@ -13,7 +13,9 @@
 #               `run: N passed, N failed, N skipped`; part of `make check`
 #   run-vm-check  the suite in the PKU guest (scripts/vm-run-check: the
 #               loader, the programs' libraries and Python with py-lmdb in
-#               the initramfs), last line `run-vm: N passed, ...`; part of
+#               the initramfs), and the README's `scripts/vmrun -- pmguard
+#               selftest` exactly as written (a boot of its own, counted
+#               in the summary); last line `run-vm: N passed, ...`; part of
 #               `make check`
 #   run-bench   the overhead benchmark (tests/run/bench.sh): >= 1,000,000
 #               records through lmdb-prog and py-lmdb, unprotected vs
@@ -86,7 +88,7 @@ run-check: all
 	fi
 
 # The same suite in the PKU guest, on dynamically linked programs.
-run-vm-check: all
+run-vm-check: all vm-bins
 	@if [ "$(RUN_MISSING)" = 1 ]; then \
 		echo "run-vm: SKIP: lmdb.h, libpmem.h or libpmem2.h missing"; \
 		echo "run-vm: 0 passed, 0 failed, 1 skipped"; \

@@ -262,7 +262,7 @@ PMG_API int pmg_set_report_fd(int fd)
 		fd = -1;
 	/* wins over PMGUARD_REPORT_FD; atomic: AS-safe */
 	__atomic_store_n(&_pmg.fd_set, true, __ATOMIC_RELEASE);
-	return __atomic_exchange_n(&_pmg.report_fd, fd, __ATOMIC_RELAXED);
+	return _pmg_report_fd_set(fd);
 }
 
 /* ---- contain mode ---- */

@@ -183,8 +183,7 @@ PMG_API int pmg_init(void)
 	if (!__atomic_load_n(&_pmg.mode_set, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&_pmg.mode, o.mode, __ATOMIC_RELAXED);
 	if (!__atomic_load_n(&_pmg.fd_set, __ATOMIC_ACQUIRE))
-		__atomic_store_n(&_pmg.report_fd, o.report_fd,
-				 __ATOMIC_RELAXED);
+		_pmg_report_fd_set(o.report_fd);
 	_pmg.xsave_pkru_off = xsave_pkru_offset();
 	{
 		/* backtrace() loads libgcc on first use: not in a handler. */

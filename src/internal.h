@@ -190,8 +190,12 @@ void _pmg_buf_hex(struct _pmg_buf *b, uint64_t v);	/* 0x-prefixed hex */
 void _pmg_buf_dec(struct _pmg_buf *b, int64_t v);
 void _pmg_buf_bytes(struct _pmg_buf *b, const uint8_t *p, unsigned n);
 void _pmg_buf_flush(struct _pmg_buf *b, int fd);	/* n back to 0 */
-/* report.c: reports on the report fd (-1: none); all AS-safe */
+/* report.c: reports on the report fd (-1: none); all AS-safe.
+ * _pmg_report_fd() returns the fd only while it is still the file it was
+ * set to (fstat identity), else -1 (or the report path opened again). */
 int _pmg_report_fd(void);
+int _pmg_report_fd_set(int fd); /* records its identity; old fd */
+int _pmg_report_open(const char *path); /* open, set; fd or -errno */
 void _pmg_backtrace_to(int fd);
 void _pmg_report_fault(const struct pmg_fault *f, pid_t tid,
 		       const char *what, bool trace);

@@ -9,7 +9,13 @@
  * can need it.)
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <execinfo.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -74,9 +80,157 @@ void _pmg_buf_bytes(struct _pmg_buf *b, const uint8_t *p, unsigned n)
 
 /* ---------------------------------------------------------- reports */
 
+/*
+ * The report fd is verified before each report: pmguard writes only to the
+ * open file it was given (or opened), never to a file the program opened
+ * later under the same number (a program that closes its inherited
+ * descriptors, or stderr, and opens a data file).  Its identity (device,
+ * inode) is recorded when the fd is set; each report fstat()s the fd and
+ * compares.  If it changed (or the fd is closed): with a report path (the
+ * preload's PMGUARD_RUN_REPORT) the file is opened again by its path;
+ * without one reporting stops, said nowhere (there is nowhere safe).
+ * fstat, open, fcntl, close: AS-safe.  The identity is updated under a
+ * sequence count; a reader that races an update skips the check's
+ * verdict and reports nothing this time rather than guess.
+ */
+static struct {
+	unsigned seq; /* odd while being updated */
+	int fd; /* the fd the identity belongs to */
+	bool ok; /* fstat worked when recorded */
+	dev_t dev;
+	ino_t ino;
+} rep_id = { 0, -1, false, 0, 0 };
+static char rep_path[PATH_MAX]; /* "" or the path to open again */
+static int rep_busy; /* a reopen in progress (try-lock) */
+
+static void id_record(int fd)
+{
+	struct stat st;
+	bool ok = fd >= 0 && fstat(fd, &st) == 0;
+
+	__atomic_add_fetch(&rep_id.seq, 1, __ATOMIC_ACQ_REL);
+	rep_id.fd = fd;
+	rep_id.ok = ok;
+	rep_id.dev = ok ? st.st_dev : 0;
+	rep_id.ino = ok ? st.st_ino : 0;
+	__atomic_add_fetch(&rep_id.seq, 1, __ATOMIC_ACQ_REL);
+}
+
+/* 1: @fd is the recorded file, 0: it is not, -1: an update raced. */
+static int id_same(int fd)
+{
+	unsigned s = __atomic_load_n(&rep_id.seq, __ATOMIC_ACQUIRE);
+	struct stat st;
+	int same;
+
+	if (s == 0) {
+		/* never set (no pmg_init() yet): the default, as it is now */
+		id_record(fd);
+		return 1;
+	}
+	if (s & 1)
+		return -1;
+	same = rep_id.fd == fd && rep_id.ok && fstat(fd, &st) == 0 &&
+	       st.st_dev == rep_id.dev && st.st_ino == rep_id.ino;
+	if (__atomic_load_n(&rep_id.seq, __ATOMIC_ACQUIRE) != s)
+		return -1;
+	return same;
+}
+
+int _pmg_report_fd_set(int fd)
+{
+	if (fd < -1)
+		fd = -1;
+	id_record(fd);
+	return __atomic_exchange_n(&_pmg.report_fd, fd, __ATOMIC_RELAXED);
+}
+
+/* @path opened for appending, close-on-exec, at a high number out of the
+ * program's way: from half the descriptor limit, at most 1000 (a higher
+ * number would grow the process's descriptor table for nothing); the
+ * lowest free one if there is no room up there. */
+static int open_high(const char *path)
+{
+	struct rlimit rl;
+	int fd = open(path,
+		      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+		      0644),
+	    hi;
+
+	if (fd < 0)
+		return -errno;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64) {
+		hi = rl.rlim_cur / 2 > 1000 ? 1000 : (int)(rl.rlim_cur / 2);
+		hi = fcntl(fd, F_DUPFD_CLOEXEC, hi);
+		if (hi >= 0) {
+			close(fd);
+			fd = hi;
+		}
+	}
+	return fd;
+}
+
+int _pmg_report_open(const char *path)
+{
+	int fd;
+
+	if (!path || !*path || strlen(path) >= sizeof(rep_path))
+		return _pmg_err(-EINVAL,
+				"report file '%.64s': empty or too "
+				"long",
+				path ? path : "");
+	fd = open_high(path);
+	if (fd < 0)
+		return _pmg_err(fd, "report file %s: %s", path, strerror(-fd));
+	pmg_strlcpy(rep_path, path, sizeof(rep_path));
+	__atomic_store_n(&_pmg.fd_set, true, __ATOMIC_RELEASE);
+	_pmg_report_fd_set(fd);
+	return fd;
+}
+
+static int report_fd(void)
+{
+	int fd = __atomic_load_n(&_pmg.report_fd, __ATOMIC_RELAXED), nfd;
+	int same = fd < 0 ? 0 : id_same(fd);
+
+	if (fd < 0 || same < 0)
+		return -1;
+	if (same)
+		return fd;
+	/* not the file it was: open the report path again, or stop */
+	if (rep_path[0] &&
+	    !__atomic_exchange_n(&rep_busy, 1, __ATOMIC_ACQUIRE)) {
+		nfd = open_high(rep_path);
+		if (nfd >= 0) {
+			id_record(nfd);
+			if (__atomic_compare_exchange_n(&_pmg.report_fd, &fd,
+							nfd, false,
+							__ATOMIC_RELAXED,
+							__ATOMIC_RELAXED)) {
+				__atomic_store_n(&rep_busy, 0,
+						 __ATOMIC_RELEASE);
+				return nfd;
+			}
+			close(nfd);
+		}
+		__atomic_store_n(&rep_busy, 0, __ATOMIC_RELEASE);
+		if (nfd >= 0)
+			return -1; /* the fd was set meanwhile */
+	} else if (rep_path[0]) {
+		return -1; /* another thread is reopening */
+	}
+	__atomic_compare_exchange_n(&_pmg.report_fd, &fd, -1, false,
+				    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	return -1;
+}
+
+/* The check leaves errno as it found it (callers are not all handlers). */
 int _pmg_report_fd(void)
 {
-	return __atomic_load_n(&_pmg.report_fd, __ATOMIC_RELAXED);
+	int e = errno, fd = report_fd();
+
+	errno = e;
+	return fd;
 }
 
 void _pmg_backtrace_to(int fd)

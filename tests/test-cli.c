@@ -410,6 +410,15 @@ static const struct ccase {
 	{ A("demo", "--writes", "19"), 2, "",
 	  "demo: --writes: value '19' out of range (20..10000000)" },
 	{ A("demo", "--threads"), 2, "", "demo: --threads needs a value" },
+	/* run, learn, report: a directory or an unwritable -o is an error
+	 * before anything runs (issue 21) */
+	{ A("report", "/"), 2, "", "report: /: is a directory" },
+	{ A("run", "--allow", "/", "--", "/bin/true"), 2, "",
+	  "run: --allow /: is a directory" },
+	{ A("learn", "-o", "/nonexistent-pmg/sites", "--", "/bin/true"), 2, "",
+	  "learn: -o /nonexistent-pmg/sites: directory /nonexistent-pmg" },
+	{ A("learn", "-o", "/", "--", "/bin/true"), 2, "",
+	  "learn: -o /: is a directory" },
 };
 
 static void test_case(const struct ccase *c)

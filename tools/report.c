@@ -11,11 +11,14 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmds.h"
 
@@ -90,15 +93,26 @@ static bool dw_sym(struct rmod *m, uintptr_t off, bool ret, char *out,
 	GElf_Sym sym;
 	const char *name, *file;
 	Dwfl_Line *l;
-	int line = 0;
+	struct stat st;
+	int line = 0, fd;
 
 	if (!dw_load())
 		return false;
 	if (!m->tried) {
 		m->tried = true;
 		m->dwfl = dw.begin(&cbs);
-		if (m->dwfl && !dw.report_elf(m->dwfl, m->path, m->path, -1, 0,
-					      false))
+		/* only a regular file (a FIFO named as a module would block
+		 * the open): opened here, non-blocking, and handed over */
+		fd = open(m->path,
+			  O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+			close(fd);
+			fd = -1;
+		}
+		if (fd < 0)
+			m->dwfl = NULL;
+		if (m->dwfl &&
+		    !dw.report_elf(m->dwfl, m->path, m->path, fd, 0, false))
 			m->dwfl = NULL;
 		if (m->dwfl)
 			dw.report_end(m->dwfl, NULL, NULL);
@@ -183,6 +197,7 @@ bool report_symbol(const char *path, unsigned long off, char *out, size_t n)
 int cmd_report(int argc, char **argv)
 {
 	char line[PATH_MAX + 512];
+	struct stat fst;
 	FILE *f;
 
 	if (argc != 2 || argv[1][0] == '-') {
@@ -198,9 +213,15 @@ int cmd_report(int argc, char **argv)
 "symbol table, module+offset otherwise.\n");
 		return help ? 0 : 2;
 	}
-	f = fopen(argv[1], "r");
+	f = fopen(argv[1], "re");
 	if (!f)
 		return cli_error("report: %s: %m", argv[1]);
+	if (!fstat(fileno(f), &fst) && S_ISDIR(fst.st_mode)) {
+		fclose(f);
+		return cli_error("report: %s: is a directory, not a report "
+				 "file",
+				 argv[1]);
+	}
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long bias, lo, hi;
 		char path[PATH_MAX], *p, *q;

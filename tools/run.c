@@ -9,57 +9,73 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "../src/options.h"
 #include "cmds.h"
+
+/* How long the preload may take to say it loaded (ld.so, constructors). */
+#define CONFIRM_S 30
 
 static void run_usage(FILE *f, const char *verb)
 {
 	if (!strcmp(verb, "learn"))
 		fprintf(f,
-"usage: pmguard learn -o SITES [--report FILE] [--lib PATH]\n"
-"                     [--lmdb-writemap] -- PROG [ARGS...]\n"
-"\n"
-"Run PROG under `pmguard run` in audit mode and write every distinct\n"
-"instruction that wrote protected memory outside a window to SITES, one\n"
-"per line: MODULE+0xOFFSET COUNT SYMBOL (stable across ASLR), most\n"
-"frequent first.  Feed SITES to `pmguard run --allow`.\n"
-"\n"
-"  -o, --output SITES  the sites file (replaced)\n"
-"  --report FILE       append the audit reports to FILE (default: none)\n"
-"  --lib PATH          the interposition library (default: found next to\n"
-"                      pmguard, or $PMGUARD_RUN_LIB)\n"
-"  --lmdb-writemap     add MDB_WRITEMAP to every LMDB environment opened\n"
-"\n"
-"Exit status: PROG's; 2 bad options; 127 PROG could not be run.\n");
+			"usage: pmguard learn -o SITES [--report FILE] [--lib PATH]\n"
+			"                     [--lmdb-writemap] -- PROG [ARGS...]\n"
+			"\n"
+			"Run PROG under `pmguard run` in audit mode and write every distinct\n"
+			"instruction that wrote protected memory outside a window to SITES, one\n"
+			"per line: MODULE+0xOFFSET COUNT SYMBOL (stable across ASLR), most\n"
+			"frequent first.  Feed SITES to `pmguard run --allow`.\n"
+			"\n"
+			"  -o, --output SITES  the sites file (replaced)\n"
+			"  --report FILE       append the audit reports to FILE (default: none)\n"
+			"  --lib PATH          the interposition library (default: found next to\n"
+			"                      pmguard, or $PMGUARD_RUN_LIB)\n"
+			"  --lmdb-writemap     add MDB_WRITEMAP to every LMDB environment opened\n"
+			"\n"
+			"Exit status: PROG's; 2 bad options or environment; 127 PROG could not\n"
+			"be run, or ran without the library loaded (then stopped, said).\n");
 	else
 		fprintf(f,
-"usage: pmguard run [--mode strict|relaxed|audit|contain] [--report FILE]\n"
-"                   [--allow SITES] [--lib PATH] [--lmdb-writemap]\n"
-"                   -- PROG [ARGS...]\n"
-"\n"
-"Run an unmodified, dynamically linked PROG with libpmguard-run.so\n"
-"preloaded: LMDB environments opened with MDB_WRITEMAP and libpmem /\n"
-"libpmem2 mappings are protected; writes outside LMDB write transactions\n"
-"and libpmem's copy calls are stray and handled by the fault mode.\n"
-"\n"
-"  --mode M          strict (default), relaxed, audit or contain\n"
-"  --report FILE     append fault reports and module lines to FILE\n"
-"                    (default: stderr); read it with `pmguard report`\n"
-"  --allow SITES     let the writes at the sites of SITES (from `pmguard\n"
-"                    learn`) through, one fault each\n"
-"  --lib PATH        the interposition library (default: found next to\n"
-"                    pmguard, or $PMGUARD_RUN_LIB)\n"
-"  --lmdb-writemap   add MDB_WRITEMAP to every LMDB environment opened\n"
-"                    (for programs such as mdb_load that do not ask for\n"
-"                    it; never mix with processes that do not)\n"
-"\n"
-"Exit status: PROG's; 2 bad options or a static PROG; 127 PROG could not\n"
-"be run.\n");
+			"usage: pmguard run [--mode strict|relaxed|audit|contain] [--report FILE]\n"
+			"                   [--allow SITES] [--lib PATH] [--lmdb-writemap]\n"
+			"                   -- PROG [ARGS...]\n"
+			"\n"
+			"Run an unmodified, dynamically linked PROG with libpmguard-run.so\n"
+			"preloaded: LMDB environments opened with MDB_WRITEMAP and libpmem /\n"
+			"libpmem2 mappings are protected; writes outside LMDB write transactions\n"
+			"and libpmem's copy calls are stray and handled by the fault mode.\n"
+			"\n"
+			"  --mode M          strict (default), relaxed, audit or contain\n"
+			"  --report FILE     append fault reports and module lines to FILE\n"
+			"                    (default: stderr); read it with `pmguard report`\n"
+			"  --allow SITES     let the writes at the sites of SITES (from `pmguard\n"
+			"                    learn`) through, one fault each\n"
+			"  --lib PATH        the interposition library (default: found next to\n"
+			"                    pmguard, or $PMGUARD_RUN_LIB)\n"
+			"  --lmdb-writemap   add MDB_WRITEMAP to every LMDB environment opened\n"
+			"                    (for programs such as mdb_load that do not ask for\n"
+			"                    it; never mix with processes that do not)\n"
+			"\n"
+			"pmguard run stays PROG's parent: it checks that the library loaded into\n"
+			"PROG (PROG is stopped otherwise), passes signals sent to it on to PROG,\n"
+			"and says once, at the end, if no process of the run protected anything.\n"
+			"\n"
+			"Exit status: PROG's (a signal that killed PROG kills pmguard too); 2 bad\n"
+			"options or environment, or a static PROG; 127 PROG could not be run, or\n"
+			"ran without the library loaded (then stopped, said).\n");
 }
 
 /* PROG as execvp() would find it. */
@@ -125,7 +141,13 @@ static int find_lib(const char *opt, char *out, size_t n)
 	size_t i;
 
 	if (opt || (env && *env)) {
-		snprintf(out, n, "%s", opt ? opt : env);
+		const char *p = opt ? opt : env;
+
+		/* absolute: a process of the run may change directory */
+		if (!realpath(p, self))
+			return cli_error("run: interposition library %s: %s", p,
+					 strerror(errno));
+		snprintf(out, n, "%s", self);
 		if (access(out, R_OK))
 			return cli_error("run: interposition library %s: %s",
 					 out, strerror(errno));
@@ -153,6 +175,7 @@ struct run_opts {
 
 static int parse(int argc, char **argv, const char *verb, struct run_opts *o)
 {
+	struct stat st;
 	int i;
 
 	memset(o, 0, sizeof(*o));
@@ -202,17 +225,52 @@ static int parse(int argc, char **argv, const char *verb, struct run_opts *o)
 				 "contain", o->mode);
 	if (!strcmp(verb, "learn") && !o->out)
 		return cli_error("learn: -o SITES is required");
+	if (o->allow && (stat(o->allow, &st) || !S_ISREG(st.st_mode)))
+		return cli_error("run: --allow %s: %s", o->allow,
+				 errno == ENOENT ? strerror(errno)
+				 : S_ISDIR(st.st_mode)
+					 ? "is a directory, not a sites file"
+					 : "not a regular file");
 	o->argi = i;
 	return 0;
+}
+
+static int bad_envs;
+
+static void bad_env(const char *msg, void *arg)
+{
+	(void)arg;
+	cli_error("run: %s", msg);
+	bad_envs++;
 }
 
 /* Set the environment for PROG; returns 0 or the exit status. */
 static int setup(const struct run_opts *o, char **argv, char *lib,
 		 size_t libn)
 {
-	char prog[PATH_MAX], pre[2 * PATH_MAX + 16], num[16];
+	char prog[PATH_MAX], pre[2 * PATH_MAX + 16];
 	const char *old = getenv("LD_PRELOAD");
+	struct _pmg_opts opts;
+	struct stat st;
 	int rc;
+
+	/* every PMGUARD_* value the library will read: bad is an error */
+	bad_envs = 0;
+	(void)_pmg_opts_from_env_group(&opts, _PMG_OPT_PERSIST, bad_env, NULL);
+	(void)_pmg_opts_from_env_group(&opts, _PMG_OPT_LIB, bad_env, NULL);
+	if (bad_envs)
+		return 2;
+	/* a report fd by number must be open for writing here (without
+	 * --report, which replaces it) */
+	if (!o->report && opts.report_fd >= 0) {
+		int fl = fcntl(opts.report_fd, F_GETFL);
+
+		if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY)
+			return cli_error(
+				"run: PMGUARD_REPORT_FD='%d': descriptor "
+				"%d is not open for writing",
+				opts.report_fd, opts.report_fd);
+	}
 
 	if (find_prog(argv[o->argi], prog, sizeof(prog))) {
 		cli_error("run: %s: not found or not executable",
@@ -227,6 +285,14 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 	rc = find_lib(o->lib, lib, libn);
 	if (rc)
 		return rc;
+	/* ld.so splits LD_PRELOAD at blanks and colons, and would ignore
+	 * the pieces: the program would run unprotected */
+	if (strpbrk(lib, " :\t\n"))
+		return cli_error("run: the interposition library's path '%s' "
+				 "holds a blank or a ':', which LD_PRELOAD "
+				 "cannot carry: install pmguard (or copy the "
+				 "library, --lib) under a path without them",
+				 lib);
 	/* ours last: a library preloaded by the caller wraps us */
 	if (old && *old)
 		snprintf(pre, sizeof(pre), "%s:%s", old, lib);
@@ -235,13 +301,28 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 	setenv("LD_PRELOAD", pre, 1);
 	setenv("PMGUARD_FAULT_MODE", o->mode, 1);
 	if (o->report) {
-		int fd = open(o->report, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		/* each process opens the file by its path (never a number
+		 * a program may reuse): a regular file or a terminal */
+		char abs[PATH_MAX];
+		int fd = open(o->report,
+			      O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK |
+				      O_CLOEXEC | O_NOCTTY,
+			      0644);
 
 		if (fd < 0)
 			return cli_error("run: --report %s: %s", o->report,
 					 strerror(errno));
-		snprintf(num, sizeof(num), "%d", fd);
-		setenv("PMGUARD_REPORT_FD", num, 1);
+		rc = fstat(fd, &st);
+		close(fd);
+		if (rc || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+			return cli_error("run: --report %s: not a regular file "
+					 "or a terminal",
+					 o->report);
+		if (!realpath(o->report, abs))
+			return cli_error("run: --report %s: %s", o->report,
+					 strerror(errno));
+		setenv("PMGUARD_RUN_REPORT", abs, 1);
+		unsetenv("PMGUARD_REPORT_FD");
 	}
 	if (o->allow) {
 		char abs[PATH_MAX];
@@ -254,22 +335,6 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 	if (o->writemap)
 		setenv("PMGUARD_RUN_LMDB_WRITEMAP", "1", 1);
 	return 0;
-}
-
-int cmd_run(int argc, char **argv)
-{
-	struct run_opts o;
-	char lib[PATH_MAX];
-	int rc = parse(argc, argv, "run", &o);
-
-	if (rc)
-		return rc;
-	rc = setup(&o, argv, lib, sizeof(lib));
-	if (rc)
-		return rc;
-	execvp(argv[o.argi], argv + o.argi);
-	cli_error("run: %s: %s", argv[o.argi], strerror(errno));
-	return 127;
 }
 
 /* Merge the lines the preloaded processes appended: sum per site. */
@@ -360,13 +425,249 @@ static int merge(const char *raw, const char *out)
 	return 0;
 }
 
+/* ------------------------------------------------ PROG as a child */
+
+static pid_t child = -1;
+
+/* A signal sent to pmguard (kill, timeout(1)) goes on to PROG; one the
+ * terminal sent (SI_KERNEL) reached PROG's process group already. */
+static void forward(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (child > 0 && si->si_code != SI_KERNEL)
+		kill(child, sig);
+}
+
+/* Die of @sig as PROG did (no core file of our own), else 128 + sig. */
+static int die_like(int sig)
+{
+	struct rlimit rl = { 0, 0 };
+	sigset_t set;
+
+	setrlimit(RLIMIT_CORE, &rl);
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	fflush(NULL);
+	raise(sig);
+	return 128 + sig;
+}
+
+/* Wait up to CONFIRM_S seconds for the preload's byte on @fd. */
+static bool confirmed(int fd)
+{
+	struct timespec t0, t;
+	char c;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		long left;
+		int r;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left = CONFIRM_S * 1000L - (t.tv_sec - t0.tv_sec) * 1000L -
+		       (t.tv_nsec - t0.tv_nsec) / 1000000L;
+		if (left <= 0)
+			return false;
+		r = poll(&p, 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		r = (int)read(fd, &c, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		return r == 1;
+	}
+}
+
+/*
+ * Run PROG (argv) as a child with the environment setup() made, check
+ * that the library loaded into it (PMGUARD_RUN_CONFIRM), wait for it.
+ * Returns its wait status in *@st, or an exit status (127, said) when it
+ * could not be run or ran without the library.
+ */
+static int spawn(char **argv, const char *verb, const char *lib,
+		 const char *status, int *st)
+{
+	static const int fwd[] = { SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,
+				   SIGUSR1, SIGUSR2, SIGCONT, SIGWINCH };
+	struct sigaction sa;
+	pid_t parent;
+	int cp[2], ep[2], err = 0;
+	size_t i;
+	ssize_t r;
+
+	if (pipe2(cp, O_CLOEXEC) || pipe2(ep, O_CLOEXEC))
+		return cli_error("%s: pipe: %s", verb, strerror(errno));
+	setenv("PMGUARD_RUN_STATUS", status, 1);
+	fflush(NULL);
+	parent = getpid();
+	child = fork();
+	if (child < 0)
+		return cli_error("%s: fork: %s", verb, strerror(errno));
+	if (child == 0) {
+		/* the write end without close-on-exec, named with its
+		 * identity: the preload writes only to that pipe */
+		int fd = fcntl(cp[1], F_DUPFD, 3);
+		char v[96];
+		struct stat ps;
+
+		/* pmguard and PROG die together, as when they were one
+		 * process (a SIGKILL cannot be passed on) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent || fd < 0 || fstat(fd, &ps))
+			_exit(127);
+		snprintf(v, sizeof(v), "%d:%llu:%llu", fd,
+			 (unsigned long long)ps.st_dev,
+			 (unsigned long long)ps.st_ino);
+		setenv("PMGUARD_RUN_CONFIRM", v, 1);
+		execvp(argv[0], argv);
+		err = errno;
+		if (write(ep[1], &err, sizeof(err)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(cp[1]);
+	close(ep[1]);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
+		sigaction(fwd[i], &sa, NULL);
+	while ((r = read(ep[0], &err, sizeof(err))) < 0 && errno == EINTR)
+		;
+	close(ep[0]);
+	if (r == sizeof(err)) {
+		close(cp[0]);
+		while (waitpid(child, st, 0) < 0 && errno == EINTR)
+			;
+		cli_error("%s: %s: %s", verb, argv[0], strerror(err));
+		return 127;
+	}
+	if (!confirmed(cp[0])) {
+		kill(child, SIGKILL);
+		close(cp[0]);
+		while (waitpid(child, st, 0) < 0 && errno == EINTR)
+			;
+		cli_error("%s: the interposition library %s did not load into "
+			  "%s (ld.so ignores it for a set-user-ID program, a "
+			  "program of another architecture, or a library "
+			  "that is not pmguard's) or did not say so within "
+			  "%d s: %s may have run unprotected and was stopped",
+			  verb, lib, argv[0], CONFIRM_S, argv[0]);
+		return 127;
+	}
+	close(cp[0]);
+	while (waitpid(child, st, 0) < 0 && errno == EINTR)
+		;
+	return 0;
+}
+
+/* Say once for the whole run if no process of it protected anything. */
+static void nothing_said(const struct run_opts *o, const char *verb,
+			 const char *status)
+{
+	struct stat st;
+	FILE *f;
+
+	if (stat(status, &st) || st.st_size > 0)
+		return;
+	f = o->report ? fopen(o->report, "ae") : NULL;
+	fprintf(f ? f : stderr,
+		"pmguard %s: nothing was protected: no process of this run "
+		"opened an LMDB environment with MDB_WRITEMAP or a libpmem "
+		"mapping through the dynamic linker (a copy linked into the "
+		"program itself, as in Debian's lmdb-utils, cannot be "
+		"interposed)\n",
+		verb);
+	if (f)
+		fclose(f);
+}
+
+/* A file under $TMPDIR for the run's status; 0 or the exit status. */
+static int status_file(const char *verb, char *path, size_t n)
+{
+	const char *tmp = getenv("TMPDIR");
+	int fd;
+
+	snprintf(path, n, "%s/pmguard-run.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	fd = mkstemp(path);
+	if (fd < 0)
+		return cli_error("%s: temporary file %s: %s", verb, path,
+				 strerror(errno));
+	close(fd);
+	return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_opts o;
+	char lib[PATH_MAX], status[PATH_MAX];
+	int rc = parse(argc, argv, "run", &o), st = 0;
+
+	if (rc)
+		return rc;
+	rc = setup(&o, argv, lib, sizeof(lib));
+	if (rc)
+		return rc;
+	rc = status_file("run", status, sizeof(status));
+	if (rc)
+		return rc;
+	rc = spawn(argv + o.argi, "run", lib, status, &st);
+	if (!rc)
+		nothing_said(&o, "run", status);
+	unlink(status);
+	if (rc)
+		return rc;
+	if (WIFSIGNALED(st))
+		return die_like(WTERMSIG(st));
+	return WEXITSTATUS(st);
+}
+
+/* -o SITES can be written (before the program runs, not after). */
+static int out_writable(const char *out)
+{
+	char dir[PATH_MAX], *sl;
+	struct stat st;
+
+	if (!stat(out, &st)) {
+		if (S_ISDIR(st.st_mode))
+			return cli_error("learn: -o %s: is a directory", out);
+		if (access(out, W_OK))
+			return cli_error("learn: -o %s: %s", out,
+					 strerror(errno));
+		return 0;
+	}
+	if (errno != ENOENT)
+		return cli_error("learn: -o %s: %s", out, strerror(errno));
+	snprintf(dir, sizeof(dir), "%s", out);
+	sl = strrchr(dir, '/');
+	if (sl == dir)
+		sl[1] = 0;
+	else if (sl)
+		*sl = 0;
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (access(dir, W_OK | X_OK))
+		return cli_error("learn: -o %s: directory %s: %s", out, dir,
+				 strerror(errno));
+	return 0;
+}
+
 int cmd_learn(int argc, char **argv)
 {
 	struct run_opts o;
 	char lib[PATH_MAX], raw[] = "/tmp/pmguard-learn.XXXXXX";
-	int rc = parse(argc, argv, "learn", &o), st, fd;
-	pid_t pid;
+	char status[PATH_MAX];
+	int rc = parse(argc, argv, "learn", &o), st = 0, fd;
 
+	if (rc)
+		return rc;
+	rc = out_writable(o.out);
 	if (rc)
 		return rc;
 	o.mode = "audit";
@@ -375,6 +676,8 @@ int cmd_learn(int argc, char **argv)
 		return cli_error("learn: temporary file: %s", strerror(errno));
 	close(fd);
 	rc = setup(&o, argv, lib, sizeof(lib));
+	if (!rc)
+		rc = status_file("learn", status, sizeof(status));
 	if (rc) {
 		unlink(raw);
 		return rc;
@@ -382,19 +685,14 @@ int cmd_learn(int argc, char **argv)
 	setenv("PMGUARD_RUN_LEARN", raw, 1);
 	if (!o.report)
 		setenv("PMGUARD_REPORT_FD", "-1", 1);
-	pid = fork();
-	if (pid < 0) {
+	rc = spawn(argv + o.argi, "learn", lib, status, &st);
+	if (!rc)
+		nothing_said(&o, "learn", status);
+	unlink(status);
+	if (rc) {
 		unlink(raw);
-		return cli_error("learn: fork: %s", strerror(errno));
+		return rc;
 	}
-	if (pid == 0) {
-		execvp(argv[o.argi], argv + o.argi);
-		fprintf(stderr, "pmguard: learn: %s: %s\n", argv[o.argi],
-			strerror(errno));
-		_exit(127);
-	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
 	rc = merge(raw, o.out);
 	unlink(raw);
 	if (rc)

@@ -21,7 +21,21 @@
  *   PMGUARD_RUN_ALLOW=FILE        grant the sites of FILE (sites.c)
  *   PMGUARD_RUN_LEARN=FILE        append the audit sites to FILE at exit
  *   PMGUARD_RUN_LMDB_WRITEMAP=1   add MDB_WRITEMAP to every mdb_env_open()
- *   PMGUARD_REPORT_FD=N           fault reports (and module lines) to N
+ *   PMGUARD_RUN_REPORT=FILE       fault reports (and module lines) to FILE,
+ *                                 opened by each process itself
+ *                                 (close-on-exec, a high fd, verified
+ *                                 before each report, reopened if the
+ *                                 program closed it)
+ *   PMGUARD_RUN_STATUS=FILE       a byte appended by each process that
+ *                                 protected something (the launcher says
+ *                                 "nothing was protected" once if none did)
+ *   PMGUARD_RUN_CONFIRM=FD:DEV:INO  the launcher's pipe: one byte once the
+ *                                 library is loaded and initialised (the
+ *                                 launcher refuses a run that never says
+ *                                 so); then closed and unset
+ * A bad value of these or of the library's PMGUARD_* variables, or a
+ * failed pmg_init(), ends the process before main() with exit 127 and a
+ * message: never an unprotected run.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -39,6 +53,7 @@
 #include <unistd.h>
 
 #include "../internal.h"
+#include "../options.h"
 #include "../sites.h"
 
 #if __has_include(<lmdb.h>)
@@ -58,21 +73,45 @@
 #define PAGE_UP(n) (((n) + PMG_PAGE_SIZE - 1) & ~(PMG_PAGE_SIZE - 1))
 
 static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
-static int rep_fd = -1;		/* PMGUARD_REPORT_FD if set, else 2 */
-static bool rep_fd_set;
-static bool seen;		/* an adapter was called */
+static bool rep_file;		/* a report file: module lines go there */
+static char status_path[PATH_MAX];	/* PMGUARD_RUN_STATUS */
+static bool status_done;	/* this process (or its parent) said so */
 
+/* A line on the report fd, as long as it is the file it was (report.c). */
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
+	char buf[1024];
 	va_list ap;
+	int fd = _pmg_report_fd(), n;
 
-	if (rep_fd < 0)
+	if (fd < 0)
 		return;
 	va_start(ap, fmt);
-	dprintf(rep_fd, "pmguard-run: ");
-	vdprintf(rep_fd, fmt, ap);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	dprintf(fd, "pmguard-run: %.*s", n, buf);
+}
+
+/* Something was protected: tell the launcher once (PMGUARD_RUN_STATUS). */
+static void protected_one(void)
+{
+	int fd;
+
+	if (status_done || !status_path[0])
+		return;
+	status_done = true;
+	fd = open(status_path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	if (write(fd, "p", 1) < 0) {
+		/* the launcher says "nothing was protected": wrong, harmless */
+	}
+	close(fd);
 }
 
 /*
@@ -147,8 +186,7 @@ static void unprotect(void *addr, size_t len, const char *what)
 /* A library loaded since the last look: new module lines, sites. */
 static void modules(void)
 {
-	__atomic_store_n(&seen, true, __ATOMIC_RELAXED);
-	_pmg_modules_refresh(rep_fd_set ? rep_fd : -1);
+	_pmg_modules_refresh(rep_file ? _pmg_report_fd() : -1);
 }
 
 /* ------------------------------------------------------------- LMDB */
@@ -236,8 +274,10 @@ static void env_protect(MDB_env *env, int slot)
 	envs[slot].env = env;
 	envs[slot].addr = addr;
 	envs[slot].len = 0;
-	if (d && addr && len && !protect(d, addr, len, "the LMDB map"))
+	if (d && addr && len && !protect(d, addr, len, "the LMDB map")) {
 		envs[slot].len = len;
+		protected_one();
+	}
 }
 
 static void env_unprotect(int slot)
@@ -468,6 +508,7 @@ static void map_add(void *addr, size_t len)
 	else if (d && !protect(d, addr, len, "the pmem mapping")) {
 		maps[i].addr = addr;
 		maps[i].len = len;
+		protected_one();
 	}
 	pthread_mutex_unlock(&run_lock);
 }
@@ -486,11 +527,37 @@ static void map_del(void *addr)
 	pthread_mutex_unlock(&run_lock);
 }
 
-/* pmg_mem*() fail only on a window or msync error: say so, not silently */
+/*
+ * The flags as libpmem(2) takes them: bits it does not know are ignored
+ * (its release build does not even check them), so they are dropped here
+ * rather than make pmg_mem*() refuse the copy.  The PMEM_F_MEM_* and
+ * PMEM2_F_MEM_* bits are pmguard's PMG_F_MEM_* bits.
+ */
+#define FL(fl) ((fl) & PMG_F_MEM_VALID_FLAGS)
+#ifdef HAVE_PMEM
+_Static_assert(PMEM_F_MEM_VALID_FLAGS == PMG_F_MEM_VALID_FLAGS &&
+		       PMEM_F_MEM_NODRAIN == PMG_F_MEM_NODRAIN &&
+		       PMEM_F_MEM_NOFLUSH == PMG_F_MEM_NOFLUSH,
+	       "libpmem's flag bits are pmguard's");
+#endif
+#ifdef HAVE_PMEM2
+_Static_assert(PMEM2_F_MEM_VALID_FLAGS == PMG_F_MEM_VALID_FLAGS &&
+		       PMEM2_F_MEM_NODRAIN == PMG_F_MEM_NODRAIN &&
+		       PMEM2_F_MEM_NOFLUSH == PMG_F_MEM_NOFLUSH,
+	       "libpmem2's flag bits are pmguard's");
+#endif
+
+/*
+ * pmg_mem*() failed: a window that cannot be opened or an msync error, the
+ * write maybe not done.  Never a silent loss: say so and abort.
+ */
 static void *copied(void *ret, void *dest, const char *fn)
 {
-	if (!ret)
-		say("%s(%p): %s\n", fn, dest, pmg_errormsg());
+	if (!ret) {
+		say("%s(%p): %s: the write may not have happened; aborting\n",
+		    fn, dest, pmg_errormsg());
+		abort();
+	}
 	return dest;
 }
 #endif
@@ -550,17 +617,17 @@ RUN_API void *pmem_memset_nodrain(void *d, int c, size_t n)
 
 RUN_API void *pmem_memcpy(void *d, const void *s, size_t n, unsigned fl)
 {
-	return copied(pmg_memcpy(d, s, n, fl), d, __func__);
+	return copied(pmg_memcpy(d, s, n, FL(fl)), d, __func__);
 }
 
 RUN_API void *pmem_memmove(void *d, const void *s, size_t n, unsigned fl)
 {
-	return copied(pmg_memmove(d, s, n, fl), d, __func__);
+	return copied(pmg_memmove(d, s, n, FL(fl)), d, __func__);
 }
 
 RUN_API void *pmem_memset(void *d, int c, size_t n, unsigned fl)
 {
-	return copied(pmg_memset(d, c, n, fl), d, __func__);
+	return copied(pmg_memset(d, c, n, FL(fl)), d, __func__);
 }
 #endif /* HAVE_PMEM */
 
@@ -592,17 +659,17 @@ RUN_API int pmem2_map_delete(struct pmem2_map **map)
 
 static void *run2_memcpy(void *d, const void *s, size_t n, unsigned fl)
 {
-	return copied(pmg_memcpy(d, s, n, fl), d, "pmem2 memcpy_fn");
+	return copied(pmg_memcpy(d, s, n, FL(fl)), d, "pmem2 memcpy_fn");
 }
 
 static void *run2_memmove(void *d, const void *s, size_t n, unsigned fl)
 {
-	return copied(pmg_memmove(d, s, n, fl), d, "pmem2 memmove_fn");
+	return copied(pmg_memmove(d, s, n, FL(fl)), d, "pmem2 memmove_fn");
 }
 
 static void *run2_memset(void *d, int c, size_t n, unsigned fl)
 {
-	return copied(pmg_memset(d, c, n, fl), d, "pmem2 memset_fn");
+	return copied(pmg_memset(d, c, n, FL(fl)), d, "pmem2 memset_fn");
 }
 
 RUN_API pmem2_memcpy_fn pmem2_get_memcpy_fn(struct pmem2_map *map)
@@ -681,12 +748,6 @@ static void run_exit(void)
 	const char *learn = getenv("PMGUARD_RUN_LEARN");
 	uint64_t hits = _pmg_sites_hits();
 
-	if (!__atomic_load_n(&seen, __ATOMIC_RELAXED))
-		say("no liblmdb or libpmem call came through the dynamic "
-		    "linker: nothing was protected (a copy linked into the "
-		    "program itself, as in Debian's lmdb-utils, cannot be "
-		    "interposed)\n");
-
 	if (learn && *learn)
 		learn_write(learn);
 	if (hits)
@@ -694,28 +755,98 @@ static void run_exit(void)
 		    (unsigned long long)hits);
 }
 
+/*
+ * Before main(), nothing has run yet: a fatal error is said on stderr, if
+ * stderr is open, and the process ends with 127 (as a program that could
+ * not be run), never running unprotected.
+ */
+static void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2),
+						       noreturn));
+static void fatal(const char *fmt, ...)
+{
+	struct stat st;
+	char buf[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n > 0 && fstat(2, &st) == 0)
+		dprintf(2, "pmguard-run: %.*s: not running %s unprotected "
+			"(exit 127)\n", n, buf,
+			program_invocation_short_name);
+	_exit(127);
+}
+
+static void bad_env(const char *msg, void *arg)
+{
+	(void)arg;
+	fatal("%s", msg);
+}
+
+/* PMGUARD_RUN_CONFIRM=FD:DEV:INO: the launcher's pipe, if it is that. */
+static void confirm(void)
+{
+	const char *v = getenv("PMGUARD_RUN_CONFIRM");
+	unsigned long long dev, ino;
+	struct stat st;
+	int fd, end = 0;
+
+	if (!v)
+		return;
+	if (sscanf(v, "%d:%llu:%llu%n", &fd, &dev, &ino, &end) != 3 ||
+	    v[end] || fd < 0)
+		fatal("PMGUARD_RUN_CONFIRM='%.64s' is not valid: expected "
+		      "FD:DEV:INO", v);
+	/* only the launcher's pipe, never a file the number now names */
+	if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
+	    st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino) {
+		if (write(fd, "1", 1) != 1)
+			fatal("cannot confirm to pmguard run: %s",
+			      strerror(errno));
+		close(fd);
+	}
+	unsetenv("PMGUARD_RUN_CONFIRM");
+}
+
 __attribute__((constructor)) static void run_init(void)
 {
-	const char *fd = getenv("PMGUARD_REPORT_FD");
+	const char *rep = getenv("PMGUARD_RUN_REPORT");
 	const char *allow = getenv("PMGUARD_RUN_ALLOW");
+	const char *wm = getenv("PMGUARD_RUN_LMDB_WRITEMAP");
+	const char *st = getenv("PMGUARD_RUN_STATUS");
+	struct _pmg_opts o;
 	int rc;
 
-	rep_fd = 2;
-	if (fd && *fd) {
-		rep_fd = atoi(fd);
-		rep_fd_set = true;
+	/* every PMGUARD_* value the library reads, now, not later */
+	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_LIB, bad_env, NULL);
+	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_PERSIST, bad_env, NULL);
+	if (wm && *wm && strcmp(wm, "0") && strcmp(wm, "1"))
+		fatal("PMGUARD_RUN_LMDB_WRITEMAP='%.64s' is not valid: "
+		      "expected 0 or 1", wm);
+	if (st && *st) {
+		if (strlen(st) >= sizeof(status_path))
+			fatal("PMGUARD_RUN_STATUS: path too long");
+		pmg_strlcpy(status_path, st, sizeof(status_path));
+	}
+	if (rep && *rep) {
+		rc = _pmg_report_open(rep);
+		if (rc < 0)
+			fatal("PMGUARD_RUN_REPORT: %s", pmg_errormsg());
+		rep_file = true;
+	} else if (getenv("PMGUARD_REPORT_FD")) {
+		rep_file = true;
 	}
 	rc = pmg_init();
 	if (rc)
-		say("pmg_init: %s: nothing will be protected\n",
-		    pmg_errormsg());
+		fatal("pmg_init: %s", pmg_errormsg());
 	if (allow && *allow) {
 		rc = _pmg_sites_load(allow);
-		if (rc < 0) {
-			say("%s\n", pmg_errormsg());
-			_exit(127);
-		}
+		if (rc < 0)
+			fatal("%s", pmg_errormsg());
 	}
-	_pmg_modules_refresh(rep_fd_set ? rep_fd : -1);
+	_pmg_modules_refresh(rep_file ? _pmg_report_fd() : -1);
 	atexit(run_exit);
+	confirm();
 }

@@ -3,18 +3,28 @@
  * pmem-prog: a small libpmem program for the `pmguard run` tests.  It
  * includes no pmguard header and links no pmguard library.
  *
- *   pmem-prog write FILE N [--plain]   create FILE (4 MiB), write records
+ *   pmem-prog write FILE N [OPTIONS]   create FILE (4 MiB), write records
  *        1..N with pmem_memcpy_persist(), then the record count at offset
- *        0 (--plain: with a plain store and pmem_persist(), the kind of
- *        write `pmguard learn` is for)
+ *        0.  Options:
+ *        --plain        the count with a plain store and pmem_persist(),
+ *                       the kind of write `pmguard learn` is for
+ *        --flags X      the records with pmem_memcpy(), pmem_memmove()
+ *                       and pmem_memset() (in turn) and flags X, which may
+ *                       hold bits libpmem does not know (it ignores them)
+ *        --close-fds    first close every descriptor from 3 up
+ *        --close-stderr first close descriptor 2
+ *        --data DATA    then open DATA (append): it gets the lowest free
+ *                       descriptor, as a program's own file would
  *   pmem-prog verify FILE K            records 1..K must be intact
  * Record i (64 bytes at offset 64 * i): "rec%08d" and i in every byte
  * after it.  Exit 0 fine, 1 a record is wrong (printed), 2 usage/IO.
  */
+#include <fcntl.h>
 #include <libpmem.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SIZE (4u << 20)
 #define REC 64
@@ -25,18 +35,59 @@ static void record(char *r, unsigned long i)
 	snprintf(r, 16, "rec%08lu", i % 100000000ul);
 }
 
+/* Record @i at @dst with flags @fl: memcpy, memmove, memset in turn. */
+static void put(char *dst, const char *r, unsigned long i, unsigned fl)
+{
+	switch (i % 3) {
+	case 0:
+		pmem_memcpy(dst, r, REC, fl);
+		break;
+	case 1:
+		pmem_memmove(dst, r, REC, fl);
+		break;
+	default:
+		pmem_memset(dst, (int)(i & 0xff), REC, fl);
+		pmem_memcpy(dst, r, 16, fl);
+	}
+	if (fl & (PMEM_F_MEM_NODRAIN | PMEM_F_MEM_NOFLUSH))
+		pmem_persist(dst, REC);
+}
+
 int main(int argc, char **argv)
 {
 	size_t ml;
-	int is_pmem;
+	int is_pmem, a, plain = 0, flagged = 0;
 	char *p, r[REC];
 	unsigned long n, i;
+	unsigned fl = 0;
 
 	if (argc < 4)
 		return 2;
 	n = strtoul(argv[3], NULL, 0);
 	if (n > SIZE / REC - 1)
 		return 2;
+	for (a = 4; a < argc; a++) {
+		if (!strcmp(argv[a], "--plain")) {
+			plain = 1;
+		} else if (!strcmp(argv[a], "--flags") && a + 1 < argc) {
+			fl = (unsigned)strtoul(argv[++a], NULL, 0);
+			flagged = 1;
+		} else if (!strcmp(argv[a], "--close-fds")) {
+			for (int fd = 3; fd < 1024; fd++)
+				close(fd);
+		} else if (!strcmp(argv[a], "--close-stderr")) {
+			close(2);
+		} else if (!strcmp(argv[a], "--data") && a + 1 < argc) {
+			if (open(argv[++a], O_WRONLY | O_CREAT | O_APPEND,
+				 0600) < 0) {
+				perror(argv[a]);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "pmem-prog: bad option %s\n", argv[a]);
+			return 2;
+		}
+	}
 	if (!strcmp(argv[1], "write")) {
 		p = pmem_map_file(argv[2], SIZE, PMEM_FILE_CREATE, 0600, &ml,
 				  &is_pmem);
@@ -46,9 +97,12 @@ int main(int argc, char **argv)
 		}
 		for (i = 1; i <= n; i++) {
 			record(r, i);
-			pmem_memcpy_persist(p + REC * i, r, REC);
+			if (flagged)
+				put(p + REC * i, r, i, fl);
+			else
+				pmem_memcpy_persist(p + REC * i, r, REC);
 		}
-		if (argc > 4 && !strcmp(argv[4], "--plain")) {
+		if (plain) {
 			*(volatile unsigned long *)p = n;	/* plain store */
 			pmem_persist(p, sizeof(n));
 		} else {

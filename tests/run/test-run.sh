@@ -277,6 +277,140 @@ LD_PRELOAD=$WILD WILD_AFTER=50 $PMG run --allow "$T/sites" \
 check "run --allow SITES + wild write: the wild write still aborts" \
 	sh -c "[ $rc = 134 ] && grep -q 'libwild.so+0x' '$T/l2.rep'"
 
+# ---- reliability (issue 21) ----
+# N10: pmem_memcpy/memmove/memset and the pmem2 functions with a flag bit
+# libpmem does not know (it ignores it): the records are written
+rm -f "$T/f1"
+$PMG run --report "$T/f1.rep" -- $PMEMPROG write "$T/f1" 100 --flags 0x100 \
+	>"$T/out" 2>&1; rc=$?
+$PMEMPROG verify "$T/f1" 100 >>"$T/out" 2>&1
+check "N10: pmem_mem{cpy,move,set} with an unknown flag bit: 100 records written" \
+	sh -c "[ $rc = 0 ] && [ $? = 0 ]"
+$PMEMPROG write "$T/f2" 1 >/dev/null 2>&1
+$PMG run --report "$T/f2.rep" -- $PMEM2PROG "$T/f2" 100 --flags 0x100 \
+	>"$T/out" 2>&1; rc=$?
+$PMEMPROG verify "$T/f2" 100 >>"$T/out" 2>&1
+check "N10: pmem2 memcpy/memmove/memset_fn with an unknown flag bit: written" \
+	sh -c "[ $rc = 0 ] && [ $? = 0 ]"
+
+# N6: the program closes every inherited descriptor and opens its own
+# file, which gets the number the report file had: the reports must not
+# land in it (and still reach the report file)
+rm -f "$T/g1" "$T/g1.dat"
+$PMG run --mode audit --report "$T/g1.rep" -- $PMEMPROG write "$T/g1" 100 \
+	--plain --close-fds --data "$T/g1.dat" >"$T/out" 2>&1; rc=$?
+check "N6: program closes fds 3.., opens a file: no pmguard line in it" \
+	sh -c "[ $rc = 0 ] && [ ! -s '$T/g1.dat' ]"
+[ -s "$T/g1.dat" ] && diag "$T/g1.dat"
+check "N6: ... and the audit report still reaches the report file" \
+	grep -q 'audit: stray write' "$T/g1.rep"
+# the same for stderr: the program closes fd 2 and opens a file there
+rm -f "$T/g2" "$T/g2.dat"
+$PMG run --mode audit -- $PMEMPROG write "$T/g2" 100 --plain \
+	--close-stderr --data "$T/g2.dat" >"$T/out" 2>&1; rc=$?
+check "N6: program closes stderr, opens a file at fd 2: no pmguard line in it" \
+	sh -c "[ $rc = 0 ] && [ ! -s '$T/g2.dat' ]"
+[ -s "$T/g2.dat" ] && diag "$T/g2.dat"
+# a child of Python's subprocess (close_fds=True is the default)
+if [ -x "$PY" ]; then
+	rm -f "$T/g3" "$T/g3.dat"
+	$PMG run --mode audit --report "$T/g3.rep" -- $PY -c \
+		'import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode)' \
+		$PMEMPROG write "$T/g3" 100 --plain --data "$T/g3.dat" \
+		>"$T/out" 2>&1; rc=$?
+	check "N6: a Python subprocess child opens a file: no pmguard line in it" \
+		sh -c "[ $rc = 0 ] && [ ! -s '$T/g3.dat' ]"
+	[ -s "$T/g3.dat" ] && diag "$T/g3.dat"
+	check "N6: ... and the child's report reaches the report file" \
+		grep -q 'audit: stray write' "$T/g3.rep"
+else
+	skip "N6: Python subprocess child" "no $PY"
+	skip "N6: ... child's report" "no $PY"
+fi
+
+# N8: the library under a path with a space or ':' (LD_PRELOAD splits
+# it, ld.so ignores it): refused, never an unprotected run; and any
+# library that does not confirm it loaded (here the injector) fails
+RUNLIB=${PMGUARD_RUN_LIB:-$O/libpmguard-run.so}
+for d in "lib dir" "lib:dir"; do
+	mkdir -p "$T/$d"
+	cp "$RUNLIB" "$T/$d/"
+	rm -f "$T/h1"
+	LD_PRELOAD=$WILD WILD_AFTER=50 WILD_WRITES=4 $PMG run \
+		--lib "$T/$d/libpmguard-run.so" -- $PMEMPROG write "$T/h1" 100 \
+		>"$T/out" 2>&1; rc=$?
+	check "N8: library in '$d': refused, exit != 0, says why" \
+		sh -c "[ $rc != 0 ] && [ $rc != 134 ] && grep -q 'pmguard' '$T/out'"
+	[ $rc != 0 ] || diag "$T/out"
+done
+rm -f "$T/h2"
+$PMG run --lib "$WILD" -- $PMEMPROG write "$T/h2" 10 >"$T/out" 2>&1; rc=$?
+check "N8: a preload that never confirms (not pmguard's): exit != 0, says so" \
+	sh -c "[ $rc != 0 ] && grep -q 'did not load' '$T/out'"
+[ $rc != 0 ] || diag "$T/out"
+
+# N9: a bad PMGUARD_* value under pmguard run: an error, never a run
+for v in PMGUARD_REPORT_FD=abc PMGUARD_BACKEND=bogus PMGUARD_NO_CLWB=2 \
+	 PMGUARD_REPORT_FD=77; do
+	rm -f "$T/h3"
+	env "$v" $PMG run -- $PMEMPROG write "$T/h3" 10 >"$T/out" 2>&1; rc=$?
+	check "N9: $v: exit != 0, the message names it" \
+		sh -c "[ $rc != 0 ] && grep -q '${v%%=*}=.${v#*=}' '$T/out' && [ ! -e '$T/h3' ]"
+	[ $rc != 0 ] || diag "$T/out"
+done
+# ... and the preload itself, preloaded without the launcher
+rm -f "$T/h4"
+LD_PRELOAD=$RUNLIB PMGUARD_BACKEND=bogus \
+	$PMEMPROG write "$T/h4" 10 >"$T/out" 2>&1; rc=$?
+check "N9: the preload with PMGUARD_BACKEND=bogus: exit 127 before main" \
+	sh -c "[ $rc = 127 ] && grep -q 'PMGUARD_BACKEND=.bogus' '$T/out' && [ ! -e '$T/h4' ]"
+[ $rc = 127 ] || diag "$T/out"
+
+# N13: a report naming a FIFO as a module: pmguard report does not block
+mkfifo "$T/fifo"
+printf 'pmguard: module 0x0 0x1000-0x2000 %s\npmguard: strict (aborting): stray write to 0x1 in domain '"'"'x'"'"' (key 1) by thread 1 at ip 0x1010 (%s+0x10), PKRU 0x0\n' \
+	"$T/fifo" "$T/fifo" >"$T/fifo.rep"
+timeout 20 $PMG report "$T/fifo.rep" >"$T/out" 2>&1; rc=$?
+check "N13: pmguard report with a FIFO as a module: finishes (rc $rc)" \
+	sh -c "[ $rc = 0 ] && grep -q 'fifo+0x10' '$T/out'"
+# a directory is an error, for report and for run --allow
+$PMG report "$T" >"$T/out" 2>&1; rc=$?
+check "pmguard report DIR: exit != 0 with a message" \
+	sh -c "[ $rc != 0 ] && grep -q 'directory' '$T/out'"
+$PMG run --allow "$T" -- $PMEMPROG write "$T/h5" 10 >"$T/out" 2>&1; rc=$?
+check "pmguard run --allow DIR: exit != 0 with a message, not run" \
+	sh -c "[ $rc != 0 ] && grep -q 'directory' '$T/out' && [ ! -e '$T/h5' ]"
+
+# N14: learn -o into a directory that does not exist: refused before
+# the program runs
+rm -f "$T/h6"
+$PMG learn -o "$T/nodir/sites" -- $PMEMPROG write "$T/h6" 10 \
+	>"$T/out" 2>&1; rc=$?
+check "N14: learn -o UNWRITABLE: refused before running the program" \
+	sh -c "[ $rc != 0 ] && [ ! -e '$T/h6' ] && grep -q 'nodir' '$T/out'"
+
+# N15: processes without LMDB or libpmem do not each say "nothing was
+# protected": once, by pmguard run, for the whole run (Python spawns the
+# children: the guest's sh and true are busybox, static)
+if [ -x "$PY" ]; then
+	$PMG run -- $PY -c 'import subprocess, sys
+for i in range(2): subprocess.run([sys.executable, "-c", "pass"])' \
+		>"$T/out" 2>&1
+	c=$(count 'nothing was protected' "$T/out")
+	check "N15: three processes, none with LMDB/libpmem: said once ($c)" \
+		[ "$c" = 1 ]
+	rm -f "$T/h7"
+	$PMG run -- $PY -c 'import subprocess, sys
+subprocess.run([sys.executable, "-c", "pass"])
+subprocess.run(sys.argv[1:])' $PMEMPROG write "$T/h7" 10 >"$T/out" 2>&1
+	c=$(count 'nothing was protected' "$T/out")
+	check "N15: one process of the run protected something: not said ($c)" \
+		[ "$c" = 0 ]
+else
+	skip "N15: said once" "no $PY"
+	skip "N15: not said" "no $PY"
+fi
+
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]
