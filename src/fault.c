@@ -88,6 +88,9 @@ static __thread struct {
 	greg_t base_orig;
 	uintptr_t delta, ea;		/* scratch = ea + delta */
 	unsigned len;
+	/* the step runs with asynchronous signals blocked (step_block()) */
+	bool masked;
+	uint64_t sigmask; /* the program's mask, to put back */
 } pending;
 
 /* Redirect target: the written range at the same offset mod 64 (so
@@ -97,10 +100,95 @@ static __thread uint8_t scratch[4 * PMG_CT_MAXLEN]
 
 /* ---- chaining to whoever was there before us ---- */
 
+/*
+ * Nested signals.  pmguard's handlers run with every asynchronous signal
+ * blocked (async_set, the handlers' sa_mask), and a stepped instruction
+ * too: the SIGSEGV handler adds them to the frame's mask, which sigreturn
+ * loads, and the SIGTRAP handler puts the program's mask back into its
+ * own frame.  A signal sent meanwhile stays pending and is delivered
+ * right after the step, to a program whose state is whole again: its
+ * handler's reads and writes of protected memory are judged as any
+ * others.  Without this, a handler running inside ours could not fault
+ * (SIGSEGV is blocked there: the kernel kills), and one running between
+ * the SIGSEGV and the SIGTRAP would find the per-thread step record in
+ * use (one record a thread: steps cannot nest) and the trap flag set in
+ * the wrong frame.  The synchronous signals stay unblocked: a blocked
+ * fault kills.
+ */
+static sigset_t async_set;
+static uint64_t async_bits; /* the same, as the kernel's 64-bit mask */
+
+static void async_set_init(void)
+{
+	static const int sync_sig[] = { SIGSEGV, SIGBUS,  SIGILL,
+					SIGFPE,	 SIGTRAP, SIGSYS };
+	unsigned i;
+	int s;
+
+	sigfillset(&async_set);
+	for (i = 0; i < sizeof(sync_sig) / sizeof(sync_sig[0]); i++)
+		sigdelset(&async_set, sync_sig[i]);
+	async_bits = 0;
+	for (s = 1; s <= 64; s++)
+		if (sigismember(&async_set, s) == 1)
+			async_bits |= 1ULL << (s - 1);
+	/* glibc's own (cancellation, setxid): never held up */
+	async_bits &= ~(3ULL << 31);
+}
+
+/* The frame's signal mask: the kernel's 64 bits, not glibc's sigset_t. */
+static uint64_t *frame_mask(void *ucv)
+{
+	return (uint64_t *)(void *)&((ucontext_t *)ucv)->uc_sigmask;
+}
+
+/* The single step about to run: keep asynchronous signals out of it. */
+static void step_block(void *ucv)
+{
+	uint64_t *m = frame_mask(ucv);
+
+	if (!pending.masked) {
+		pending.sigmask = *m;
+		pending.masked = true;
+	}
+	*m |= async_bits;
+}
+
+/* The step ran: the program's own mask again at sigreturn. */
+static void step_unblock(void *ucv)
+{
+	if (pending.masked) {
+		*frame_mask(ucv) = pending.sigmask;
+		pending.masked = false;
+	}
+}
+
+/*
+ * The handler we chain to runs with the mask it would have had had we not
+ * been there (the interrupted mask, its sa_mask, @sig unless SA_NODEFER),
+ * not with ours: it may leave by siglongjmp() without restoring a mask.
+ */
+static void chain_mask(int sig, void *ucv, const struct sigaction *old)
+{
+	sigset_t m = old->sa_mask;
+	uint64_t was = *frame_mask(ucv);
+	int s;
+
+	for (s = 1; s <= 64; s++)
+		if (was & (1ULL << (s - 1)))
+			sigaddset(&m, s);
+	if (!(old->sa_flags & SA_NODEFER))
+		sigaddset(&m, sig);
+	pthread_sigmask(SIG_SETMASK, &m, NULL);
+}
+
 static void chain(int sig, siginfo_t *si, void *uc, const struct sigaction *old)
 {
 	struct sigaction dfl;
 
+	if ((old->sa_flags & SA_SIGINFO) ||
+	    (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN))
+		chain_mask(sig, uc, old);
 	if (old->sa_flags & SA_SIGINFO) {
 		if (old->sa_sigaction) {
 			old->sa_sigaction(sig, si, uc);
@@ -691,7 +779,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	const struct _pmg_prim *p = __atomic_load_n(&_pmg.prim,
 						    __ATOMIC_ACQUIRE);
 	struct pmg_fault f;
-	uint32_t *reg = NULL;
+	uint32_t *reg = NULL, hpkru = 0;
 	uintptr_t page = 0;
 	pid_t tid;
 	int key, mode;
@@ -722,6 +810,14 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		if (!reg)
 			goto not_ours;
 		f.saved_pkval = *reg;
+		/*
+		 * The handler starts with every key access-disabled: give it
+		 * the domains' default rights, so that a callback or an
+		 * observer may read a write-disabled domain (the faulting
+		 * address, say).  Put back for a handler we chain to.
+		 */
+		hpkru = _pmg_rdpkru();
+		_pmg_wrpkru(pmg_core_apply_defaults(&_pmg.core, hpkru));
 		/*
 		 * Sync only up to the defaults (no windows): a thread that
 		 * opened a window set its register itself, so a register
@@ -786,6 +882,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			/* PKU: this context only; mprotect: pages done */
 			if (reg)
 				*reg = f.new_pkval;
+			step_block(uc);
 			errno = saved_errno;
 			return;
 		}
@@ -812,6 +909,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			pending.key[pending.npages++] = key;
 		}
 		uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
+		step_block(uc);
 #endif
 		break;
 	}
@@ -830,6 +928,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	return;
 
 not_ours:
+	if (reg)
+		_pmg_wrpkru(hpkru);
 	errno = saved_errno;
 	chain(sig, si, ucv, &old_segv);
 }
@@ -845,6 +945,8 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 		chain(sig, si, ucv, &old_trap);
 		return;
 	}
+	if (_pmg.prim->id == PMG_BACKEND_PKU) /* the observer may read */
+		_pmg_wrpkru(pmg_core_apply_defaults(&_pmg.core, _pmg_rdpkru()));
 	if (pending.contain) {
 		contain_end(uc);	/* pages still writable, keys opened */
 		pending.contain = false;
@@ -862,6 +964,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	if (!pending.had_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
 #endif
+	step_unblock(uc);
 	pending.active = false;
 	_PMG_STAT_INC(rearmed);
 	errno = saved_errno;
@@ -874,9 +977,10 @@ int _pmg_fault_install(void)
 	memset(&sa, 0, sizeof(sa));
 	struct sigaction prev;
 
+	async_set_init();
 	sa.sa_sigaction = segv_handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
+	sa.sa_mask = async_set; /* nothing nests into ours */
 	/* a retried init must not chain to itself */
 	if (sigaction(SIGSEGV, &sa, &prev))
 		return _pmg_err(-errno, "installing the SIGSEGV handler: %s",
