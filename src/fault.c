@@ -64,7 +64,8 @@ struct _pmg_save {
 	int key;
 	uint8_t old[PMG_CT_MAXLEN];
 };
-static __thread struct {
+struct step {
+	int owner; /* tid holding it; 0: free */
 	bool active;
 	bool had_tf;
 	bool contain;			/* saved bytes to put back */
@@ -91,12 +92,103 @@ static __thread struct {
 	/* the step runs with asynchronous signals blocked (step_block()) */
 	bool masked;
 	uint64_t sigmask; /* the program's mask, to put back */
-} pending;
+	/* Redirect target: the written range at the same offset mod 64 (so
+	 * alignment-checking stores, cmpxchg16b, movntdq, still fit). */
+	uint8_t scratch[4 * PMG_CT_MAXLEN]
+		__attribute__((aligned(PMG_CT_MAXLEN)));
+};
 
-/* Redirect target: the written range at the same offset mod 64 (so
- * alignment-checking stores, cmpxchg16b, movntdq, still fit). */
-static __thread uint8_t scratch[4 * PMG_CT_MAXLEN]
-	__attribute__((aligned(PMG_CT_MAXLEN)));
+/*
+ * Where the step records live.  A record is needed only from the SIGSEGV
+ * to the SIGTRAP of one single step, so the records are a process-wide
+ * pool that threads take (compare-and-swap on the owner) and give back at
+ * the trap, not thread-local storage: the shared library's TLS must stay
+ * small enough for dlopen() (static TLS: see _pmg_tls in init.c), and a
+ * thread that existed before the library was loaded, or that was not
+ * created through pthread_create(), gets one like any other.  A few are
+ * static; more come in chunks from mmap(2) (async-signal-safe), kept for
+ * the life of the process: as many as steps were ever in flight at once.
+ * The thread's own record is one initial-exec pointer.
+ */
+#define STEP_STATIC 8
+#define STEP_CHUNK 16
+struct step_chunk {
+	struct step_chunk *next;
+	struct step s[STEP_CHUNK];
+};
+static struct step step_static[STEP_STATIC];
+static struct step_chunk *step_chunks;
+static __thread struct step *cur_step
+	__attribute__((tls_model("initial-exec")));
+
+/* The handlers' and contain's name for the thread's record (held). */
+#define pending (*cur_step)
+#define scratch (cur_step->scratch)
+
+static bool step_take(struct step *s, pid_t tid)
+{
+	int free_ = 0;
+
+	return !__atomic_load_n(&s->owner, __ATOMIC_RELAXED) &&
+	       __atomic_compare_exchange_n(&s->owner, &free_, (int)tid, false,
+					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* The calling thread's record, taken if it holds none; NULL: out of
+ * memory.  AS-safe. */
+static struct step *step_claim(pid_t tid)
+{
+	struct step_chunk *c;
+	unsigned i;
+
+	if (cur_step)
+		return cur_step; /* a second fault in the same step */
+	for (i = 0; i < STEP_STATIC; i++)
+		if (step_take(&step_static[i], tid))
+			return cur_step = &step_static[i];
+	for (c = __atomic_load_n(&step_chunks, __ATOMIC_ACQUIRE); c;
+	     c = c->next)
+		for (i = 0; i < STEP_CHUNK; i++)
+			if (step_take(&c->s[i], tid))
+				return cur_step = &c->s[i];
+	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return NULL;
+	c->s[0].owner = (int)tid;
+	c->next = __atomic_load_n(&step_chunks, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&step_chunks, &c->next, c, true,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+	return cur_step = &c->s[0];
+}
+
+/* The step is over (or never began): give the record back.  AS-safe. */
+static void step_release(void)
+{
+	struct step *s = cur_step;
+
+	cur_step = NULL;
+	s->active = false;
+	s->contain = false;
+	s->masked = false;
+	__atomic_store_n(&s->owner, 0, __ATOMIC_RELEASE);
+}
+
+/* fork child: only the forking thread exists, and it is not in a step
+ * (fork is no single-stepped store); the others' records are free. */
+void _pmg_fault_fork_child(void)
+{
+	struct step_chunk *c;
+	unsigned i;
+
+	cur_step = NULL;
+	for (i = 0; i < STEP_STATIC; i++)
+		step_static[i].owner = 0;
+	for (c = step_chunks; c; c = c->next)
+		for (i = 0; i < STEP_CHUNK; i++)
+			c->s[i].owner = 0;
+}
 
 /* ---- chaining to whoever was there before us ---- */
 
@@ -876,13 +968,24 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		uint64_t n;
 
 #ifdef __x86_64__
+		if (!step_claim(tid)) {
+			_pmg_report_fault(&f, tid,
+					  "strict (aborting: no "
+					  "memory for the single step)",
+					  true);
+			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
+			abort();
+		}
 		if (mode == PMG_FAULT_CONTAIN &&
 		    !(pending.active && f.acc == PMG_ACC_READ) &&
 		    contain_begin(&f, uc, reg, tid)) {
 			/* PKU: this context only; mprotect: pages done */
 			if (reg)
 				*reg = f.new_pkval;
-			step_block(uc);
+			if (pending.active)
+				step_block(uc);
+			else
+				step_release(); /* retried, no step */
 			errno = saved_errno;
 			return;
 		}
@@ -940,7 +1043,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	ucontext_t *uc = ucv;
 	unsigned i;
 
-	if (!pending.active || si->si_code != TRAP_TRACE) {
+	if (!cur_step || !pending.active || si->si_code != TRAP_TRACE) {
 		errno = saved_errno;
 		chain(sig, si, ucv, &old_trap);
 		return;
@@ -965,7 +1068,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
 #endif
 	step_unblock(uc);
-	pending.active = false;
+	step_release();
 	_PMG_STAT_INC(rearmed);
 	errno = saved_errno;
 }
