@@ -75,6 +75,7 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 #define PMG_ERRMSG_MAX 512
 void _pmg_err_save(char *buf, size_t size);
 void _pmg_err_free(void); /* the thread ends */
+int _pmg_keys_reserve(unsigned n); /* domain.c: WD in later threads */
 void _pmg_err_restore(const char *buf);
 void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]);
 uint32_t _pmg_default_rights(const struct _pmg_dom *d);

@@ -709,6 +709,8 @@ __attribute__((constructor)) static void run_init(void)
 	if (rc)
 		say("pmg_init: %s: nothing will be protected\n",
 		    pmg_errormsg());
+	else	/* keys WD in every thread the program creates (domain.c) */
+		(void)_pmg_keys_reserve(3);
 	if (allow && *allow) {
 		rc = _pmg_sites_load(allow);
 		if (rc < 0) {
