@@ -266,6 +266,11 @@ static void chain_mask(int sig, void *ucv, const struct sigaction *old)
 	uint64_t was = *frame_mask(ucv);
 	int s;
 
+	/* a fault of the stepped instruction itself: the program's mask is
+	 * the one step_block() kept, not the frame's */
+	if (cur_step && pending.masked)
+		was = pending.sigmask;
+
 	for (s = 1; s <= 64; s++)
 		if (was & (1ULL << (s - 1)))
 			sigaddset(&m, s);
