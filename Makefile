@@ -81,6 +81,15 @@ $(O)/tests/test-shared: tests/shared/test-shared.c $(TEST_HDR) $(SHARED)
 	$(CC) $(BASE) $(CFLAGS) $(TEST_INC) -o $@ $< -L$(O) -lpmguard \
 		-Wl,-rpath,$(abspath $(O)) -lpthread -ldl
 
+# test-dlopen loads the shared library itself: links neither library.
+$(O)/tests/test-dlopen: tests/test-dlopen.c $(TEST_HDR) $(SHARED)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) $(TEST_INC) -o $@ $< -ldl -lpthread
+
+$(O)/vm/bin/test-dlopen: $(O)/tests/test-dlopen
+	@mkdir -p $(dir $@)
+	cp $< $@
+
 $(O)/tests/%: tests/%.c $(TEST_HDR) $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) $(TEST_INC) -o $@ $< $(STATIC) $(WRAP) $(LDLIBS)

@@ -460,6 +460,10 @@ struct pmg_fault_info {
  * the fault mode applies.  Return true to grant the faulting thread the
  * access (the interrupted context keeps the rights until its next window
  * edge on the domain); false to let the mode decide.  Must be AS-safe.
+ * Runs with asynchronous signals blocked and every domain at its default
+ * rights: it may read a write-disabled domain (the faulting address);
+ * a write to protected memory or a read of a no-access domain there
+ * kills the process (SIGSEGV is blocked) unless a window is open (PKU).
  */
 typedef bool (*pmg_fault_cb)(const struct pmg_fault_info *fi, void *arg);
 
@@ -475,6 +479,7 @@ int pmg_domain_set_callback(struct pmg_domain *d, pmg_fault_cb cb,
  * pmg_fault_observer - called in the SIGSEGV handler for every fault the
  * library handled (stray or synced), after the decision, with
  * fi->action set; before the abort in strict mode.  Must be AS-safe.
+ * The same rights and signal mask as a pmg_fault_cb.
  */
 typedef void (*pmg_fault_observer)(const struct pmg_fault_info *fi,
 				   void *arg);

@@ -35,6 +35,7 @@ RUN_TEST_BINS += $(O)/tests/run/pmem-prog
 endif
 ifeq ($(call run_have,lmdb.h),1)
 RUN_TEST_BINS += $(O)/tests/run/lmdb-prog
+RUN_EXTRA_BINS := $(O)/tests/run/lmdb-early
 endif
 ifeq ($(call run_have,libpmem2.h),1)
 RUN_TEST_BINS += $(O)/tests/run/pmem2-prog
@@ -46,7 +47,7 @@ endif
 
 .PHONY: run-lib run-check run-bench run-vm-check
 all: run-lib
-run-lib: $(RUN_LIB) $(RUN_TEST_LIBS) $(RUN_TEST_BINS)
+run-lib: $(RUN_LIB) $(RUN_TEST_LIBS) $(RUN_TEST_BINS) $(RUN_EXTRA_BINS)
 CHECK_SUITES += run-check run-vm-check
 
 $(O)/pic/src/run/preload.o: src/run/preload.c $(LIB_HDR)
@@ -73,6 +74,10 @@ $(O)/tests/run/pmem2-prog: tests/run/pmem2-prog.c
 $(O)/tests/run/lmdb-prog: tests/run/lmdb-prog.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
+
+$(O)/tests/run/lmdb-early: tests/run/lmdb-early.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb -lpthread
 
 # Each backend this machine has: mprotect always, PKU where the CPU has it
 # (auto picks it; without PKU the second entry runs mprotect again).

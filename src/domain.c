@@ -65,6 +65,53 @@ static void describe_holders(char *buf, size_t size)
 }
 
 /*
+ * Keys reserved early (_pmg_keys_reserve(): `pmguard run`'s constructor,
+ * before the program creates threads).  pkey_alloc() sets the rights of
+ * the calling thread only, and a thread inherits its creator's register:
+ * a thread created before a domain's key was allocated has it
+ * access-disabled, and its first read of the domain needs the handler to
+ * sync its rights in the signal frame, which a thread that blocks SIGSEGV
+ * cannot take (a blocked fault kills).  A key allocated write-disabled
+ * before any such thread exists is write-disabled in all of them: a
+ * write-disabled domain created later on it needs no sync.  Only
+ * write-disabled domains take one: every thread created since the
+ * reservation may read the key, which a no-access domain must not allow.
+ * Under the library lock.
+ */
+static int reserved[PMG_NR_KEYS];
+static unsigned nreserved;
+
+int _pmg_keys_reserve(unsigned n)
+{
+	int k;
+
+	if (_pmg_ensure_init() || !_pmg.prim->thread_local)
+		return 0; /* mprotect: rights are process-wide */
+	pthread_mutex_lock(&_pmg.lock);
+	while (nreserved < n && nreserved < PMG_NR_KEYS - 1) {
+		k = _pmg.prim->key_alloc(PMG_RIGHTS_WD);
+		if (k < 0)
+			break;
+		if (k < 1 || k >= PMG_NR_KEYS || _pmg.dom[k].live) {
+			_pmg.prim->key_free(k);
+			break;
+		}
+		reserved[nreserved++] = k;
+	}
+	n = nreserved;
+	pthread_mutex_unlock(&_pmg.lock);
+	return (int)n;
+}
+
+/* A key for a new domain whose default is @dflt (lock held). */
+static int key_get(unsigned dflt)
+{
+	if (dflt == PMG_RIGHTS_WD && nreserved)
+		return reserved[--nreserved];
+	return _pmg.prim->key_alloc(dflt);
+}
+
+/*
  * @storage: the handle's memory, owned by the caller (pool.c's shared
  * domains, re-created at the same place each time), or NULL to allocate
  * one that is never freed.
@@ -103,19 +150,21 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 			goto out;
 		}
 	}
-	key = _pmg.prim->key_alloc(dflt);
+	key = key_get(dflt);
 	if (key < 0) {
 		char who[400];
 
 		describe_holders(who, sizeof(who));
 		if (key == -ENOSPC)
-			rc = _pmg_err(-ENOSPC, "no protection key left for "
+			rc = _pmg_err(-ENOSPC,
+				      "no protection key left for "
 				      "'%s': %d of %d keys are held by "
-				      "pmguard domains [%s], the rest by "
-				      "the kernel or other code in this "
-				      "process", name,
-				      pmg_core_count_used(&_pmg.core),
-				      PMG_NR_KEYS - 1, who);
+				      "pmguard domains [%s], %u reserved "
+				      "for write-disabled domains, the rest "
+				      "by the kernel or other code in this "
+				      "process",
+				      name, pmg_core_count_used(&_pmg.core),
+				      PMG_NR_KEYS - 1, who, nreserved);
 		else
 			rc = _pmg_err(key, "allocating a key for '%s': %s",
 				      name, strerror(-key));

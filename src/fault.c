@@ -64,7 +64,8 @@ struct _pmg_save {
 	int key;
 	uint8_t old[PMG_CT_MAXLEN];
 };
-static __thread struct {
+struct step {
+	int owner; /* tid holding it; 0: free */
 	bool active;
 	bool had_tf;
 	bool contain;			/* saved bytes to put back */
@@ -88,19 +89,203 @@ static __thread struct {
 	greg_t base_orig;
 	uintptr_t delta, ea;		/* scratch = ea + delta */
 	unsigned len;
-} pending;
+	/* the step runs with asynchronous signals blocked (step_block()) */
+	bool masked;
+	uint64_t sigmask; /* the program's mask, to put back */
+	/* Redirect target: the written range at the same offset mod 64 (so
+	 * alignment-checking stores, cmpxchg16b, movntdq, still fit). */
+	uint8_t scratch[4 * PMG_CT_MAXLEN]
+		__attribute__((aligned(PMG_CT_MAXLEN)));
+};
 
-/* Redirect target: the written range at the same offset mod 64 (so
- * alignment-checking stores, cmpxchg16b, movntdq, still fit). */
-static __thread uint8_t scratch[4 * PMG_CT_MAXLEN]
-	__attribute__((aligned(PMG_CT_MAXLEN)));
+/*
+ * Where the step records live.  A record is needed only from the SIGSEGV
+ * to the SIGTRAP of one single step, so the records are a process-wide
+ * pool that threads take (compare-and-swap on the owner) and give back at
+ * the trap, not thread-local storage: the shared library's TLS must stay
+ * small enough for dlopen() (static TLS: see _pmg_tls in init.c), and a
+ * thread that existed before the library was loaded, or that was not
+ * created through pthread_create(), gets one like any other.  A few are
+ * static; more come in chunks from mmap(2) (async-signal-safe), kept for
+ * the life of the process: as many as steps were ever in flight at once.
+ * The thread's own record is one initial-exec pointer.
+ */
+#define STEP_STATIC 8
+#define STEP_CHUNK 16
+struct step_chunk {
+	struct step_chunk *next;
+	struct step s[STEP_CHUNK];
+};
+static struct step step_static[STEP_STATIC];
+static struct step_chunk *step_chunks;
+static __thread struct step *cur_step
+	__attribute__((tls_model("initial-exec")));
+
+/* The handlers' and contain's name for the thread's record (held). */
+#define pending (*cur_step)
+#define scratch (cur_step->scratch)
+
+static bool step_take(struct step *s, pid_t tid)
+{
+	int free_ = 0;
+
+	return !__atomic_load_n(&s->owner, __ATOMIC_RELAXED) &&
+	       __atomic_compare_exchange_n(&s->owner, &free_, (int)tid, false,
+					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* The calling thread's record, taken if it holds none; NULL: out of
+ * memory.  AS-safe. */
+static struct step *step_claim(pid_t tid)
+{
+	struct step_chunk *c;
+	unsigned i;
+
+	if (cur_step)
+		return cur_step; /* a second fault in the same step */
+	for (i = 0; i < STEP_STATIC; i++)
+		if (step_take(&step_static[i], tid))
+			return cur_step = &step_static[i];
+	for (c = __atomic_load_n(&step_chunks, __ATOMIC_ACQUIRE); c;
+	     c = c->next)
+		for (i = 0; i < STEP_CHUNK; i++)
+			if (step_take(&c->s[i], tid))
+				return cur_step = &c->s[i];
+	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return NULL;
+	c->s[0].owner = (int)tid;
+	c->next = __atomic_load_n(&step_chunks, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&step_chunks, &c->next, c, true,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+	return cur_step = &c->s[0];
+}
+
+/* The step is over (or never began): give the record back.  AS-safe. */
+static void step_release(void)
+{
+	struct step *s = cur_step;
+
+	cur_step = NULL;
+	s->active = false;
+	s->contain = false;
+	s->masked = false;
+	__atomic_store_n(&s->owner, 0, __ATOMIC_RELEASE);
+}
+
+/* fork child: only the forking thread exists, and it is not in a step
+ * (fork is no single-stepped store); the others' records are free. */
+void _pmg_fault_fork_child(void)
+{
+	struct step_chunk *c;
+	unsigned i;
+
+	cur_step = NULL;
+	for (i = 0; i < STEP_STATIC; i++)
+		step_static[i].owner = 0;
+	for (c = step_chunks; c; c = c->next)
+		for (i = 0; i < STEP_CHUNK; i++)
+			c->s[i].owner = 0;
+}
 
 /* ---- chaining to whoever was there before us ---- */
+
+/*
+ * Nested signals.  pmguard's handlers run with every asynchronous signal
+ * blocked (async_set, the handlers' sa_mask), and a stepped instruction
+ * too: the SIGSEGV handler adds them to the frame's mask, which sigreturn
+ * loads, and the SIGTRAP handler puts the program's mask back into its
+ * own frame.  A signal sent meanwhile stays pending and is delivered
+ * right after the step, to a program whose state is whole again: its
+ * handler's reads and writes of protected memory are judged as any
+ * others.  Without this, a handler running inside ours could not fault
+ * (SIGSEGV is blocked there: the kernel kills), and one running between
+ * the SIGSEGV and the SIGTRAP would find the per-thread step record in
+ * use (one record a thread: steps cannot nest) and the trap flag set in
+ * the wrong frame.  The synchronous signals stay unblocked: a blocked
+ * fault kills.
+ */
+static sigset_t async_set;
+static uint64_t async_bits; /* the same, as the kernel's 64-bit mask */
+
+static void async_set_init(void)
+{
+	static const int sync_sig[] = { SIGSEGV, SIGBUS,  SIGILL,
+					SIGFPE,	 SIGTRAP, SIGSYS };
+	unsigned i;
+	int s;
+
+	sigfillset(&async_set);
+	for (i = 0; i < sizeof(sync_sig) / sizeof(sync_sig[0]); i++)
+		sigdelset(&async_set, sync_sig[i]);
+	async_bits = 0;
+	for (s = 1; s <= 64; s++)
+		if (sigismember(&async_set, s) == 1)
+			async_bits |= 1ULL << (s - 1);
+	/* glibc's own (cancellation, setxid): never held up */
+	async_bits &= ~(3ULL << 31);
+}
+
+/* The frame's signal mask: the kernel's 64 bits, not glibc's sigset_t. */
+static uint64_t *frame_mask(void *ucv)
+{
+	return (uint64_t *)(void *)&((ucontext_t *)ucv)->uc_sigmask;
+}
+
+/* The single step about to run: keep asynchronous signals out of it. */
+static void step_block(void *ucv)
+{
+	uint64_t *m = frame_mask(ucv);
+
+	if (!pending.masked) {
+		pending.sigmask = *m;
+		pending.masked = true;
+	}
+	*m |= async_bits;
+}
+
+/* The step ran: the program's own mask again at sigreturn. */
+static void step_unblock(void *ucv)
+{
+	if (pending.masked) {
+		*frame_mask(ucv) = pending.sigmask;
+		pending.masked = false;
+	}
+}
+
+/*
+ * The handler we chain to runs with the mask it would have had had we not
+ * been there (the interrupted mask, its sa_mask, @sig unless SA_NODEFER),
+ * not with ours: it may leave by siglongjmp() without restoring a mask.
+ */
+static void chain_mask(int sig, void *ucv, const struct sigaction *old)
+{
+	sigset_t m = old->sa_mask;
+	uint64_t was = *frame_mask(ucv);
+	int s;
+
+	/* a fault of the stepped instruction itself: the program's mask is
+	 * the one step_block() kept, not the frame's */
+	if (cur_step && pending.masked)
+		was = pending.sigmask;
+
+	for (s = 1; s <= 64; s++)
+		if (was & (1ULL << (s - 1)))
+			sigaddset(&m, s);
+	if (!(old->sa_flags & SA_NODEFER))
+		sigaddset(&m, sig);
+	pthread_sigmask(SIG_SETMASK, &m, NULL);
+}
 
 static void chain(int sig, siginfo_t *si, void *uc, const struct sigaction *old)
 {
 	struct sigaction dfl;
 
+	if ((old->sa_flags & SA_SIGINFO) ||
+	    (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN))
+		chain_mask(sig, uc, old);
 	if (old->sa_flags & SA_SIGINFO) {
 		if (old->sa_sigaction) {
 			old->sa_sigaction(sig, si, uc);
@@ -691,7 +876,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	const struct _pmg_prim *p = __atomic_load_n(&_pmg.prim,
 						    __ATOMIC_ACQUIRE);
 	struct pmg_fault f;
-	uint32_t *reg = NULL;
+	uint32_t *reg = NULL, hpkru = 0;
 	uintptr_t page = 0;
 	pid_t tid;
 	int key, mode;
@@ -722,6 +907,14 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		if (!reg)
 			goto not_ours;
 		f.saved_pkval = *reg;
+		/*
+		 * The handler starts with every key access-disabled: give it
+		 * the domains' default rights, so that a callback or an
+		 * observer may read a write-disabled domain (the faulting
+		 * address, say).  Put back for a handler we chain to.
+		 */
+		hpkru = _pmg_rdpkru();
+		_pmg_wrpkru(pmg_core_apply_defaults(&_pmg.core, hpkru));
 		/*
 		 * Sync only up to the defaults (no windows): a thread that
 		 * opened a window set its register itself, so a register
@@ -780,12 +973,24 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		uint64_t n;
 
 #ifdef __x86_64__
+		if (!step_claim(tid)) {
+			_pmg_report_fault(&f, tid,
+					  "strict (aborting: no "
+					  "memory for the single step)",
+					  true);
+			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
+			abort();
+		}
 		if (mode == PMG_FAULT_CONTAIN &&
 		    !(pending.active && f.acc == PMG_ACC_READ) &&
 		    contain_begin(&f, uc, reg, tid)) {
 			/* PKU: this context only; mprotect: pages done */
 			if (reg)
 				*reg = f.new_pkval;
+			if (pending.active)
+				step_block(uc);
+			else
+				step_release(); /* retried, no step */
 			errno = saved_errno;
 			return;
 		}
@@ -812,6 +1017,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			pending.key[pending.npages++] = key;
 		}
 		uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
+		step_block(uc);
 #endif
 		break;
 	}
@@ -830,6 +1036,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	return;
 
 not_ours:
+	if (reg)
+		_pmg_wrpkru(hpkru);
 	errno = saved_errno;
 	chain(sig, si, ucv, &old_segv);
 }
@@ -840,11 +1048,13 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	ucontext_t *uc = ucv;
 	unsigned i;
 
-	if (!pending.active || si->si_code != TRAP_TRACE) {
+	if (!cur_step || !pending.active || si->si_code != TRAP_TRACE) {
 		errno = saved_errno;
 		chain(sig, si, ucv, &old_trap);
 		return;
 	}
+	if (_pmg.prim->id == PMG_BACKEND_PKU) /* the observer may read */
+		_pmg_wrpkru(pmg_core_apply_defaults(&_pmg.core, _pmg_rdpkru()));
 	if (pending.contain) {
 		contain_end(uc);	/* pages still writable, keys opened */
 		pending.contain = false;
@@ -862,7 +1072,8 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	if (!pending.had_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
 #endif
-	pending.active = false;
+	step_unblock(uc);
+	step_release();
 	_PMG_STAT_INC(rearmed);
 	errno = saved_errno;
 }
@@ -874,9 +1085,10 @@ int _pmg_fault_install(void)
 	memset(&sa, 0, sizeof(sa));
 	struct sigaction prev;
 
+	async_set_init();
 	sa.sa_sigaction = segv_handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
+	sa.sa_mask = async_set; /* nothing nests into ours */
 	/* a retried init must not chain to itself */
 	if (sigaction(SIGSEGV, &sa, &prev))
 		return _pmg_err(-errno, "installing the SIGSEGV handler: %s",

@@ -22,14 +22,54 @@ PMG_API int _pmg_fast;
 PMG_API __thread struct _pmg_ws _pmg_tls
 	__attribute__((tls_model("initial-exec"), aligned(64)));
 
-static __thread char errmsg[PMG_ERRMSG_MAX];
+/*
+ * The calling thread's last error message.  A constant one (the
+ * async-signal-safe paths: _pmg_err_s()) is kept as a pointer; a
+ * formatted one in a buffer malloc()ed on the thread's first, freed as the
+ * thread ends (thread.c).  Two pointers of TLS, not PMG_ERRMSG_MAX bytes:
+ * the shared library's whole TLS block must fit the static TLS that
+ * dlopen() can get (see _pmg_tls above), so everything big per thread
+ * lives elsewhere.  Initial-exec: no __tls_get_addr() (which may allocate)
+ * on the async-signal-safe paths.
+ */
+#define PMG_IE __attribute__((tls_model("initial-exec")))
+static __thread const char *errconst PMG_IE;
+static __thread char *errbuf PMG_IE;
+
+/* The thread's message buffer, allocated on first use; NULL: no memory
+ * (the message then says so).  Not AS-safe. */
+static char *err_buf(void)
+{
+	if (!errbuf) {
+		errbuf = malloc(PMG_ERRMSG_MAX);
+		if (!errbuf) {
+			errconst = "out of memory for the error message";
+			return NULL;
+		}
+		errbuf[0] = 0;
+		_pmg_thread_arm(); /* freed as the thread ends */
+	}
+	errconst = NULL;
+	return errbuf;
+}
+
+/* The thread ends (thread.c's destructor). */
+void _pmg_err_free(void)
+{
+	free(errbuf);
+	errbuf = NULL;
+	errconst = NULL;
+}
 
 int _pmg_err(int err, const char *fmt, ...)
 {
+	char *b = err_buf();
 	va_list ap;
 
+	if (!b)
+		return err;
 	va_start(ap, fmt);
-	vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
+	vsnprintf(b, PMG_ERRMSG_MAX, fmt, ap);
 	va_end(ap);
 	return err;
 }
@@ -41,20 +81,24 @@ int _pmg_err(int err, const char *fmt, ...)
  */
 int _pmg_err_prefix(int err, const char *fmt, ...)
 {
-	char old[sizeof(errmsg)];
+	char old[PMG_ERRMSG_MAX];
+	char *errmsg;
 	va_list ap;
 	int n;
 
-	pmg_strlcpy(old, errmsg, sizeof(old));
+	pmg_strlcpy(old, pmg_errormsg(), sizeof(old));
+	errmsg = err_buf();
+	if (!errmsg)
+		return err;
 	va_start(ap, fmt);
-	n = vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
+	n = vsnprintf(errmsg, PMG_ERRMSG_MAX, fmt, ap);
 	va_end(ap);
-	if (n >= 0 && (size_t)n < sizeof(errmsg) && old[0]) {
-		pmg_strlcpy(errmsg + n, ": ", sizeof(errmsg) - (size_t)n);
+	if (n >= 0 && n < PMG_ERRMSG_MAX && old[0]) {
+		pmg_strlcpy(errmsg + n, ": ", PMG_ERRMSG_MAX - (size_t)n);
 		n += 2;
-		if ((size_t)n < sizeof(errmsg))
+		if (n < PMG_ERRMSG_MAX)
 			pmg_strlcpy(errmsg + n, old,
-				    sizeof(errmsg) - (size_t)n);
+				    PMG_ERRMSG_MAX - (size_t)n);
 	}
 	return err;
 }
@@ -62,24 +106,34 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 /* Keep the message across steps whose own failures must not show. */
 void _pmg_err_save(char *buf, size_t size)
 {
-	pmg_strlcpy(buf, errmsg, size);
+	pmg_strlcpy(buf, pmg_errormsg(), size);
 }
 
 void _pmg_err_restore(const char *buf)
 {
-	pmg_strlcpy(errmsg, buf, sizeof(errmsg));
+	char *b;
+
+	if (!buf[0]) {
+		errconst = "";
+		return;
+	}
+	b = err_buf();
+	if (b)
+		pmg_strlcpy(b, buf, PMG_ERRMSG_MAX);
 }
 
-/* AS-safe variant: a constant message. */
+/* AS-safe variant: a constant message (a string that lives for ever). */
 int _pmg_err_s(int err, const char *msg)
 {
-	pmg_strlcpy(errmsg, msg, sizeof(errmsg));
+	errconst = msg;
 	return err;
 }
 
 PMG_API const char *pmg_errormsg(void)
 {
-	return errmsg;
+	if (errconst)
+		return errconst;
+	return errbuf ? errbuf : "";
 }
 
 PMG_API const char *pmg_version(void)

@@ -74,6 +74,8 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 #define PMG_ERRMSG_MAX 512
 void _pmg_err_save(char *buf, size_t size);
+void _pmg_err_free(void); /* the thread ends */
+int _pmg_keys_reserve(unsigned n); /* domain.c: WD in later threads */
 void _pmg_err_restore(const char *buf);
 void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]);
 uint32_t _pmg_default_rights(const struct _pmg_dom *d);
@@ -222,5 +224,6 @@ void _pmg_thread_arm(void);	/* run _pmg_release_windows() at exit */
 
 /* window.c: close the calling thread's windows as it ends; report them */
 void _pmg_release_windows(void);
+void _pmg_fault_fork_child(void); /* no step in flight in the child */
 
 #endif /* PMG_INTERNAL_H */

@@ -32,13 +32,14 @@
 
 static pthread_key_t end_key;
 static bool end_key_ok;
-static __thread bool end_armed;
+static __thread bool end_armed __attribute__((tls_model("initial-exec")));
 
 /* The thread ends: close what it left open (domain.c), report it. */
 static void thread_end(void *unused)
 {
 	(void)unused;
 	_pmg_release_windows();
+	_pmg_err_free();
 }
 
 /* Make sure thread_end() runs when the calling thread ends. */
@@ -150,6 +151,7 @@ static void fork_child(void)
 	_pmg_pool_fork_release();
 	/* counts and the fresh-context depth (w[0]) of the forking thread */
 	memset(&_pmg_tls, 0, sizeof(_pmg_tls));
+	_pmg_fault_fork_child();
 	/* (end_armed and the key's value are the forking thread's: still
 	 * true of this, its copy) */
 	if (_pmg_fast) {

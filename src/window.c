@@ -35,7 +35,7 @@ static __thread struct {
 	uint8_t acc;
 	uint16_t level;		/* the count this context's open reached */
 	uint32_t bits;		/* the key's register bits before it */
-} ctx[PMG_CTX_MAX];
+} ctx[PMG_CTX_MAX] __attribute__((tls_model("initial-exec")));
 
 PMG_API int _pmg_ctx_open(struct pmg_domain *d, int acc, uint32_t reg)
 {

@@ -841,6 +841,8 @@ __attribute__((constructor)) static void run_init(void)
 	rc = pmg_init();
 	if (rc)
 		fatal("pmg_init: %s", pmg_errormsg());
+	/* keys WD in every thread the program creates (domain.c) */
+	(void)_pmg_keys_reserve(3);
 	if (allow && *allow) {
 		rc = _pmg_sites_load(allow);
 		if (rc < 0)

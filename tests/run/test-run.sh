@@ -19,6 +19,7 @@ PMG=${PMG:-$O/pmguard}
 WILD=${WILD:-$O/tests/run/libwild.so}
 LMDBPROG=${LMDBPROG:-$O/tests/run/lmdb-prog}
 PMEMPROG=${PMEMPROG:-$O/tests/run/pmem-prog}
+LMDBEARLY=${LMDBEARLY:-$O/tests/run/lmdb-early}
 SCRIPT=${SCRIPT:-$(dirname "$0")/lmdb-script.py}
 PY=${PY:-/usr/bin/python3}
 MDB_DIR=${MDB_DIR:-/usr/bin}
@@ -94,6 +95,14 @@ else
 		grep -q -- '-> .*libwild.so+0x[0-9a-f]*$' "$T/sym"
 fi
 grep -q -- '-> .*wild' "$T/sym" || diag "$T/sym"
+
+# ---- a reader thread older than the environment, all signals blocked
+# (issue 21, N7): on PKU it died on its first read before the run library
+# reserved write-disabled keys in its constructor ----
+$PMG run -- $LMDBEARLY "$T/early" >"$T/out" 2>&1; rc=$?
+check "lmdb-early: a reader started before mdb_env_open, signals blocked, reads" \
+	sh -c "[ $rc = 0 ] && grep -q '^ok 1 ' '$T/out'"
+[ $rc = 0 ] || diag "$T/out"
 
 # ---- lmdb-utils on an environment lmdb-prog wrote ----
 if [ ! -x "$MDB_DIR/mdb_dump" ]; then
