@@ -18,16 +18,21 @@
 /* What the instruction does to its base register besides addressing. */
 #define PMG_CT_BASE_KEEP	0	/* nothing: put the old value back */
 #define PMG_CT_BASE_STEP	1	/* string op: advances it (rdi) */
-#define PMG_CT_BASE_DATA	2	/* writes a result into it (xchg) */
 
 struct _pmg_decoded {
 	unsigned nwr;			/* memory ranges the instruction writes */
-	struct {
+	struct _pmg_wr {
 		uintptr_t addr;
 		size_t len;
-		int base;		/* REG_* of the base register, or -1
-					   (none, rsp, rip, or not 64-bit) */
+		/* REG_* of a base register that may be moved to redirect the
+		 * write, or -1: none, rsp, rip, not 64-bit, or moving it
+		 * would change something else (it is also the index, a data
+		 * or hidden operand, or another operand's address) */
+		int base;
 		int base_kind;		/* PMG_CT_BASE_* */
+		/* an implicit stack write: push, call, enter, pushf (hidden,
+		 * through rsp) */
+		int stack;
 	} wr[PMG_CT_MAXWR];
 	unsigned len;			/* instruction length */
 	const char *why;		/* non-NULL: cannot be contained */

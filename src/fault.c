@@ -267,11 +267,23 @@ PMG_API int pmg_set_report_fd(int fd)
 
 /* ---- contain mode ---- */
 
-static void contain_strict(const struct pmg_fault *f, pid_t tid,
-			   const struct _pmg_decoded *d, const char *why)
+/* Why a push or call into protected memory is not contained (N5). */
+static const char stack_why[] =
+	"an implicit stack write (push, call, enter) into protected memory "
+	"cannot be undone: the program would read back (pop, ret) the old "
+	"bytes";
+
+static void contain_strict(const struct pmg_fault *f, const ucontext_t *uc,
+			   pid_t tid, const struct _pmg_decoded *d,
+			   const char *why)
 {
 	struct _pmg_buf b = { .n = 0 };
+	struct _pmg_range r;
 	int fd = _pmg_report_fd();
+	/* no backtrace through a stack in protected memory: the unwinder
+	 * would run off it (a fault in this handler is fatal) */
+	bool stack_ok = _pmg_reg_find((uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
+				      &r) != 0;
 
 	_PMG_STAT_INC(contain_strict);
 	_pmg_buf_str(&b, "pmguard: contain: cannot contain '");
@@ -282,7 +294,7 @@ static void contain_strict(const struct pmg_fault *f, pid_t tid,
 	_pmg_buf_str(&b, why);
 	_pmg_buf_str(&b, "; falling back to strict\n");
 	_pmg_buf_flush(&b, fd);
-	_pmg_report_fault(f, tid, "strict (aborting)", true);
+	_pmg_report_fault(f, tid, "strict (aborting)", stack_ok);
 	notify(f, tid, PMG_FAULT_STRICT_ABORT);
 	abort();
 }
@@ -430,7 +442,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		}
 	}
 	if (_pmg_contain_decode(uc, &d))
-		contain_strict(f, tid, &d, d.why);
+		contain_strict(f, uc, tid, &d, d.why);
 	for (i = 0; i < d.nwr; i++) {
 		uintptr_t a = d.wr[i].addr, end = a + d.wr[i].len;
 
@@ -448,10 +460,14 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 				if (write_denied(r.key, f->saved_pkval, pku)) {
 					struct _pmg_save *sv;
 
+					if (d.wr[i].stack)
+						contain_strict(f, uc, tid, &d,
+							       stack_why);
 					if (nsave == PMG_SAVES)
-						contain_strict(f, tid, &d,
-						"the write spans too many "
-						"protected ranges");
+						contain_strict(
+							f, uc, tid, &d,
+							"the write spans too many "
+							"protected ranges");
 					sv = &pending.save[nsave++];
 					sv->addr = a;
 					sv->len = (unsigned)(next - a);
@@ -491,16 +507,19 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 	}
 	if (!nsave) {
 		if (f->acc == PMG_ACC_WRITE)
-			contain_strict(f, tid, &d, "the decoded instruction "
+			contain_strict(f, uc, tid, &d,
+				       "the decoded instruction "
 				       "writes no protected byte, yet a write "
 				       "faulted");
 		return false;	/* a read: audit lets it through */
 	}
 	if (!hit && f->acc == PMG_ACC_WRITE)
-		contain_strict(f, tid, &d, "the faulting address is outside "
+		contain_strict(f, uc, tid, &d,
+			       "the faulting address is outside "
 			       "the decoded written range");
 	if (pending.active)
-		contain_strict(f, tid, &d, "a second write fault inside a "
+		contain_strict(f, uc, tid, &d,
+			       "a second write fault inside a "
 			       "contained step");
 	pending.active = true;
 	pending.contain = true;
@@ -600,14 +619,14 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 static void redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
 {
 	greg_t *g = &uc->uc_mcontext.gregs[pending.base];
-	greg_t moved = pending.base_orig + (greg_t)pending.delta;
 	const uint8_t *s = (const uint8_t *)(pending.ea + pending.delta);
 	unsigned k, i;
 
+	/* the decoder redirects only a base nothing else uses (contain.c) */
 	if (pending.base_kind == PMG_CT_BASE_STEP)
 		*g -= (greg_t)pending.delta;
-	else if (pending.base_kind == PMG_CT_BASE_KEEP || *g == moved)
-		*g = pending.base_orig;	/* DATA: keep a result it wrote */
+	else
+		*g = pending.base_orig;
 	for (k = 0; k < pending.len; k++) {
 		for (i = 0; i < pending.nsave; i++)
 			if (pending.ea + k >= pending.save[i].addr &&
