@@ -12,7 +12,8 @@
  * whole vector width, though the mask may leave some elements unwritten;
  * saving and restoring those unwritten bytes changes nothing.  rep
  * movs/stos write one element per iteration, and the trap flag stops after
- * each iteration, so one element is the range.  bts/btr/btc with
+ * each iteration, so one element is the range; d->rep and d->elem let the
+ * fault path handle a run of iterations at once instead.  bts/btr/btc with
  * a register bit offset use bit-string addressing: the operand-sized chunk
  * at ea + size * floor(offset / bits), the offset signed.
  *
@@ -158,6 +159,8 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 
 	d->nwr = 0;
 	d->len = 0;
+	d->rep = PMG_CT_REP_NONE;
+	d->elem = 0;
 	d->why = NULL;
 	memcpy(d->text, "(undecoded)", sizeof("(undecoded)"));
 	if (!ZYAN_SUCCESS(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
@@ -289,6 +292,25 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 		    ZydisRegisterGetWidth(ZYDIS_MACHINE_MODE_LONG_64,
 					  o->mem.base) == 64)
 			redirectable(&in, op, i, &d->wr[d->nwr]);
+		if (in.meta.category == ZYDIS_CATEGORY_STRINGOP &&
+		    (in.attributes & ZYDIS_ATTRIB_HAS_REP) &&
+		    in.address_width == 64 && i == 0) {
+			if (in.mnemonic == ZYDIS_MNEMONIC_STOSB ||
+			    in.mnemonic == ZYDIS_MNEMONIC_STOSW ||
+			    in.mnemonic == ZYDIS_MNEMONIC_STOSD ||
+			    in.mnemonic == ZYDIS_MNEMONIC_STOSQ)
+				d->rep = PMG_CT_REP_STOS;
+			else if ((in.mnemonic == ZYDIS_MNEMONIC_MOVSB ||
+				  in.mnemonic == ZYDIS_MNEMONIC_MOVSW ||
+				  in.mnemonic == ZYDIS_MNEMONIC_MOVSD ||
+				  in.mnemonic == ZYDIS_MNEMONIC_MOVSQ) &&
+				 in.operand_count > 1 &&
+				 op[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+				 op[1].mem.segment != ZYDIS_REGISTER_FS &&
+				 op[1].mem.segment != ZYDIS_REGISTER_GS)
+				d->rep = PMG_CT_REP_MOVS;
+			d->elem = (unsigned)len;
+		}
 		d->nwr++;
 	}
 	return 0;

@@ -19,6 +19,12 @@
 #define PMG_CT_BASE_KEEP	0	/* nothing: put the old value back */
 #define PMG_CT_BASE_STEP	1	/* string op: advances it (rdi) */
 
+/* rep stos / rep movs (64-bit addressing): what the whole instruction
+ * does, for handling a run of iterations at once (fault.c) */
+#define PMG_CT_REP_NONE	0
+#define PMG_CT_REP_STOS	1
+#define PMG_CT_REP_MOVS	2
+
 struct _pmg_decoded {
 	unsigned nwr;			/* memory ranges the instruction writes */
 	struct _pmg_wr {
@@ -34,6 +40,8 @@ struct _pmg_decoded {
 		 * through rsp) */
 		int stack;
 	} wr[PMG_CT_MAXWR];
+	int rep;			/* PMG_CT_REP_* */
+	unsigned elem;			/* rep: element size in bytes */
 	unsigned len;			/* instruction length */
 	const char *why;		/* non-NULL: cannot be contained */
 	char text[PMG_CT_TEXT];		/* "mov byte ptr [rax+0x10], 0x5a" */
