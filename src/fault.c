@@ -642,6 +642,155 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 	return true;
 }
 
+/* May this thread not read @page of range @r now? */
+static bool page_read_denied(const struct _pmg_range *r, uintptr_t page,
+			     uint32_t pkval, bool pku)
+{
+	if (pku)
+		return pmg_pkval_rights(pkval, (unsigned)r->key) ==
+		       PMG_RIGHTS_AD;
+	return !(_pmg_pw_prot(r->key, page) & PROT_READ);
+}
+
+/*
+ * A read fault of rep movs (@d) on its source in a domain the thread may
+ * not read (a stray read, let through in audit and contain mode): as
+ * rep_bulk(), the run of iterations whose source elements lie in such
+ * pages is copied from here (process_vm_readv, which does not check
+ * protection keys; mprotect: the pages made readable for the copy), when
+ * every destination page of the run is outside protected memory (where
+ * process_vm_writev honours the page protection, so an unwritable page
+ * ends the run early: the CPU then faults there itself).  rdi, rsi, rcx
+ * and rip as the CPU leaves them.  False: not applicable, per element.
+ * AS-safe.
+ */
+static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
+			  const struct _pmg_decoded *d, bool pku)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	uint64_t n = (uint64_t)g[REG_RCX], run, done, s = d->elem;
+	uintptr_t di = (uintptr_t)g[REG_RDI], si = (uintptr_t)g[REG_RSI];
+	bool back = g[REG_EFL] & X86_EFLAGS_DF;
+	uintptr_t lo, hi, dlo, dhi, pos, limit, pg;
+	uint8_t *buf = scratch;
+	const size_t bufsz = sizeof(scratch);
+
+	if (d->rep != PMG_CT_REP_MOVS || !s || !n ||
+	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_ACC_READ ||
+	    f->addr < si || f->addr - si >= s)
+		return false;
+	if (n > ((uintptr_t)1 << 47) / s)
+		n = ((uintptr_t)1 << 47) / s;
+	if (!back) {
+		limit = si + n * s;
+		if (limit < si)
+			return false;
+		for (pos = si; pos < limit;) {
+			struct _pmg_range r;
+			uintptr_t next = (pos | (PMG_PAGE_SIZE - 1)) + 1;
+
+			if (_pmg_reg_find(pos, &r) ||
+			    !page_read_denied(&r, pos & PMG_PAGE_MASK,
+					      f->saved_pkval, pku))
+				break;
+			if (next > r.end)
+				next = r.end;
+			pos = next < limit ? next : limit;
+		}
+		run = (pos - si) / s;
+		lo = si;
+		dlo = di;
+	} else {
+		uintptr_t top = si + s;
+
+		if (top < si || top < n * s)
+			return false;
+		limit = top - n * s;
+		for (pos = top; pos > limit;) {
+			struct _pmg_range r;
+			uintptr_t next = (pos - 1) & PMG_PAGE_MASK;
+
+			if (_pmg_reg_find(pos - 1, &r) ||
+			    !page_read_denied(&r, next, f->saved_pkval, pku))
+				break;
+			if (next < r.base)
+				next = r.base;
+			pos = next > limit ? next : limit;
+		}
+		run = (top - pos) / s;
+		lo = top - run * s;
+		if (di + s < run * s)
+			return false;
+		dlo = di + s - run * s;
+	}
+	if (!run)
+		return false;
+	hi = lo + run * s;
+	dhi = dlo + run * s;
+	if (dhi < dlo || (dlo < hi && lo < dhi))
+		return false; /* wraps or overlaps */
+	for (pg = dlo & PMG_PAGE_MASK; pg < dhi; pg += PMG_PAGE_SIZE) {
+		struct _pmg_range r;
+
+		if (!_pmg_reg_find(pg < dlo ? dlo : pg, &r))
+			return false; /* into protected memory: per element */
+	}
+	if (!pku)
+		for (pg = lo & PMG_PAGE_MASK; pg < hi; pg += PMG_PAGE_SIZE)
+			protect_page(pg, PROT_READ);
+	/* chunks in the instruction's order; a short copy stops the run */
+	for (done = 0; done < run;) {
+		uint64_t m = bufsz / s, got;
+		uint64_t off;
+
+		if (m > run - done)
+			m = run - done;
+		off = back ? (run - done - m) * s : done * s;
+		got = vm_copy(buf, lo + off, m * s, false) / s;
+		if (got == m)
+			got = vm_copy(buf, dlo + off, m * s, true) / s;
+		if (got < m) {
+			if (!back)
+				done += got;
+			break;
+		}
+		done += m;
+	}
+	if (!pku)
+		for (pg = lo & PMG_PAGE_MASK; pg < hi; pg += PMG_PAGE_SIZE) {
+			struct _pmg_range r;
+
+			if (!_pmg_reg_find(pg < lo ? lo : pg, &r))
+				protect_page(pg, _pmg_pw_prot(r.key, pg));
+		}
+	if (!done)
+		return false;
+	g[REG_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	g[REG_RSI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	g[REG_RCX] -= (greg_t)done;
+	if (!g[REG_RCX])
+		g[REG_RIP] += d->len;
+	return true;
+}
+
+/*
+ * Audit, and contain's stray reads: a rep stos/movs run at once, no trap
+ * (contain's writes go through contain_begin()).  True when done.
+ */
+static bool rep_audit(const struct pmg_fault *f, ucontext_t *uc, bool pku,
+		      pid_t tid, int mode)
+{
+	struct _pmg_decoded d;
+
+	if (f->acc == PMG_ACC_WRITE && mode != PMG_FAULT_AUDIT)
+		return false;
+	if (_pmg_contain_decode(uc, &d) || d.rep == PMG_CT_REP_NONE)
+		return false;
+	if (f->acc == PMG_ACC_WRITE)
+		return rep_bulk(f, uc, &d, pku, tid, true);
+	return rep_read_bulk(f, uc, &d, pku);
+}
+
 /*
  * A stray access in contain mode.  Returns true when it is a write to be
  * contained (everything set up: saved bytes, rights, trap flag); false
@@ -1058,19 +1207,12 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		_PMG_STAT_INC(audited);
 		notify(&f, tid, PMG_FAULT_AUDITED);
 #ifdef __x86_64__
-		if (mode == PMG_FAULT_AUDIT && !pending.active &&
-		    f.acc == PMG_ACC_WRITE) {
-			/* a rep stos/movs: the run at once, no trap */
-			struct _pmg_decoded d;
-
-			if (!_pmg_contain_decode(uc, &d) &&
-			    d.rep != PMG_CT_REP_NONE &&
-			    rep_bulk(&f, uc, &d, reg != NULL, tid, true)) {
-				if (reg)
-					*reg = f.saved_pkval;
-				errno = saved_errno;
-				return;
-			}
+		if (!pending.active &&
+		    rep_audit(&f, uc, reg != NULL, tid, mode)) {
+			if (reg)
+				*reg = f.saved_pkval;
+			errno = saved_errno;
+			return;
 		}
 		if (!pending.active) {
 			pending.active = true;
