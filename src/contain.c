@@ -12,12 +12,25 @@
  * whole vector width, though the mask may leave some elements unwritten;
  * saving and restoring those unwritten bytes changes nothing.  rep
  * movs/stos write one element per iteration, and the trap flag stops after
- * each iteration, so one element is the range.
+ * each iteration, so one element is the range; d->rep and d->elem let the
+ * fault path handle a run of iterations at once instead.  bts/btr/btc with
+ * a register bit offset use bit-string addressing: the operand-sized chunk
+ * at ea + size * floor(offset / bits), the offset signed.
+ *
+ * A base register may be moved (d->wr[].base >= 0) only when that changes
+ * nothing but the address: it is not also the index, and no other operand
+ * (register or address, explicit or hidden) reads or writes it, except the
+ * pointer a string instruction advances.  mov [rax+rax], add [rdi], rdi,
+ * cmpxchg [rax], rcx (rax the hidden comparand), xchg [rax], rax: base -1.
+ *
+ * pop [rsp+x] takes its address after rsp is incremented.
  *
  * What cannot be contained (d->why): scatter stores (one range per vector
  * element, not known without the mask), xsave/fxsave and friends (size
  * from the feature mask), movdir64b/enqcmd (64-byte posted writes),
- * writes over PMG_CT_MAXLEN bytes, and anything Zydis cannot decode.
+ * clzero (the cache line around rax), writes over PMG_CT_MAXLEN bytes,
+ * and anything Zydis cannot decode.  Implicit stack writes (d->wr[].stack)
+ * fall back to strict in fault.c when they hit protected memory.
  *
  * Everything here is async-signal-safe: no allocation, no locks, the
  * only system call is arch_prctl for an fs/gs base.
@@ -34,6 +47,9 @@
 
 static int greg_of(ZydisRegister r)
 {
+	/* not a general-purpose register class to Zydis: no enclosing */
+	if (r == ZYDIS_REGISTER_RIP)
+		return REG_RIP;
 	switch (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64,
 						 r)) {
 	case ZYDIS_REGISTER_RAX: return REG_RAX;
@@ -77,6 +93,43 @@ static int reg_value(const ucontext_t *uc, ZydisRegister r, uint64_t *v)
 	return 0;
 }
 
+/*
+ * May the base register of written operand @i be moved to redirect the
+ * write?  Only if nothing else uses it: not the index, no other operand
+ * (registers, other operands' addresses), except the pointer register a
+ * string instruction advances (then PMG_CT_BASE_STEP).
+ */
+static void redirectable(const ZydisDecodedInstruction *in,
+			 const ZydisDecodedOperand *op, unsigned i,
+			 struct _pmg_wr *w)
+{
+	int b = greg_of(op[i].mem.base);
+	int kind = PMG_CT_BASE_KEEP;
+	unsigned k;
+
+	if (b < 0 || greg_of(op[i].mem.index) == b)
+		return;
+	for (k = 0; k < in->operand_count; k++) {
+		const ZydisDecodedOperand *q = &op[k];
+
+		if (k == i)
+			continue;
+		if (q->type == ZYDIS_OPERAND_TYPE_MEMORY) {
+			if (greg_of(q->mem.base) == b ||
+			    greg_of(q->mem.index) == b)
+				return;
+		} else if (q->type == ZYDIS_OPERAND_TYPE_REGISTER &&
+			   greg_of(q->reg.value) == b) {
+			if (in->meta.category != ZYDIS_CATEGORY_STRINGOP ||
+			    q->visibility != ZYDIS_OPERAND_VISIBILITY_HIDDEN)
+				return;
+			kind = PMG_CT_BASE_STEP;
+		}
+	}
+	w->base = b;
+	w->base_kind = kind;
+}
+
 static bool uncontainable(ZydisMnemonic m)
 {
 	switch (m) {
@@ -88,6 +141,7 @@ static bool uncontainable(ZydisMnemonic m)
 	case ZYDIS_MNEMONIC_FNSAVE: case ZYDIS_MNEMONIC_FNSTENV:
 	case ZYDIS_MNEMONIC_MOVDIR64B: case ZYDIS_MNEMONIC_ENQCMD:
 	case ZYDIS_MNEMONIC_ENQCMDS:
+	case ZYDIS_MNEMONIC_CLZERO: /* the cache line around rax */
 		return true;
 	default:
 		return false;
@@ -105,6 +159,8 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 
 	d->nwr = 0;
 	d->len = 0;
+	d->rep = PMG_CT_REP_NONE;
+	d->elem = 0;
 	d->why = NULL;
 	memcpy(d->text, "(undecoded)", sizeof("(undecoded)"));
 	if (!ZYAN_SUCCESS(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
@@ -130,7 +186,7 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 	}
 	if (uncontainable(in.mnemonic)) {
 		d->why = "its written range is not determinable here "
-			 "(xsave/fxsave/movdir64b/enqcmd)";
+			 "(xsave/fxsave/movdir64b/enqcmd/clzero)";
 		return -1;
 	}
 	for (i = 0; i < in.operand_count; i++) {
@@ -191,36 +247,69 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 		     in.mnemonic == ZYDIS_MNEMONIC_CALL ||
 		     in.mnemonic == ZYDIS_MNEMONIC_ENTER))
 			a -= len;
+		/* pop [rsp+x]: the address is taken after rsp is
+		 * incremented by the operand size */
+		if (in.mnemonic == ZYDIS_MNEMONIC_POP &&
+		    o->visibility == ZYDIS_OPERAND_VISIBILITY_EXPLICIT &&
+		    greg_of(o->mem.base) == REG_RSP)
+			a += len;
+		if ((in.mnemonic == ZYDIS_MNEMONIC_BTS ||
+		     in.mnemonic == ZYDIS_MNEMONIC_BTR ||
+		     in.mnemonic == ZYDIS_MNEMONIC_BTC) &&
+		    i == 0 && in.operand_count_visible > 1 &&
+		    op[1].type == ZYDIS_OPERAND_TYPE_REGISTER) {
+			/* bit-string addressing: the register's signed
+			 * offset selects a chunk of the operand's size */
+			uint64_t off;
+			unsigned bits = o->size;
+			unsigned shift = bits == 16 ? 4 : bits == 32 ? 5 : 6;
+			int64_t chunk;
+
+			if (reg_value(uc, op[1].reg.value, &off) ||
+			    (bits != 16 && bits != 32 && bits != 64)) {
+				d->why = "bit offset register unreadable";
+				return -1;
+			}
+			if (bits < 64 && (off & (1ull << (bits - 1))))
+				off |= ~0ull << bits; /* sign-extend */
+			chunk = (int64_t)off >> shift;
+			a += (uint64_t)chunk * len;
+		}
 		if (in.address_width == 32)
 			a &= 0xffffffffull;
 		d->wr[d->nwr].addr = (uintptr_t)(a + seg);
 		d->wr[d->nwr].len = len;
 		d->wr[d->nwr].base = -1;
 		d->wr[d->nwr].base_kind = PMG_CT_BASE_KEEP;
+		/* push, call, enter, pushf: hidden, through rsp */
+		d->wr[d->nwr].stack =
+			o->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+			greg_of(o->mem.base) == REG_RSP;
 		if (in.address_width == 64 &&
 		    o->mem.base != ZYDIS_REGISTER_NONE &&
 		    o->mem.base != ZYDIS_REGISTER_RSP &&
 		    o->mem.base != ZYDIS_REGISTER_RIP &&
 		    ZydisRegisterGetWidth(ZYDIS_MACHINE_MODE_LONG_64,
-					  o->mem.base) == 64) {
-			unsigned k;
-
-			d->wr[d->nwr].base = greg_of(o->mem.base);
-			for (k = 0; k < in.operand_count; k++) {
-				const ZydisDecodedOperand *q = &op[k];
-
-				if (q->type != ZYDIS_OPERAND_TYPE_REGISTER ||
-				    !(q->actions &
-				      ZYDIS_OPERAND_ACTION_MASK_WRITE) ||
-				    greg_of(q->reg.value) !=
-					    d->wr[d->nwr].base)
-					continue;
-				d->wr[d->nwr].base_kind =
-					in.meta.category ==
-						ZYDIS_CATEGORY_STRINGOP
-						? PMG_CT_BASE_STEP
-						: PMG_CT_BASE_DATA;
-			}
+					  o->mem.base) == 64)
+			redirectable(&in, op, i, &d->wr[d->nwr]);
+		if (in.meta.category == ZYDIS_CATEGORY_STRINGOP &&
+		    (in.attributes & ZYDIS_ATTRIB_HAS_REP) &&
+		    in.address_width == 64 && i == 0) {
+			if (in.mnemonic == ZYDIS_MNEMONIC_STOSB ||
+			    in.mnemonic == ZYDIS_MNEMONIC_STOSW ||
+			    in.mnemonic == ZYDIS_MNEMONIC_STOSD ||
+			    in.mnemonic == ZYDIS_MNEMONIC_STOSQ)
+				d->rep = PMG_CT_REP_STOS;
+			else if ((in.mnemonic == ZYDIS_MNEMONIC_MOVSB ||
+				  in.mnemonic == ZYDIS_MNEMONIC_MOVSW ||
+				  in.mnemonic == ZYDIS_MNEMONIC_MOVSD ||
+				  in.mnemonic == ZYDIS_MNEMONIC_MOVSQ) &&
+				 in.operand_count > 1 &&
+				 op[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+				 op[1].mem.segment != ZYDIS_REGISTER_FS &&
+				 op[1].mem.segment != ZYDIS_REGISTER_GS)
+				d->rep = PMG_CT_REP_MOVS;
+			d->elem = (unsigned)len;
 		}
 		d->nwr++;
 	}

@@ -18,17 +18,30 @@
 /* What the instruction does to its base register besides addressing. */
 #define PMG_CT_BASE_KEEP	0	/* nothing: put the old value back */
 #define PMG_CT_BASE_STEP	1	/* string op: advances it (rdi) */
-#define PMG_CT_BASE_DATA	2	/* writes a result into it (xchg) */
+
+/* rep stos / rep movs (64-bit addressing): what the whole instruction
+ * does, for handling a run of iterations at once (fault.c) */
+#define PMG_CT_REP_NONE	0
+#define PMG_CT_REP_STOS	1
+#define PMG_CT_REP_MOVS	2
 
 struct _pmg_decoded {
 	unsigned nwr;			/* memory ranges the instruction writes */
-	struct {
+	struct _pmg_wr {
 		uintptr_t addr;
 		size_t len;
-		int base;		/* REG_* of the base register, or -1
-					   (none, rsp, rip, or not 64-bit) */
+		/* REG_* of a base register that may be moved to redirect the
+		 * write, or -1: none, rsp, rip, not 64-bit, or moving it
+		 * would change something else (it is also the index, a data
+		 * or hidden operand, or another operand's address) */
+		int base;
 		int base_kind;		/* PMG_CT_BASE_* */
+		/* an implicit stack write: push, call, enter, pushf (hidden,
+		 * through rsp) */
+		int stack;
 	} wr[PMG_CT_MAXWR];
+	int rep;			/* PMG_CT_REP_* */
+	unsigned elem;			/* rep: element size in bytes */
 	unsigned len;			/* instruction length */
 	const char *why;		/* non-NULL: cannot be contained */
 	char text[PMG_CT_TEXT];		/* "mov byte ptr [rax+0x10], 0x5a" */

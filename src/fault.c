@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -452,11 +453,23 @@ PMG_API int pmg_set_report_fd(int fd)
 
 /* ---- contain mode ---- */
 
-static void contain_strict(const struct pmg_fault *f, pid_t tid,
-			   const struct _pmg_decoded *d, const char *why)
+/* Why a push or call into protected memory is not contained (N5). */
+static const char stack_why[] =
+	"an implicit stack write (push, call, enter) into protected memory "
+	"cannot be undone: the program would read back (pop, ret) the old "
+	"bytes";
+
+static void contain_strict(const struct pmg_fault *f, const ucontext_t *uc,
+			   pid_t tid, const struct _pmg_decoded *d,
+			   const char *why)
 {
 	struct _pmg_buf b = { .n = 0 };
+	struct _pmg_range r;
 	int fd = _pmg_report_fd();
+	/* no backtrace through a stack in protected memory: the unwinder
+	 * would run off it (a fault in this handler is fatal) */
+	bool stack_ok = _pmg_reg_find((uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
+				      &r) != 0;
 
 	_PMG_STAT_INC(contain_strict);
 	_pmg_buf_str(&b, "pmguard: contain: cannot contain '");
@@ -467,7 +480,7 @@ static void contain_strict(const struct pmg_fault *f, pid_t tid,
 	_pmg_buf_str(&b, why);
 	_pmg_buf_str(&b, "; falling back to strict\n");
 	_pmg_buf_flush(&b, fd);
-	_pmg_report_fault(f, tid, "strict (aborting)", true);
+	_pmg_report_fault(f, tid, "strict (aborting)", stack_ok);
 	notify(f, tid, PMG_FAULT_STRICT_ABORT);
 	abort();
 }
@@ -576,6 +589,393 @@ static void protect_page(uintptr_t page, int prot)
 	}
 }
 
+/* ---- rep stos / rep movs: a run of iterations at once ---- */
+
+#define X86_EFLAGS_DF 0x400
+#define PMG_PAGE_MASK (~(uintptr_t)(PMG_PAGE_SIZE - 1))
+
+/* May this thread not write @page of range @r now (@pkval: PKU rights)? */
+static bool page_denied(const struct _pmg_range *r, uintptr_t page,
+			uint32_t pkval, bool pku)
+{
+	if (pku)
+		return write_denied(r->key, pkval, true);
+	return !(_pmg_pw_prot(r->key, page) & PROT_WRITE);
+}
+
+/*
+ * Copy @len bytes between @local (a buffer of ours) and @remote: to
+ * @remote when @write, else from it, through process_vm_writev/readv on
+ * our own process: page protection is honoured
+ * (a page that is not mapped, or not writable/readable, gives a short
+ * count, never a signal inside the handler), protection keys are not
+ * (a remote access).  The bytes copied.  AS-safe.
+ */
+static size_t vm_copy(void *local, uintptr_t remote, size_t len, bool write)
+{
+	struct iovec l = { local, len }, r = { (void *)remote, len };
+	ssize_t n = write ? process_vm_writev(getpid(), &l, 1, &r, 1, 0)
+			  : process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+
+	return n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * The report of a contained run (one line per run, as contain_end).
+ */
+static void bulk_report(const struct pmg_fault *f, pid_t tid,
+			const struct _pmg_decoded *d, uintptr_t lo,
+			uintptr_t hi, uint64_t run, bool stack_protected)
+{
+	struct _pmg_buf b = { .n = 0 };
+	uint64_t count = _pmg_audit_site_hit(f->ip, (int)f->key);
+	int fd = _pmg_report_fd();
+
+	if (fd < 0)
+		return;
+	_pmg_buf_str(&b, "pmguard: contain: stray write by '");
+	_pmg_buf_str(&b, d->text);
+	_pmg_buf_str(&b, "' at ip ");
+	_pmg_buf_hex(&b, f->ip);
+	_pmg_buf_str(&b, " (site count ");
+	_pmg_buf_dec(&b, (int64_t)count);
+	_pmg_buf_str(&b, ") in domain '");
+	_pmg_buf_str(&b, _pmg_key_name((int)f->key));
+	_pmg_buf_str(&b, "' by thread ");
+	_pmg_buf_dec(&b, tid);
+	_pmg_buf_str(&b, ": undone\n");
+	_pmg_buf_flush(&b, fd);
+	_pmg_buf_str(&b, "pmguard: contain:   range [");
+	_pmg_buf_hex(&b, lo);
+	_pmg_buf_str(&b, ", ");
+	_pmg_buf_hex(&b, hi);
+	_pmg_buf_str(&b, ") ");
+	_pmg_buf_dec(&b, (int64_t)(hi - lo));
+	_pmg_buf_str(&b, " byte(s): ");
+	_pmg_buf_dec(&b, (int64_t)run);
+	_pmg_buf_str(&b, " iteration(s) not written (kept old)\n");
+	_pmg_buf_flush(&b, fd);
+	if (count == 1 && stack_protected) {
+		_pmg_buf_str(&b, "pmguard: contain: no backtrace: the stack "
+				 "pointer is in protected memory\n");
+		_pmg_buf_flush(&b, fd);
+	} else if (count == 1) {
+		_pmg_buf_str(&b, "pmguard: backtrace (handler frames "
+				 "first):\n");
+		_pmg_buf_flush(&b, fd);
+		_pmg_backtrace_to(fd);
+	}
+}
+
+/*
+ * A write fault of rep stos / rep movs (@d).  Under the trap flag each
+ * iteration would cost a fault and a trap (a stray memset: ~30 us per
+ * byte); instead the run of iterations whose elements lie in protected
+ * pages this thread may not write, from the faulting one on, is handled
+ * here in one go:
+ *  - contain (@audit false): nothing is written (the writes are undone
+ *    before they happen);
+ *  - audit: the run is written from here (process_vm_writev: a page a
+ *    racing window close re-protects ends the run early, no signal).
+ * Then the registers are what the CPU leaves after those iterations:
+ * rdi (and rsi) advanced in the direction of DF, rcx counted down, rip
+ * past the instruction when rcx reaches 0 (rep stos/movs change no
+ * flag).  The CPU does the rest of the instruction natively and faults
+ * again at the next protected run.  False (nothing done: the caller takes
+ * the per-element path) when it does not apply: not a rep stos/movs, a
+ * program that single-steps itself, the faulting element not at rdi or
+ * straddling into memory it may write, a movs source that is not
+ * readable or overlaps the run (the CPU's own fault or byte order is
+ * then what the per-element path gives).  AS-safe.
+ */
+static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
+		     const struct _pmg_decoded *d, bool pku, pid_t tid,
+		     bool audit)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	uint64_t n = (uint64_t)g[REG_RCX], run, done, s = d->elem;
+	uintptr_t di = (uintptr_t)g[REG_RDI], si = (uintptr_t)g[REG_RSI];
+	bool back = g[REG_EFL] & X86_EFLAGS_DF;
+	uintptr_t lo, hi, slo = 0, pos, limit, pg;
+	/* the redirect scratch buffer is free (no step pending): no 4 KiB
+	 * on a signal stack that may be SIGSTKSZ */
+	uint8_t *buf = scratch;
+	const size_t bufsz = sizeof(scratch);
+
+	if (d->rep == PMG_CT_REP_NONE || !s || !n ||
+	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_ACC_WRITE ||
+	    f->addr < di || f->addr - di >= s)
+		return false;
+	if (n > ((uintptr_t)1 << 47) / s)
+		n = ((uintptr_t)1 << 47) / s; /* past user space anyway */
+	if (!back) {
+		limit = di + n * s;
+		if (limit < di)
+			return false;
+		for (pos = di; pos < limit;) {
+			struct _pmg_range r;
+			uintptr_t next = (pos | (PMG_PAGE_SIZE - 1)) + 1;
+
+			if (_pmg_reg_find(pos, &r) ||
+			    !page_denied(&r, pos & PMG_PAGE_MASK,
+					 f->saved_pkval, pku))
+				break;
+			if (next > r.end)
+				next = r.end;
+			pos = next < limit ? next : limit;
+		}
+		run = (pos - di) / s;
+		lo = di;
+		hi = di + run * s;
+	} else {
+		uintptr_t top = di + s;
+
+		if (top < di || top < n * s)
+			return false;
+		limit = top - n * s;
+		for (pos = top; pos > limit;) {
+			struct _pmg_range r;
+			uintptr_t next = (pos - 1) & PMG_PAGE_MASK;
+
+			if (_pmg_reg_find(pos - 1, &r) ||
+			    !page_denied(&r, next, f->saved_pkval, pku))
+				break;
+			if (next < r.base)
+				next = r.base;
+			pos = next > limit ? next : limit;
+		}
+		run = (top - pos) / s;
+		hi = top;
+		lo = top - run * s;
+	}
+	if (!run)
+		return false;
+	if (d->rep == PMG_CT_REP_MOVS) {
+		uintptr_t shi;
+
+		slo = back ? si + s - run * s : si;
+		shi = slo + run * s;
+		if ((back && si + s < run * s) || shi < slo ||
+		    (slo < hi && lo < shi))
+			return false; /* wraps or overlaps the run */
+		/* readable, as the CPU would need (not pkeys: the CPU reads
+		 * protected sources in contain/audit mode anyway) */
+		for (pg = slo & PMG_PAGE_MASK; pg < shi; pg += PMG_PAGE_SIZE)
+			if (!vm_copy(buf, pg < slo ? slo : pg, 1, false))
+				return false;
+	}
+	done = run;
+	if (audit) {
+		uint64_t stosv = (uint64_t)g[REG_RAX];
+		uintptr_t a;
+		size_t k;
+
+		if (!pku)
+			for (pg = lo & PMG_PAGE_MASK; pg < hi;
+			     pg += PMG_PAGE_SIZE)
+				protect_page(pg, PROT_READ | PROT_WRITE);
+		for (k = 0; k < bufsz; k += s)
+			memcpy(buf + k, &stosv, s);
+		/* in the instruction's order, so a short copy leaves the
+		 * iterations before it done */
+		for (done = 0; done < run;) {
+			uint64_t m = bufsz / s, got;
+
+			if (m > run - done)
+				m = run - done;
+			a = back ? hi - (done + m) * s : lo + done * s;
+			if (d->rep == PMG_CT_REP_MOVS) {
+				uintptr_t sa = back ? slo + (run - done - m) * s
+						    : slo + done * s;
+
+				got = vm_copy(buf, sa, m * s, false) / s;
+				if (got < m)
+					m = back ? 0 : got;
+			}
+			got = vm_copy(buf, a, m * s, true) / s;
+			if (got < m && back)
+				got = 0; /* its low part: not in order */
+			done += got;
+			if (got < m || !m)
+				break;
+		}
+		if (!pku)
+			for (pg = lo & PMG_PAGE_MASK; pg < hi;
+			     pg += PMG_PAGE_SIZE) {
+				struct _pmg_range r;
+
+				if (!_pmg_reg_find(pg < lo ? lo : pg, &r))
+					protect_page(pg,
+						     _pmg_pw_prot(r.key, pg));
+			}
+		if (!done)
+			return false;
+	} else {
+		struct _pmg_range r;
+
+		_PMG_STAT_INC(contained);
+		notify(f, tid, PMG_FAULT_CONTAINED);
+		bulk_report(f, tid, d, lo, hi, run,
+			    !_pmg_reg_find((uintptr_t)g[REG_RSP], &r));
+	}
+	g[REG_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	if (d->rep == PMG_CT_REP_MOVS)
+		g[REG_RSI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	g[REG_RCX] -= (greg_t)done;
+	if (!g[REG_RCX])
+		g[REG_RIP] += d->len;
+	return true;
+}
+
+/* May this thread not read @page of range @r now? */
+static bool page_read_denied(const struct _pmg_range *r, uintptr_t page,
+			     uint32_t pkval, bool pku)
+{
+	if (pku)
+		return pmg_pkval_rights(pkval, (unsigned)r->key) ==
+		       PMG_RIGHTS_AD;
+	return !(_pmg_pw_prot(r->key, page) & PROT_READ);
+}
+
+/*
+ * A read fault of rep movs (@d) on its source in a domain the thread may
+ * not read (a stray read, let through in audit and contain mode): as
+ * rep_bulk(), the run of iterations whose source elements lie in such
+ * pages is copied from here (process_vm_readv, which does not check
+ * protection keys; mprotect: the pages made readable for the copy), when
+ * every destination page of the run is outside protected memory (where
+ * process_vm_writev honours the page protection, so an unwritable page
+ * ends the run early: the CPU then faults there itself).  rdi, rsi, rcx
+ * and rip as the CPU leaves them.  False: not applicable, per element.
+ * AS-safe.
+ */
+static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
+			  const struct _pmg_decoded *d, bool pku)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	uint64_t n = (uint64_t)g[REG_RCX], run, done, s = d->elem;
+	uintptr_t di = (uintptr_t)g[REG_RDI], si = (uintptr_t)g[REG_RSI];
+	bool back = g[REG_EFL] & X86_EFLAGS_DF;
+	uintptr_t lo, hi, dlo, dhi, pos, limit, pg;
+	uint8_t *buf = scratch;
+	const size_t bufsz = sizeof(scratch);
+
+	if (d->rep != PMG_CT_REP_MOVS || !s || !n ||
+	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_ACC_READ ||
+	    f->addr < si || f->addr - si >= s)
+		return false;
+	if (n > ((uintptr_t)1 << 47) / s)
+		n = ((uintptr_t)1 << 47) / s;
+	if (!back) {
+		limit = si + n * s;
+		if (limit < si)
+			return false;
+		for (pos = si; pos < limit;) {
+			struct _pmg_range r;
+			uintptr_t next = (pos | (PMG_PAGE_SIZE - 1)) + 1;
+
+			if (_pmg_reg_find(pos, &r) ||
+			    !page_read_denied(&r, pos & PMG_PAGE_MASK,
+					      f->saved_pkval, pku))
+				break;
+			if (next > r.end)
+				next = r.end;
+			pos = next < limit ? next : limit;
+		}
+		run = (pos - si) / s;
+		lo = si;
+		dlo = di;
+	} else {
+		uintptr_t top = si + s;
+
+		if (top < si || top < n * s)
+			return false;
+		limit = top - n * s;
+		for (pos = top; pos > limit;) {
+			struct _pmg_range r;
+			uintptr_t next = (pos - 1) & PMG_PAGE_MASK;
+
+			if (_pmg_reg_find(pos - 1, &r) ||
+			    !page_read_denied(&r, next, f->saved_pkval, pku))
+				break;
+			if (next < r.base)
+				next = r.base;
+			pos = next > limit ? next : limit;
+		}
+		run = (top - pos) / s;
+		lo = top - run * s;
+		if (di + s < run * s)
+			return false;
+		dlo = di + s - run * s;
+	}
+	if (!run)
+		return false;
+	hi = lo + run * s;
+	dhi = dlo + run * s;
+	if (dhi < dlo || (dlo < hi && lo < dhi))
+		return false; /* wraps or overlaps */
+	for (pg = dlo & PMG_PAGE_MASK; pg < dhi; pg += PMG_PAGE_SIZE) {
+		struct _pmg_range r;
+
+		if (!_pmg_reg_find(pg < dlo ? dlo : pg, &r))
+			return false; /* into protected memory: per element */
+	}
+	if (!pku)
+		for (pg = lo & PMG_PAGE_MASK; pg < hi; pg += PMG_PAGE_SIZE)
+			protect_page(pg, PROT_READ);
+	/* chunks in the instruction's order; a short copy stops the run */
+	for (done = 0; done < run;) {
+		uint64_t m = bufsz / s, got;
+		uint64_t off;
+
+		if (m > run - done)
+			m = run - done;
+		off = back ? (run - done - m) * s : done * s;
+		got = vm_copy(buf, lo + off, m * s, false) / s;
+		if (got == m)
+			got = vm_copy(buf, dlo + off, m * s, true) / s;
+		if (got < m) {
+			if (!back)
+				done += got;
+			break;
+		}
+		done += m;
+	}
+	if (!pku)
+		for (pg = lo & PMG_PAGE_MASK; pg < hi; pg += PMG_PAGE_SIZE) {
+			struct _pmg_range r;
+
+			if (!_pmg_reg_find(pg < lo ? lo : pg, &r))
+				protect_page(pg, _pmg_pw_prot(r.key, pg));
+		}
+	if (!done)
+		return false;
+	g[REG_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	g[REG_RSI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	g[REG_RCX] -= (greg_t)done;
+	if (!g[REG_RCX])
+		g[REG_RIP] += d->len;
+	return true;
+}
+
+/*
+ * Audit, and contain's stray reads: a rep stos/movs run at once, no trap
+ * (contain's writes go through contain_begin()).  True when done.
+ */
+static bool rep_audit(const struct pmg_fault *f, ucontext_t *uc, bool pku,
+		      pid_t tid, int mode)
+{
+	struct _pmg_decoded d;
+
+	if (f->acc == PMG_ACC_WRITE && mode != PMG_FAULT_AUDIT)
+		return false;
+	if (_pmg_contain_decode(uc, &d) || d.rep == PMG_CT_REP_NONE)
+		return false;
+	if (f->acc == PMG_ACC_WRITE)
+		return rep_bulk(f, uc, &d, pku, tid, true);
+	return rep_read_bulk(f, uc, &d, pku);
+}
+
 /*
  * A stray access in contain mode.  Returns true when it is a write to be
  * contained (everything set up: saved bytes, rights, trap flag); false
@@ -615,7 +1015,11 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		}
 	}
 	if (_pmg_contain_decode(uc, &d))
-		contain_strict(f, tid, &d, d.why);
+		contain_strict(f, uc, tid, &d, d.why);
+	if (!pending.active && rep_bulk(f, uc, &d, pku, tid, false)) {
+		f->new_pkval = f->saved_pkval;
+		return true;
+	}
 	for (i = 0; i < d.nwr; i++) {
 		uintptr_t a = d.wr[i].addr, end = a + d.wr[i].len;
 
@@ -633,10 +1037,14 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 				if (write_denied(r.key, f->saved_pkval, pku)) {
 					struct _pmg_save *sv;
 
+					if (d.wr[i].stack)
+						contain_strict(f, uc, tid, &d,
+							       stack_why);
 					if (nsave == PMG_SAVES)
-						contain_strict(f, tid, &d,
-						"the write spans too many "
-						"protected ranges");
+						contain_strict(
+							f, uc, tid, &d,
+							"the write spans too many "
+							"protected ranges");
 					sv = &pending.save[nsave++];
 					sv->addr = a;
 					sv->len = (unsigned)(next - a);
@@ -676,16 +1084,19 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 	}
 	if (!nsave) {
 		if (f->acc == PMG_ACC_WRITE)
-			contain_strict(f, tid, &d, "the decoded instruction "
+			contain_strict(f, uc, tid, &d,
+				       "the decoded instruction "
 				       "writes no protected byte, yet a write "
 				       "faulted");
 		return false;	/* a read: audit lets it through */
 	}
 	if (!hit && f->acc == PMG_ACC_WRITE)
-		contain_strict(f, tid, &d, "the faulting address is outside "
+		contain_strict(f, uc, tid, &d,
+			       "the faulting address is outside "
 			       "the decoded written range");
 	if (pending.active)
-		contain_strict(f, tid, &d, "a second write fault inside a "
+		contain_strict(f, uc, tid, &d,
+			       "a second write fault inside a "
 			       "contained step");
 	pending.active = true;
 	pending.contain = true;
@@ -785,14 +1196,14 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 static void redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
 {
 	greg_t *g = &uc->uc_mcontext.gregs[pending.base];
-	greg_t moved = pending.base_orig + (greg_t)pending.delta;
 	const uint8_t *s = (const uint8_t *)(pending.ea + pending.delta);
 	unsigned k, i;
 
+	/* the decoder redirects only a base nothing else uses (contain.c) */
 	if (pending.base_kind == PMG_CT_BASE_STEP)
 		*g -= (greg_t)pending.delta;
-	else if (pending.base_kind == PMG_CT_BASE_KEEP || *g == moved)
-		*g = pending.base_orig;	/* DATA: keep a result it wrote */
+	else
+		*g = pending.base_orig;
 	for (k = 0; k < pending.len; k++) {
 		for (i = 0; i < pending.nsave; i++)
 			if (pending.ea + k >= pending.save[i].addr &&
@@ -1001,6 +1412,13 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		_PMG_STAT_INC(audited);
 		notify(&f, tid, PMG_FAULT_AUDITED);
 #ifdef __x86_64__
+		if (!pending.active &&
+		    rep_audit(&f, uc, reg != NULL, tid, mode)) {
+			if (reg)
+				*reg = f.saved_pkval;
+			errno = saved_errno;
+			return;
+		}
 		if (!pending.active) {
 			pending.active = true;
 			pending.had_tf = uc->uc_mcontext.gregs[REG_EFL] &
