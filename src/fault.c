@@ -830,6 +830,9 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	return;
 
 not_ours:
+	/* a closed pool's quarantined address: reported (strict aborts) */
+	_pmg_pool_quarantine_fault(sig, si->si_code,
+				   (uintptr_t)si->si_addr, ucv);
 	errno = saved_errno;
 	chain(sig, si, ucv, &old_segv);
 }

@@ -121,6 +121,7 @@ struct _pmg_rcopy {
 enum _pmg_rtab_id {
 	_PMG_RT_REGISTRY,
 	_PMG_RT_POOLS,
+	_PMG_RT_QUARANTINE,	/* pool.c: closed pools' reserved addresses */
 	_PMG_RT_NR
 };
 struct _pmg_rtab {
@@ -211,6 +212,11 @@ extern struct pmg_stats _pmg_stats;
 /* pool.c: the pool lock is held across fork() (thread.c) */
 void _pmg_pool_fork_prepare(void);
 void _pmg_pool_fork_release(void);
+/* pool.c: a SIGSEGV (SEGV_ACCERR) at a closed pool's quarantined address
+ * is reported, naming the pool; strict mode aborts, other modes return
+ * (the caller chains).  AS-safe. */
+void _pmg_pool_quarantine_fault(int sig, int si_code, uintptr_t addr,
+				const void *uc);
 
 /* thread.c */
 int _pmg_thread_hooks_install(void);	/* once per process; lock held */

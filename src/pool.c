@@ -18,7 +18,9 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "persist.h"
@@ -55,9 +57,24 @@ struct pmg_pool {
 	struct pmg_domain *dom;	/* NULL: unprotected */
 	int shared;		/* index into shared[], -1: caller's domain */
 	bool pmem, map_sync, devdax, noaccess;
+	char name[96];		/* the path's tail, for use-after-close reports */
 };
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool quar_shed(void);
+
+/* A PROT_NONE reservation of @len bytes anywhere; the quarantine is given
+ * back first if the address space is short.  MAP_FAILED, errno set. */
+static char *reserve(size_t len)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	char *r = mmap(NULL, len, PROT_NONE, flags, -1, 0);
+
+	if (r == MAP_FAILED && errno == ENOMEM && quar_shed())
+		r = mmap(NULL, len, PROT_NONE, flags, -1, 0);
+	return r;
+}
 
 /* fork: held across it (before _pmg.lock, the usual order), so a child
  * never inherits it locked or the pool table half-written. */
@@ -452,8 +469,7 @@ static int map_pool(struct pmg_pool *p, const char *path)
 	char *r, *a, *m;
 
 	for (tries = 0; tries < 64; tries++) {
-		r = mmap(NULL, resv, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
-			 MAP_NORESERVE, -1, 0);
+		r = reserve(resv);
 		if (r == MAP_FAILED)
 			return _pmg_err(-errno, "%s: reserving %zu bytes of "
 					"address space: %s", path, resv,
@@ -503,8 +519,7 @@ static size_t alias_resv_len(const struct pmg_pool *p)
 
 static char *alias_reserve(const struct pmg_pool *p)
 {
-	char *r = mmap(NULL, alias_resv_len(p), PROT_NONE, MAP_PRIVATE |
-		       MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char *r = reserve(alias_resv_len(p));
 
 	return r == MAP_FAILED ? NULL : r;
 }
@@ -570,8 +585,13 @@ static int pool_finish(struct pmg_pool *p, const char *path,
 		       const struct pmg_pool_config *c)
 {
 	const struct _pmg_persist *pp = _pmg_persist_get();
+	size_t n;
 	int rc;
 
+	n = strlen(path);
+	snprintf(p->name, sizeof(p->name), "%s%s", n >= sizeof(p->name) ?
+		 "..." : "", n >= sizeof(p->name) ?
+		 path + n - (sizeof(p->name) - 4) : path);
 	p->maplen = (p->size + PMG_PAGE_SIZE - 1) & ~(PMG_PAGE_SIZE - 1);
 	if (!p->devdax)
 		p->align = p->maplen >= HUGE_ALIGN ? HUGE_ALIGN : PMG_PAGE_SIZE;
@@ -1055,6 +1075,216 @@ static int lock_existing(const char *path, int *fd)
 	return rc;
 }
 
+/* --------------------------------------------------------- quarantine */
+
+/*
+ * Use after close.  A closed pool's addresses -- its mapping and its
+ * alias's reservation -- are not given back to the kernel at once: they
+ * are replaced in place by PROT_NONE reservations (MAP_FIXED over our own
+ * mappings), so that no later pool, alias or other mmap() lands there
+ * while stale pointers into the closed pool may exist.  A stale access
+ * faults (SEGV_ACCERR, on both backends) and the fault path reports it
+ * naming the closed pool (_pmg_pool_quarantine_fault()); strict aborts.
+ *
+ * Bounded: at most QUAR_MAX_DEFAULT closed pools and QUAR_BUDGET_DEFAULT
+ * bytes of address space; past either, the oldest closed pools are
+ * released first (FIFO).  The newest is always kept, however large.  A
+ * pool create or open that finds no address space (ENOMEM) releases them
+ * all and tries again.  Test hooks: the two limits (budget 0: none kept)
+ * and _pmg_pool_quarantined().
+ */
+#define QUAR_CAP 1024
+#define QUAR_MAX_DEFAULT 256
+#define QUAR_BUDGET_DEFAULT ((size_t)1 << 40)	/* 1 TiB */
+
+size_t _pmg_pool_quarantine_budget = QUAR_BUDGET_DEFAULT;
+unsigned _pmg_pool_quarantine_max = QUAR_MAX_DEFAULT;
+
+static struct {
+	uintptr_t b[2];		/* the mapping, the alias's reservation */
+	size_t n[2];		/* 0: none */
+	char name[96];
+} quar[QUAR_CAP];
+static unsigned quar_head, quar_count;	/* oldest; how many (pool_lock) */
+static size_t quar_bytes;
+/* key: the quar[] slot; alias: 1 for the alias's reservation */
+static struct _pmg_rtab qtab = { .id = _PMG_RT_QUARANTINE };
+
+/* Replace [a, a+n), our mapping, by a PROT_NONE reservation in place. */
+static bool make_none(void *a, size_t n)
+{
+	if (mmap(a, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+		 MAP_NORESERVE | MAP_FIXED, -1, 0) == a)
+		return true;
+	munmap(a, n);	/* a failed MAP_FIXED may have unmapped it: ours */
+	return false;
+}
+
+/* Release the oldest closed pool's addresses (pool_lock held). */
+static void quar_release_oldest(void)
+{
+	unsigned i = quar_head % QUAR_CAP, k;
+
+	for (k = 0; k < 2; k++) {
+		if (!quar[i].n[k])
+			continue;
+		/* out of the table first: readers are gone when it returns */
+		(void)_pmg_rt_remove(&qtab, quar[i].b[k], 0, NULL);
+		munmap((void *)quar[i].b[k], quar[i].n[k]);
+		quar_bytes -= quar[i].n[k];
+		quar[i].n[k] = 0;
+	}
+	quar_head++;
+	quar_count--;
+}
+
+/* Within the limits again; @keep: closed pools that stay regardless. */
+static void quar_trim(unsigned keep)
+{
+	unsigned max = _pmg_pool_quarantine_max;
+
+	if (max > QUAR_CAP)
+		max = QUAR_CAP;
+	while (quar_count > keep &&
+	       (quar_bytes > _pmg_pool_quarantine_budget || quar_count > max ||
+		!_pmg_pool_quarantine_budget || !max))
+		quar_release_oldest();
+}
+
+/* Give the quarantine back (ENOMEM: the address space is short). */
+static bool quar_shed(void)
+{
+	bool any;
+
+	pthread_mutex_lock(&pool_lock);
+	any = quar_count > 0;
+	quar_trim(0);
+	pthread_mutex_unlock(&pool_lock);
+	return any;
+}
+
+/*
+ * Quarantine [a[k], a[k]+n[k]) (k = 0, 1; n 0: none), ours and already
+ * PROT_NONE, as the closed pool @p's (pool_lock held).  Unmapped at once
+ * when the quarantine keeps nothing or the table cannot grow.
+ */
+static void quar_add(const struct pmg_pool *p, uintptr_t a[2], size_t n[2])
+{
+	unsigned i, k;
+
+	if (!_pmg_pool_quarantine_budget || !_pmg_pool_quarantine_max ||
+	    (!n[0] && !n[1])) {
+		quar_trim(0);	/* a lowered limit: none, or fewer, kept */
+		goto unmap;
+	}
+	if (quar_count == QUAR_CAP)
+		quar_release_oldest();
+	i = (quar_head + quar_count) % QUAR_CAP;
+	memcpy(quar[i].name, p->name, sizeof(quar[i].name));
+	for (k = 0; k < 2; k++) {
+		struct _pmg_range r = {
+			.base = a[k], .end = a[k] + n[k], .lim = a[k] + n[k],
+			.key = (int)i, .alias = k,
+		};
+
+		quar[i].n[k] = 0;
+		if (!n[k])
+			continue;
+		if (_pmg_rt_insert(&qtab, &r)) {
+			munmap((void *)a[k], n[k]);
+			continue;
+		}
+		quar[i].b[k] = a[k];
+		quar[i].n[k] = n[k];
+		quar_bytes += n[k];
+	}
+	quar_count++;
+	quar_trim(1);	/* the newest stays */
+	return;
+unmap:
+	for (k = 0; k < 2; k++)
+		if (n[k])
+			munmap((void *)a[k], n[k]);
+}
+
+/* Test hook: closed pools quarantined now, and their bytes. */
+unsigned _pmg_pool_quarantined(size_t *bytes)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&pool_lock);
+	n = quar_count;
+	if (bytes)
+		*bytes = quar_bytes;
+	pthread_mutex_unlock(&pool_lock);
+	return n;
+}
+
+void _pmg_pool_quarantine_fault(int sig, int si_code, uintptr_t a,
+				const void *ucv)
+{
+	uintptr_t ip = 0;
+	const struct _pmg_range *r;
+	struct _pmg_buf b = { .n = 0 };
+	char name[sizeof(quar[0].name)];
+	bool hit = false, alias = false, write = true, strict;
+	size_t n, i;
+	int slot, fd;
+
+	if (sig != SIGSEGV || si_code != SEGV_ACCERR ||
+	    !__atomic_load_n(&quar_count, __ATOMIC_RELAXED))
+		return;
+	r = _pmg_rt_enter(&qtab, &n, &slot);
+	i = _pmg_rt_search(r, n, a);
+	if (i < n && r[i].base <= a) {
+		hit = true;
+		alias = r[i].alias;
+		/* copied inside: the slot is reused only after we leave */
+		memcpy(name, quar[r[i].key].name, sizeof(name));
+		name[sizeof(name) - 1] = '\0';
+	}
+	_pmg_rt_leave(&qtab, slot);
+	if (!hit)
+		return;
+#ifdef __x86_64__
+	if (ucv) {
+		const ucontext_t *uc = ucv;
+
+		ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+		write = uc->uc_mcontext.gregs[REG_ERR] & 2;
+	}
+#endif
+	strict = pmg_get_fault_mode() == PMG_FAULT_STRICT;
+	_PMG_STAT_INC(faults);
+	_PMG_STAT_INC(strays);
+	fd = _pmg_report_fd();
+	if (fd >= 0) {
+		_pmg_buf_str(&b, strict ? "pmguard: strict (aborting): "
+				       : "pmguard: not allowed (SIGSEGV): ");
+		_pmg_buf_str(&b, write ? "stray write to " : "stray read of ");
+		_pmg_buf_hex(&b, a);
+		_pmg_buf_str(&b, " in a closed pool: ");
+		_pmg_buf_str(&b, name);
+		_pmg_buf_str(&b, alias ? " (its alias's former place)" : "");
+		_pmg_buf_str(&b, " was closed; its addresses stay reserved "
+			     "(PROT_NONE) so that nothing else is mapped "
+			     "there (use after close), by thread ");
+		_pmg_buf_dec(&b, syscall(SYS_gettid));
+		_pmg_buf_str(&b, " at ip ");
+		_pmg_buf_hex(&b, ip);
+		_pmg_buf_str(&b, "\n");
+		_pmg_buf_flush(&b, fd);
+		if (strict) {
+			_pmg_buf_str(&b, "pmguard: backtrace (handler frames "
+				     "first):\n");
+			_pmg_buf_flush(&b, fd);
+			_pmg_backtrace_to(fd);
+		}
+	}
+	if (strict)
+		abort();
+}
+
 /* Undo pool_finish(): unregister, unprotect, unmap.  First error. */
 /*
  * Is a protected pool's mapping still the library's?  Not if its range was
@@ -1081,6 +1311,9 @@ static int pool_teardown(struct pmg_pool *p)
 	int rc = 0;
 	bool ours;
 
+	uintptr_t qa[2] = { 0, 0 };
+	size_t qn[2] = { 0, 0 };
+
 	pthread_mutex_lock(&pool_lock);
 	ptab_remove(p);
 	ours = still_mapped(p);
@@ -1089,10 +1322,25 @@ static int pool_teardown(struct pmg_pool *p)
 	_pmg_err_save(msg, sizeof(msg));	/* the first error's */
 	domain_put(p);
 	_pmg_err_restore(msg);
-	pthread_mutex_unlock(&pool_lock);
-	unmap_alias(p);
-	if (ours && munmap(p->addr, p->maplen) && !rc)
+	/*
+	 * Quarantine what is ours: the mapping (unless it went away behind
+	 * our back, or is still registered: unprotecting failed) and the
+	 * alias's reservation, the alias made PROT_NONE in it.
+	 */
+	if (ours && !rc && make_none(p->addr, p->maplen)) {
+		qa[0] = (uintptr_t)p->addr;
+		qn[0] = p->maplen;
+	} else if (ours && munmap(p->addr, p->maplen) && !rc) {
 		rc = _pmg_err(-errno, "munmap: %s", strerror(errno));
+	}
+	if (p->alias && make_none(p->alias, p->maplen)) {
+		qa[1] = (uintptr_t)p->alias_resv;
+		qn[1] = alias_resv_len(p);
+		p->alias = p->alias_resv = NULL;
+	}
+	unmap_alias(p);		/* what is left of it */
+	quar_add(p, qa, qn);
+	pthread_mutex_unlock(&pool_lock);
 	p->addr = NULL;
 	return rc;
 }
