@@ -212,6 +212,9 @@ extern struct pmg_stats _pmg_stats;
 /* pool.c: the pool lock is held across fork() (thread.c) */
 void _pmg_pool_fork_prepare(void);
 void _pmg_pool_fork_release(void);
+/* pool.c: the open pools on @d if it is the pool layer's shared domain
+ * (pmg_domain_delete() refuses it), else 0 */
+unsigned _pmg_pool_domain_refs(const struct pmg_domain *d);
 /* pool.c: a SIGSEGV (SEGV_ACCERR) at a closed pool's quarantined address
  * is reported, naming the pool; strict mode aborts, other modes return
  * (the caller chains).  AS-safe. */

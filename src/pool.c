@@ -320,7 +320,7 @@ static int domain_get(struct pmg_pool *p, const struct pmg_pool_config *c)
 		if (rc)
 			return _pmg_err_prefix(rc, "creating the pool domain");
 	}
-	shared[i].refs++;
+	__atomic_add_fetch(&shared[i].refs, 1, __ATOMIC_RELEASE);
 	p->dom = shared[i].d;
 	p->shared = i;
 	p->noaccess = i;
@@ -333,8 +333,25 @@ static void domain_put(struct pmg_pool *p)
 
 	if (i < 0 || !shared[i].d)
 		return;
-	if (--shared[i].refs == 0)
+	if (__atomic_sub_fetch(&shared[i].refs, 1, __ATOMIC_RELEASE) == 0)
 		(void)pmg_domain_delete(&shared[i].d);
+}
+
+/*
+ * pmg_domain_delete() of @d, the pool layer's shared domain while pools
+ * use it, would leave the layer holding a dead domain (every later create
+ * failed): refused.  The open pools on @d, 0 if it is not one.  Reads
+ * without pool_lock: pmg_domain_delete() holds _pmg.lock, taken after it.
+ */
+unsigned _pmg_pool_domain_refs(const struct pmg_domain *d)
+{
+	unsigned i;
+
+	for (i = 0; i < 2 && d; i++)
+		if (__atomic_load_n(&shared[i].d, __ATOMIC_ACQUIRE) == d)
+			return __atomic_load_n(&shared[i].refs,
+					       __ATOMIC_ACQUIRE);
+	return 0;
 }
 
 /* ------------------------------------------------------------ mapping */
