@@ -97,6 +97,18 @@ void _pmg_pw_close(int slot);
 int _pmg_pw_prot(int key, uintptr_t page);
 int _pmg_pw_mprotect(int key, uintptr_t base, uintptr_t end, int prot);
 void _pmg_pw_fork_child(void);
+/* pagewin.c: the program's own mprotect() rights over protected ranges,
+ * which our protection never exceeds (lock held; _pmg_cap_mprotect() on
+ * one page also from the fault path) */
+int _pmg_cap_set(uintptr_t b, uintptr_t e, int prot);
+void _pmg_cap_drop(uintptr_t b, uintptr_t e);
+int _pmg_cap_mprotect(uintptr_t b, uintptr_t e, int prot);
+/* whether the program's own rights at @addr allow access @acc: a fault
+ * they forbid is the program's, not pmguard's.  AS-safe. */
+bool _pmg_cap_allows(uintptr_t addr, unsigned acc);
+/* interpose.c: mprotect(2) itself, never the interposer: the library's
+ * own protection changes (AS-safe; -1 and errno) */
+int _pmg_mprotect(void *addr, size_t len, int prot);
 
 /*
  * registry.c: sorted tables of non-overlapping [base, end) ranges, read

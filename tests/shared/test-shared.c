@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 
 #include "tap.h"
 #include "probe.h"
@@ -183,6 +184,142 @@ static void t_unmapped_pool(void)
 	       "address alone");
 }
 
+/*
+ * N11: the program's own mprotect(), pkey_mprotect() and madvise() over a
+ * protected range never take its protection away (interposed): a stray
+ * write after them still aborts (strict), a page the program made
+ * read-only stays read-only inside a window, and its own rights come
+ * back when it asks for them.
+ */
+static struct pmg_domain *mpd;
+
+struct mp_arg {
+	char *at;
+	int window;
+};
+
+static int mp_child(void *v)
+{
+	const struct mp_arg *a = v;
+
+	pmg_set_fault_mode(PMG_FAULT_STRICT);
+	pmg_set_report_fd(-1);
+	if (a->window && pmg_write_begin(mpd))
+		return 3;
+	*(volatile char *)a->at = 'Z';
+	if (a->window)
+		pmg_write_end(mpd);
+	return 0;
+}
+
+/* How a child's write to @at ended: 'A' SIGABRT, 'S' SIGSEGV, 'w'
+ * written (exit 0), '?' other; the byte is put back if it was written. */
+static int mp_write(char *at, int window)
+{
+	struct mp_arg a = { .at = at, .window = window };
+	int st = tap_child(mp_child, &a);
+
+	if (WIFSIGNALED(st))
+		return WTERMSIG(st) == SIGABRT ? 'A' :
+		       WTERMSIG(st) == SIGSEGV ? 'S' : '?';
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 && *at == 'Z' ? 'w' : '?';
+}
+
+/* Put a byte a child wrote back, in a window (the parent is relaxed:
+ * a stray write there would be let through for good). */
+static void mp_restore(char *at)
+{
+	pmg_write_begin(mpd);
+	*at = 'o';
+	pmg_write_end(mpd);
+}
+
+static void t_mprotect_over(void)
+{
+	const int rw = PROT_READ | PROT_WRITE;
+	int pku = pmg_backend() == PMG_BACKEND_PKU, ok, r, k2 = -1;
+	char *m = mmap(NULL, 4 * PAGE, rw, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	ok = m != MAP_FAILED && pmg_domain_new(&mpd, "mp", 0) == 0;
+	if (ok) {
+		memset(m, 'o', 4 * PAGE);
+		ok = pmg_protect(mpd, m, 4 * PAGE) == 0;
+	}
+	if (!ok) {
+		tap_ok(0, "mprotect over a protected range: setup");
+		tap_ok(0, "mprotect(PROT_READ) inside a window");
+		tap_ok(0, "pkey_mprotect over a protected range");
+		tap_ok(0, "madvise over a protected range");
+		return;
+	}
+	/* the program asks for read-write: still protected */
+	ok = 1;
+	CHECK(ok, mprotect(m, 4 * PAGE, rw) == 0);
+	r = mp_write(m + 100, 0);
+	tap_diag("after mprotect(RW): a stray write: %c", r);
+	CHECK(ok, r == 'A' && m[100] == 'o');
+	/* PROT_EXEC then read-write (PKU: the execute-only key, then key
+	 * 0 -- unless re-tagged) */
+	CHECK(ok, mprotect(m, 4 * PAGE, PROT_EXEC) == 0);
+	CHECK(ok, mprotect(m, 4 * PAGE, rw) == 0);
+	r = mp_write(m + 200, 0);
+	tap_diag("after mprotect(EXEC), mprotect(RW): a stray write: %c", r);
+	CHECK(ok, r == 'A' && m[200] == 'o');
+	CHECK(ok, pmg_lookup(m, NULL, NULL) == mpd);
+	tap_ok(ok, "the program's mprotect(PROT_READ|PROT_WRITE) (also after "
+	       "PROT_EXEC) over a protected range keeps it protected: a stray "
+	       "write aborts, byte unchanged");
+	/* the program makes page 1 read-only: so it stays in a window */
+	ok = 1;
+	CHECK(ok, mprotect(m + PAGE, PAGE, PROT_READ) == 0);
+	r = mp_write(m + PAGE + 8, 1);
+	tap_diag("page made read-only by the program, written in a window: "
+		 "%c", r);
+	CHECK(ok, r == 'S' && m[PAGE + 8] == 'o');	/* the program's own */
+	r = mp_write(m + 8, 1);
+	CHECK(ok, r == 'w');		/* the other pages: windows work */
+	mp_restore(m + 8);
+	/* outside windows both refuse it: the program's protection (S) or,
+	 * on PKU, the key first (SEGV_PKUERR: strict, A) */
+	r = mp_write(m + PAGE + 8, 0);
+	CHECK(ok, (r == 'S' || (pku && r == 'A')) && m[PAGE + 8] == 'o');
+	/* its rights back: windows write there again */
+	CHECK(ok, mprotect(m + PAGE, PAGE, rw) == 0);
+	r = mp_write(m + PAGE + 8, 1);
+	tap_diag("read-write again, written in a window: %c", r);
+	CHECK(ok, r == 'w');
+	mp_restore(m + PAGE + 8);
+	CHECK(ok, mp_write(m + PAGE + 8, 0) == 'A');
+	tap_ok(ok, "mprotect(PROT_READ) by the program over part of a "
+	       "protected range: read-only inside windows too, until it "
+	       "asks for read-write again");
+	/* pkey_mprotect() with another key (PKU) or none (-1) */
+	ok = 1;
+	if (pku)
+		k2 = (int)syscall(SYS_pkey_alloc, 0, 0);
+	CHECK(ok, !pku || k2 > 0);
+	/* the glibc wrapper (a raw syscall is not seen: docs/api.md) */
+	CHECK(ok, pkey_mprotect(m, 4 * PAGE, rw, k2) == 0);
+	r = mp_write(m + 300, 0);
+	tap_diag("after pkey_mprotect(RW, key %d): a stray write: %c", k2, r);
+	CHECK(ok, r == 'A' && m[300] == 'o');
+	if (k2 > 0)
+		syscall(SYS_pkey_free, k2);
+	tap_ok(ok, "pkey_mprotect() over a protected range (%s): the range "
+	       "keeps its protection", pku ? "another key" : "key -1");
+	/* madvise(MADV_DONTNEED) drops pages, never the protection */
+	ok = 1;
+	CHECK(ok, madvise(m, 4 * PAGE, MADV_DONTNEED) == 0);
+	CHECK(ok, m[0] == 'o' && m[4 * PAGE - 1] == 'o');
+	r = mp_write(m + 400, 0);
+	CHECK(ok, r == 'A' && m[400] == 'o');
+	tap_ok(ok, "madvise(MADV_DONTNEED) over a protected range: data kept "
+	       "(shared), a stray write still aborts");
+	pmg_unprotect(m, 4 * PAGE);
+	pmg_domain_delete(&mpd);
+	munmap(m, 4 * PAGE);
+}
+
 static int ready[2];
 
 static void *end_inside(void *arg)
@@ -236,7 +373,7 @@ int main(void)
 
 	int rep[2];
 
-	tap_init(8);
+	tap_init(12);
 	pg = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int ok = pmg_domain_new(&dom, "shared", 0) == 0 &&
@@ -275,5 +412,6 @@ int main(void)
 	pmg_set_report_fd(2);
 	t_unmapped();
 	t_unmapped_pool();
+	t_mprotect_over();
 	return tap_done();
 }
