@@ -232,6 +232,9 @@ unsigned _pmg_pool_domain_refs(const struct pmg_domain *d);
  * (the caller chains).  AS-safe. */
 void _pmg_pool_quarantine_fault(int sig, int si_code, uintptr_t addr,
 				const void *uc);
+/* pool.c: the program unmapped, moved or replaced [a, a+n) (interpose.c):
+ * closed pools' reservations there are no longer ours */
+void _pmg_pool_quarantine_forget(uintptr_t a, size_t n);
 
 /* thread.c */
 int _pmg_thread_hooks_install(void);	/* once per process; lock held */

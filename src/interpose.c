@@ -128,8 +128,13 @@ NOSAN PMG_API int munmap(void *addr, size_t len)
 {
 	int rc, e;
 
-	if (!touches(addr, len))
-		return do_munmap(addr, len);
+	if (!touches(addr, len)) {
+		rc = do_munmap(addr, len);
+		if (rc == 0) /* a closed pool's quarantine (pool.c) */
+			_pmg_pool_quarantine_forget((uintptr_t)addr,
+						    pages(len));
+		return rc;
+	}
 	pthread_mutex_lock(&_pmg.lock);
 	rc = do_munmap(addr, len);
 	e = errno;
@@ -146,8 +151,15 @@ NOSAN static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int f
 	void *m;
 	int e;
 
-	if (!(flags & MAP_FIXED) || !touches(addr, len))
+	if (!(flags & MAP_FIXED))
 		return do_mmap(addr, len, prot, flags, fd, off);
+	if (!touches(addr, len)) {
+		m = do_mmap(addr, len, prot, flags, fd, off);
+		if (m != MAP_FAILED)
+			_pmg_pool_quarantine_forget((uintptr_t)addr,
+						    pages(len));
+		return m;
+	}
 	pthread_mutex_lock(&_pmg.lock);
 	m = do_mmap(addr, len, prot, flags, fd, off);
 	e = errno;
@@ -207,8 +219,14 @@ NOSAN PMG_API void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
 		va_end(ap);
 	}
 	if (!touches(old, osz) &&
-	    !((flags & MREMAP_FIXED) && touches(to, nsz)))
-		return do_mremap(old, osz, nsz, flags, to);
+	    !((flags & MREMAP_FIXED) && touches(to, nsz))) {
+		m = do_mremap(old, osz, nsz, flags, to);
+		if (m != MAP_FAILED) {
+			_pmg_pool_quarantine_forget((uintptr_t)old, pages(osz));
+			_pmg_pool_quarantine_forget((uintptr_t)m, pages(nsz));
+		}
+		return m;
+	}
 	pthread_mutex_lock(&_pmg.lock);
 	m = do_mremap(old, osz, nsz, flags, to);
 	e = errno;

@@ -1137,6 +1137,40 @@ static bool make_none(void *a, size_t n)
 	return false;
 }
 
+/*
+ * Whether every page of [@a, @a+@n) is, per /proc/self/maps, a mapping of
+ * the file @dev:@ino, or (@ino 0) an anonymous PROT_NONE reservation: what
+ * the library left there and may replace or unmap.  Anything else (the
+ * program unmapped it and something else took the place) is not ours to
+ * touch.  Without /proc: @dflt.
+ */
+static bool maps_are(uintptr_t a, size_t n, dev_t dev, ino_t ino, bool dflt)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512], perms[8];
+	uintptr_t at = a, e = a + n;
+
+	if (!f)
+		return dflt;
+	while (at < e && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, li;
+		unsigned ma, mi;
+
+		if (sscanf(line, "%lx-%lx %7s %*s %x:%x %lu", &lo, &hi, perms,
+			   &ma, &mi, &li) != 6 ||
+		    hi <= at)
+			continue;
+		if (lo > at)
+			break;
+		if (ino ? (li != ino || makedev(ma, mi) != dev)
+			: (li || ma || mi || strcmp(perms, "---p")))
+			break;
+		at = hi;
+	}
+	fclose(f);
+	return at >= e;
+}
+
 /* Release the oldest closed pool's addresses (pool_lock held). */
 static void quar_release_oldest(void)
 {
@@ -1147,7 +1181,10 @@ static void quar_release_oldest(void)
 			continue;
 		/* out of the table first: readers are gone when it returns */
 		(void)_pmg_rt_remove(&qtab, quar[i].b[k], 0, NULL);
-		munmap((void *)quar[i].b[k], quar[i].n[k]);
+		/* still our reservation (the static library does not see the
+		 * program's munmap/MAP_FIXED): else not ours to unmap */
+		if (maps_are(quar[i].b[k], quar[i].n[k], 0, 0, true))
+			munmap((void *)quar[i].b[k], quar[i].n[k]);
 		quar_bytes -= quar[i].n[k];
 		quar[i].n[k] = 0;
 	}
@@ -1222,6 +1259,52 @@ unmap:
 	for (k = 0; k < 2; k++)
 		if (n[k])
 			munmap((void *)a[k], n[k]);
+}
+
+/*
+ * The program unmapped, moved or replaced [@a, @a+@n) (interpose.c, after
+ * the call): quarantined ranges there are no longer the library's.  They
+ * are forgotten (what is left of them outside that span, still ours, is
+ * unmapped), never unmapped later, and faults there are not reported as
+ * closed pools'.  The lock-free look first: the library's own unmaps of
+ * ranges already out of the table return at once (pool_lock may be held).
+ */
+void _pmg_pool_quarantine_forget(uintptr_t a, size_t n)
+{
+	const struct _pmg_range *r;
+	size_t cnt, i;
+	unsigned j, k;
+	int slot, e = errno;
+	bool hit;
+
+	if (!n || !__atomic_load_n(&quar_count, __ATOMIC_RELAXED))
+		return;
+	r = _pmg_rt_enter(&qtab, &cnt, &slot);
+	i = _pmg_rt_search(r, cnt, a);
+	hit = i < cnt && r[i].base < a + n;
+	_pmg_rt_leave(&qtab, slot);
+	if (!hit)
+		return;
+	pthread_mutex_lock(&pool_lock);
+	for (j = 0; j < quar_count; j++) {
+		unsigned q = (quar_head + j) % QUAR_CAP;
+
+		for (k = 0; k < 2; k++) {
+			uintptr_t b = quar[q].b[k], end = b + quar[q].n[k];
+
+			if (!quar[q].n[k] || end <= a || b >= a + n)
+				continue;
+			(void)_pmg_rt_remove(&qtab, b, 0, NULL);
+			if (b < a)
+				munmap((void *)b, a - b);
+			if (end > a + n)
+				munmap((void *)(a + n), end - (a + n));
+			quar_bytes -= quar[q].n[k];
+			quar[q].n[k] = 0;
+		}
+	}
+	pthread_mutex_unlock(&pool_lock);
+	errno = e;
 }
 
 /* Test hook: closed pools quarantined now, and their bytes. */
@@ -1330,6 +1413,7 @@ static int pool_teardown(struct pmg_pool *p)
 
 	uintptr_t qa[2] = { 0, 0 };
 	size_t qn[2] = { 0, 0 };
+	struct stat st;
 
 	pthread_mutex_lock(&pool_lock);
 	ptab_remove(p);
@@ -1344,6 +1428,10 @@ static int pool_teardown(struct pmg_pool *p)
 	 * our back, or is still registered: unprotecting failed) and the
 	 * alias's reservation, the alias made PROT_NONE in it.
 	 */
+	if (ours &&
+	    (fstat(p->fd, &st) || !maps_are((uintptr_t)p->addr, p->maplen,
+					    st.st_dev, st.st_ino, true)))
+		ours = false; /* replaced behind our back: not ours */
 	if (ours && !rc && make_none(p->addr, p->maplen)) {
 		qa[0] = (uintptr_t)p->addr;
 		qn[0] = p->maplen;

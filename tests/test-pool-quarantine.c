@@ -362,11 +362,100 @@ static void t_fifo(void)
 	       "budget; a budget of 0 keeps none");
 }
 
+/*
+ * The library never unmaps or replaces what is no longer its own: a
+ * closed pool's quarantined range the program unmapped and mapped again
+ * itself is left alone when the quarantine releases it; an unprotected
+ * pool the program unmapped and replaced is left alone by its close.
+ */
+static int mapped_rw_with(uintptr_t a, size_t n, char c)
+{
+	char line[PATH_MAX + 128], perms[8];
+	unsigned long lo, hi;
+	FILE *f = fopen("/proc/self/maps", "r");
+	int ok = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 &&
+		    lo <= a && a + n <= hi && !strncmp(perms, "rw", 2))
+			ok = 1;
+	if (f)
+		fclose(f);
+	return ok && ((volatile char *)a)[0] == c &&
+	       ((volatile char *)a)[n - 1] == c;
+}
+
+static void t_not_ours(void)
+{
+	struct pmg_pool_config *c = NULL;
+	struct pmg_pool *p;
+	char path[PATH_MAX];
+	uintptr_t a;
+	size_t budget0;
+	char *m;
+	int ok = 1;
+
+	if (!&_pmg_pool_quarantine_budget) {
+		tap_ok(0, "quarantine: a range the program took back is left "
+			  "alone (no quarantine in the library)");
+	} else {
+		budget0 = _pmg_pool_quarantine_budget;
+		p = create("mine.pool", 64 << 10, path);
+		a = (uintptr_t)pmg_pool_address(p);
+		pmg_pool_close(&p);
+		CHECK(ok, a && reserved_none(a, a + (64 << 10)));
+		/* the program's own (static library: unseen) */
+		CHECK(ok, munmap((void *)a, 64 << 10) == 0);
+		m = mmap((void *)a, 64 << 10, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+			 0);
+		CHECK(ok, m == (char *)a);
+		if (m != MAP_FAILED)
+			memset(m, 'm', 64 << 10);
+		/* release it all */
+		_pmg_pool_quarantine_budget = 0;
+		p = create("mine2.pool", 64 << 10, path);
+		pmg_pool_close(&p);
+		_pmg_pool_quarantine_budget = budget0;
+		CHECK(ok, m == (char *)a && mapped_rw_with(a, 64 << 10, 'm'));
+		if (m != MAP_FAILED)
+			munmap(m, 64 << 10);
+		tap_ok(ok,
+		       "quarantine: a closed pool's range the program "
+		       "unmapped and mapped again itself is left alone when "
+		       "released");
+	}
+	/* an unprotected pool unmapped and replaced by the program */
+	ok = 1;
+	snprintf(path, sizeof(path), "%s/unprot.pool", dir);
+	p = NULL;
+	CHECK(ok, pmg_pool_config_new(&c) == 0 &&
+			  pmg_pool_config_set_size(c, 64 << 10) == 0 &&
+			  pmg_pool_config_set_flags(
+				  c, PMG_POOL_UNPROTECTED |
+					     PMG_POOL_OVERWRITE) == 0 &&
+			  pmg_pool_create(&p, path, c) == 0);
+	pmg_pool_config_delete(&c);
+	a = (uintptr_t)pmg_pool_address(p);
+	CHECK(ok, a && munmap((void *)a, 64 << 10) == 0);
+	m = mmap((void *)a, 64 << 10, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	CHECK(ok, m == (char *)a);
+	if (m != MAP_FAILED)
+		memset(m, 'u', 64 << 10);
+	pmg_pool_close(&p);
+	CHECK(ok, m == (char *)a && mapped_rw_with(a, 64 << 10, 'u'));
+	if (m != MAP_FAILED)
+		munmap(m, 64 << 10);
+	tap_ok(ok, "an unprotected pool the program unmapped and replaced: "
+		   "its close leaves the new mapping alone");
+}
+
 int main(void)
 {
 	char disk[256], shm[256];
 
-	tap_init(12);
+	tap_init(14);
 	if (probe_dirs(dir, sizeof(dir), disk, shm, sizeof(disk)))
 		tap_skip_all("no temporary directory");
 	s.report = tmpfd();
@@ -377,6 +466,7 @@ int main(void)
 	t_reuse(64 << 10);
 	t_reuse(1 << 20);
 	t_fifo();
+	t_not_ours();
 	probe_dirs_remove(disk, shm);
 	return tap_done();
 }

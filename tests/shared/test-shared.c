@@ -320,6 +320,66 @@ static void t_mprotect_over(void)
 	munmap(m, 4 * PAGE);
 }
 
+/*
+ * A closed pool's quarantined addresses (pool.c), unmapped by the program
+ * and reserved again by it: the library forgets them (interposed munmap),
+ * so a fault there is the program's, not reported as a closed pool's.
+ */
+static int qf_rep = -1;
+
+static int qf_child(void *v)
+{
+	pmg_set_fault_mode(PMG_FAULT_STRICT);
+	pmg_set_report_fd(qf_rep);
+	*(volatile char *)v = 'Z';
+	return 0;
+}
+
+static void t_quarantine_forget(void)
+{
+	struct pmg_pool_config *c = NULL;
+	struct pmg_pool *p = NULL;
+	char path[64], rep[2048], *a = NULL, *n;
+	ssize_t got;
+	int ok = 1, st, fds[2];
+
+	snprintf(path, sizeof(path), "/tmp/pmg-shared-q-%d.pool",
+		 (int)getpid());
+	CHECK(ok, pipe(fds) == 0 && fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
+	qf_rep = fds[1];
+	CHECK(ok, pmg_pool_config_new(&c) == 0 &&
+		  pmg_pool_config_set_size(c, 4 * PAGE) == 0 &&
+		  pmg_pool_create(&p, path, c) == 0);
+	a = pmg_pool_address(p);
+	CHECK(ok, pmg_pool_close(&p) == 0);
+	st = tap_child(qf_child, a + 5);
+	got = read(fds[0], rep, sizeof(rep) - 1);
+	rep[got > 0 ? got : 0] = '\0';
+	CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT &&
+		  strstr(rep, "closed pool"));
+	/* the program takes the place back */
+	CHECK(ok, a && munmap(a, 4 * PAGE) == 0);
+	n = mmap(a, 4 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+		 MAP_FIXED_NOREPLACE, -1, 0);
+	CHECK(ok, n == a);
+	st = tap_child(qf_child, a + 5);
+	got = read(fds[0], rep, sizeof(rep) - 1);
+	rep[got > 0 ? got : 0] = '\0';
+	CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV &&
+		  !strstr(rep, "closed pool"));
+	if (!ok)
+		tap_diag("status %#x, report: %s", st, rep);
+	if (n != MAP_FAILED)
+		munmap(n, 4 * PAGE);
+	unlink(path);
+	pmg_pool_config_delete(&c);
+	close(fds[0]);
+	close(fds[1]);
+	tap_ok(ok, "a closed pool's quarantined range: a stray write there "
+	       "is reported as the closed pool's; once the program unmapped "
+	       "it and mapped its own, it is the program's (plain SIGSEGV)");
+}
+
 static int ready[2];
 
 static void *end_inside(void *arg)
@@ -373,7 +433,7 @@ int main(void)
 
 	int rep[2];
 
-	tap_init(12);
+	tap_init(13);
 	pg = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int ok = pmg_domain_new(&dom, "shared", 0) == 0 &&
@@ -413,5 +473,6 @@ int main(void)
 	t_unmapped();
 	t_unmapped_pool();
 	t_mprotect_over();
+	t_quarantine_forget();
 	return tap_done();
 }
