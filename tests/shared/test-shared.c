@@ -250,6 +250,7 @@ static void t_mprotect_over(void)
 		tap_ok(0, "mprotect(PROT_READ) inside a window");
 		tap_ok(0, "pkey_mprotect over a protected range");
 		tap_ok(0, "madvise over a protected range");
+		tap_ok(0, "pmg_unprotect() after the program's mprotect()");
 		return;
 	}
 	/* the program asks for read-write: still protected */
@@ -315,7 +316,22 @@ static void t_mprotect_over(void)
 	CHECK(ok, r == 'A' && m[400] == 'o');
 	tap_ok(ok, "madvise(MADV_DONTNEED) over a protected range: data kept "
 	       "(shared), a stray write still aborts");
-	pmg_unprotect(m, 4 * PAGE);
+	/* pmg_unprotect() gives the pages back as the program left them */
+	ok = 1;
+	CHECK(ok, mprotect(m + 2 * PAGE, PAGE, PROT_READ) == 0);
+	CHECK(ok, pmg_unprotect(m, 4 * PAGE) == 0);
+	if (pku) {
+		tap_skip("pmg_unprotect() leaves the pages as the program's "
+			 "mprotect() set them", "PKU: unprotect makes the range "
+			 "read-write, key 0 (docs/api.md)");
+	} else {
+		tap_diag("after unprotect: page 2 '%s'", perms_of(m + 2 * PAGE));
+		tap_diag("after unprotect: page 3 '%s'", perms_of(m + 3 * PAGE));
+		CHECK(ok, !strcmp(perms_of(m + 2 * PAGE), "r--s"));
+		CHECK(ok, !strcmp(perms_of(m + 3 * PAGE), "rw-s"));
+		tap_ok(ok, "pmg_unprotect() leaves the pages as the program's "
+		       "mprotect() set them (a read-only page stays read-only)");
+	}
 	pmg_domain_delete(&mpd);
 	munmap(m, 4 * PAGE);
 }
@@ -433,7 +449,7 @@ int main(void)
 
 	int rep[2];
 
-	tap_init(13);
+	tap_init(14);
 	pg = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int ok = pmg_domain_new(&dom, "shared", 0) == 0 &&
