@@ -58,11 +58,14 @@ struct pmg_pool {
 	int shared;		/* index into shared[], -1: caller's domain */
 	bool pmem, map_sync, devdax, noaccess;
 	char name[96];		/* the path's tail, for use-after-close reports */
+	dev_t dev; /* the file's, for a reopen's quarantine */
+	ino_t ino;
 };
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool quar_shed(void);
+static char *quar_take(struct pmg_pool *p, bool alias, char **alias_resv);
 
 /* A PROT_NONE reservation of @len bytes anywhere; the quarantine is given
  * back first if the address space is short.  MAP_FAILED, errno set. */
@@ -479,12 +482,25 @@ static char *map_at(struct pmg_pool *p, char *a)
  * unmaps what was there, and another thread's mmap can take the hole).
  * If other threads keep taking the place, a new one is found.
  */
-static int map_pool(struct pmg_pool *p, const char *path)
+static int map_pool(struct pmg_pool *p, const char *path, char *a)
 {
 	size_t resv = p->maplen + p->align;
-	int tries, e = 0;
-	char *r, *a, *m;
+	int tries, e = 0, flags;
+	char *r, *m;
 
+	if (a) {
+		/* a reopen, over our own reservation (quar_take()), with the
+		 * flags that worked before: a refused MAP_SYNC would leave a
+		 * hole, not retried there */
+		flags = p->map_sync ? MAP_SHARED_VALIDATE | MAP_SYNC
+				    : MAP_SHARED;
+		m = mmap(a, p->maplen, PROT_READ | PROT_WRITE,
+			 flags | MAP_FIXED, p->fd, (off_t)p->offset);
+		if (m == a) {
+			p->addr = m;
+			return 0;
+		}
+	}
 	for (tries = 0; tries < 64; tries++) {
 		r = reserve(resv);
 		if (r == MAP_FAILED)
@@ -546,11 +562,17 @@ static char *alias_reserve(const struct pmg_pool *p)
  * the pool, which is then mapped below it as it would be without one (the
  * space below stays free, a reopened pool lands where the old one was).
  */
-static void alias_prepare(struct pmg_pool *p, const struct pmg_pool_config *c)
+static bool alias_wanted(const struct pmg_pool_config *c)
 {
-	if (!(c->flags & PMG_POOL_UNPROTECTED) &&
-	    _pmg_persist_get()->pool_alias)
-		p->alias_resv = alias_reserve(p);
+	return !(c->flags & PMG_POOL_UNPROTECTED) && !_pmg_fast &&
+	       _pmg_persist_get()->pool_alias;
+}
+
+static void alias_prepare(struct pmg_pool *p, const struct pmg_pool_config *c,
+			  char *taken)
+{
+	if (alias_wanted(c))
+		p->alias_resv = taken ? taken : alias_reserve(p);
 }
 
 static void map_alias(struct pmg_pool *p)
@@ -602,6 +624,8 @@ static int pool_finish(struct pmg_pool *p, const char *path,
 		       const struct pmg_pool_config *c)
 {
 	const struct _pmg_persist *pp = _pmg_persist_get();
+	char *at = NULL, *alias_at = NULL;
+	struct stat st;
 	size_t n;
 	int rc;
 
@@ -612,8 +636,14 @@ static int pool_finish(struct pmg_pool *p, const char *path,
 	p->maplen = (p->size + PMG_PAGE_SIZE - 1) & ~(PMG_PAGE_SIZE - 1);
 	if (!p->devdax)
 		p->align = p->maplen >= HUGE_ALIGN ? HUGE_ALIGN : PMG_PAGE_SIZE;
-	alias_prepare(p, c);
-	rc = map_pool(p, path);
+	/* a reopen of a closed pool: its old places (quarantine) */
+	if (!fstat(p->fd, &st)) {
+		p->dev = st.st_dev;
+		p->ino = st.st_ino;
+		at = quar_take(p, alias_wanted(c), &alias_at);
+	}
+	alias_prepare(p, c, alias_at);
+	rc = map_pool(p, path, at);
 	if (rc) {
 		unmap_alias(p);
 		return rc;
@@ -1121,6 +1151,11 @@ static struct {
 	uintptr_t b[2];		/* the mapping, the alias's reservation */
 	size_t n[2];		/* 0: none */
 	char name[96];
+	/* the mapping's file, offset and flags: a reopen takes it back */
+	dev_t dev;
+	ino_t ino;
+	size_t offset;
+	bool map_sync;
 } quar[QUAR_CAP];
 static unsigned quar_head, quar_count;	/* oldest; how many (pool_lock) */
 static size_t quar_bytes;
@@ -1138,13 +1173,13 @@ static bool make_none(void *a, size_t n)
 }
 
 /*
- * Whether every page of [@a, @a+@n) is, per /proc/self/maps, a mapping of
- * the file @dev:@ino, or (@ino 0) an anonymous PROT_NONE reservation: what
+ * Whether every page of [@a, @a+@n) is, per /proc/self/maps, a shared
+ * mapping of the file @ino, or (@ino 0) an anonymous PROT_NONE reservation: what
  * the library left there and may replace or unmap.  Anything else (the
  * program unmapped it and something else took the place) is not ours to
  * touch.  Without /proc: @dflt.
  */
-static bool maps_are(uintptr_t a, size_t n, dev_t dev, ino_t ino, bool dflt)
+static bool maps_are(uintptr_t a, size_t n, ino_t ino, bool dflt)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
 	char line[512], perms[8];
@@ -1162,7 +1197,9 @@ static bool maps_are(uintptr_t a, size_t n, dev_t dev, ino_t ino, bool dflt)
 			continue;
 		if (lo > at)
 			break;
-		if (ino ? (li != ino || makedev(ma, mi) != dev)
+		/* the file by inode alone: on overlayfs the mapping shows
+		 * the underlying file's device, fstat() the overlay's */
+		if (ino ? (li != ino || perms[3] != 's')
 			: (li || ma || mi || strcmp(perms, "---p")))
 			break;
 		at = hi;
@@ -1183,7 +1220,7 @@ static void quar_release_oldest(void)
 		(void)_pmg_rt_remove(&qtab, quar[i].b[k], 0, NULL);
 		/* still our reservation (the static library does not see the
 		 * program's munmap/MAP_FIXED): else not ours to unmap */
-		if (maps_are(quar[i].b[k], quar[i].n[k], 0, 0, true))
+		if (maps_are(quar[i].b[k], quar[i].n[k], 0, true))
 			munmap((void *)quar[i].b[k], quar[i].n[k]);
 		quar_bytes -= quar[i].n[k];
 		quar[i].n[k] = 0;
@@ -1235,6 +1272,10 @@ static void quar_add(const struct pmg_pool *p, uintptr_t a[2], size_t n[2])
 		quar_release_oldest();
 	i = (quar_head + quar_count) % QUAR_CAP;
 	memcpy(quar[i].name, p->name, sizeof(quar[i].name));
+	quar[i].dev = p->dev;
+	quar[i].ino = p->ino;
+	quar[i].offset = p->offset;
+	quar[i].map_sync = p->map_sync;
 	for (k = 0; k < 2; k++) {
 		struct _pmg_range r = {
 			.base = a[k], .end = a[k] + n[k], .lim = a[k] + n[k],
@@ -1259,6 +1300,60 @@ unmap:
 	for (k = 0; k < 2; k++)
 		if (n[k])
 			munmap((void *)a[k], n[k]);
+}
+
+/*
+ * A reopen of a closed pool -- the same file (device and inode), offset
+ * and length -- takes its quarantined mapping back: the pool is mapped at
+ * its old address again, over the library's own reservation, so that
+ * pointers kept across the close point at the same bytes of the same
+ * pool, which is protected again (a stale store outside a window faults
+ * as any stray does); its alias takes its old reservation back too.
+ * Never another pool's: a writable mapping of another file never lands
+ * where pointers into a closed pool may point.  The address, or NULL
+ * (then mapped as usual); *@alias_resv the alias's reservation, or NULL.
+ */
+static char *quar_take(struct pmg_pool *p, bool alias, char **alias_resv)
+{
+	size_t alen = alias_resv_len(p);
+	char *a = NULL;
+	unsigned j;
+
+	*alias_resv = NULL;
+	if (!__atomic_load_n(&quar_count, __ATOMIC_RELAXED))
+		return NULL;
+	pthread_mutex_lock(&pool_lock);
+	for (j = 0; j < quar_count; j++) {
+		unsigned q = (quar_head + j) % QUAR_CAP;
+
+		/* the whole layout back (the alias above the pool, the
+		 * space below it free), or nothing */
+		if (!quar[q].n[0] || quar[q].ino != p->ino ||
+		    quar[q].dev != p->dev || quar[q].offset != p->offset ||
+		    quar[q].n[0] != p->maplen || quar[q].b[0] % p->align ||
+		    (alias && quar[q].n[1] != alen))
+			continue;
+		(void)_pmg_rt_remove(&qtab, quar[q].b[0], 0, NULL);
+		quar_bytes -= quar[q].n[0];
+		quar[q].n[0] = 0;
+		/* still our reservation: else not ours to map over */
+		if (maps_are(quar[q].b[0], p->maplen, 0, false)) {
+			a = (char *)quar[q].b[0];
+			p->map_sync = quar[q].map_sync;
+		}
+		/* its alias's too: the same file's bytes, an address only
+		 * the library knew */
+		if (alias) {
+			(void)_pmg_rt_remove(&qtab, quar[q].b[1], 0, NULL);
+			quar_bytes -= alen;
+			quar[q].n[1] = 0;
+			if (maps_are(quar[q].b[1], alen, 0, false))
+				*alias_resv = (char *)quar[q].b[1];
+		}
+		break;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	return a;
 }
 
 /*
@@ -1413,7 +1508,6 @@ static int pool_teardown(struct pmg_pool *p)
 
 	uintptr_t qa[2] = { 0, 0 };
 	size_t qn[2] = { 0, 0 };
-	struct stat st;
 
 	pthread_mutex_lock(&pool_lock);
 	ptab_remove(p);
@@ -1428,9 +1522,7 @@ static int pool_teardown(struct pmg_pool *p)
 	 * our back, or is still registered: unprotecting failed) and the
 	 * alias's reservation, the alias made PROT_NONE in it.
 	 */
-	if (ours &&
-	    (fstat(p->fd, &st) || !maps_are((uintptr_t)p->addr, p->maplen,
-					    st.st_dev, st.st_ino, true)))
+	if (ours && !maps_are((uintptr_t)p->addr, p->maplen, p->ino, true))
 		ours = false; /* replaced behind our back: not ours */
 	if (ours && !rc && make_none(p->addr, p->maplen)) {
 		qa[0] = (uintptr_t)p->addr;

@@ -280,6 +280,58 @@ static void t_reuse(size_t asize)
 		pmg_pool_close(&later[i]);
 }
 
+/*
+ * A reopen of the closed pool itself (same file, offset, length) takes its
+ * old address back: pointers kept across the close point at the same
+ * bytes of the same pool, protected again, so a stale store outside a
+ * window is an ordinary stray (strict: SIGABRT, the byte unchanged);
+ * another pool never gets the address.
+ */
+static int reopen_child(void *v)
+{
+	pmg_set_report_fd(s.report);
+	pmg_set_fault_mode(PMG_FAULT_STRICT);
+	*(volatile char *)v = 'S';
+	return 0;
+}
+
+static void t_reopen(void)
+{
+	struct pmg_pool *p, *q = NULL;
+	char path[PATH_MAX], other[PATH_MAX], rep[4096];
+	uintptr_t a;
+	int ok = 1, st;
+
+	p = create("reopen.pool", 64 << 10, path);
+	a = (uintptr_t)pmg_pool_address(p);
+	CHECK(ok, p && pmg_memcpy_persist((char *)a + 100, "kept", 5));
+	pmg_pool_close(&p);
+	/* another pool of the same size first: not at that address */
+	q = create("reopen-other.pool", 64 << 10, other);
+	CHECK(ok, q && (uintptr_t)pmg_pool_address(q) != a);
+	CHECK(ok, pmg_pool_open(&p, path, NULL) == 0);
+	tap_diag("closed at %#lx, reopened at %p, the other pool at %p",
+		 (unsigned long)a, pmg_pool_address(p), pmg_pool_address(q));
+	CHECK(ok, p && (uintptr_t)pmg_pool_address(p) == a);
+	CHECK(ok, p && !strcmp((char *)a + 100, "kept"));
+	if (ftruncate(s.report, 0))
+		tap_diag("ftruncate: %m");
+	lseek(s.report, 0, SEEK_SET);
+	st = tap_child(reopen_child, (char *)a + 100);
+	slurp(s.report, rep, sizeof(rep));
+	CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(ok, strstr(rep, "domain 'pmem'") != NULL);
+	CHECK(ok, p && !strcmp((char *)a + 100, "kept"));
+	if (!ok)
+		tap_diag("child status %#x; report: %s", st, rep);
+	pmg_pool_close(&p);
+	pmg_pool_close(&q);
+	tap_ok(ok,
+	       "use after close: a reopen of the same pool takes its old "
+	       "address back (another pool does not); a stale store there is "
+	       "a stray into the protected pool (SIGABRT, byte unchanged)");
+}
+
 /* ------------------------------------------------------------ bounds */
 
 /*
@@ -455,7 +507,7 @@ int main(void)
 {
 	char disk[256], shm[256];
 
-	tap_init(14);
+	tap_init(15);
 	if (probe_dirs(dir, sizeof(dir), disk, shm, sizeof(disk)))
 		tap_skip_all("no temporary directory");
 	s.report = tmpfd();
@@ -465,6 +517,7 @@ int main(void)
 	tap_diag("backend: %s", pmg_backend_name(pmg_backend()));
 	t_reuse(64 << 10);
 	t_reuse(1 << 20);
+	t_reopen();
 	t_fifo();
 	t_not_ours();
 	probe_dirs_remove(disk, shm);
