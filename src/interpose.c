@@ -312,6 +312,51 @@ static void reprotect(const char *what, uintptr_t a, size_t n, int prot,
 	}
 }
 
+/*
+ * mprotect backend: the program's mprotect(@prot) of [@a, @a+@n) made
+ * piece by piece (_pmg.lock held), so that a protected page is never
+ * writable in between: the pieces outside protected ranges get @prot,
+ * the protected ones our protection capped by it (never more than either:
+ * pmg_protect() took only read-write mappings, so the kernel's answer for
+ * them does not depend on what is asked).  As the kernel does, a failure
+ * part-way leaves the pieces before it changed.  0 or -1 and errno.
+ */
+static int mprotect_split(uintptr_t a, size_t n, int prot)
+{
+	uintptr_t at = a, e = a + n;
+	struct _pmg_range r;
+
+	while (at < e) {
+		uintptr_t lo, hi;
+
+		if (_pmg_reg_first_overlap(at, e, &r)) {
+			lo = hi = e;
+		} else {
+			lo = r.base > at ? r.base : at;
+			hi = r.end < e ? r.end : e;
+		}
+		if (lo > at && do_mprotect((void *)at, lo - at, prot))
+			return -1;
+		if (lo == e)
+			break;
+		if (_pmg_cap_set(lo, hi, prot))
+			report_reprotect("mprotect", a, n, &r,
+					 "applied, the "
+					 "range stays protected, but too many "
+					 "such requests are remembered: "
+					 "windows may give these pages "
+					 "read-write");
+		if (_pmg_pw_mprotect(r.key, lo, hi,
+				     _pmg_prot_of(_pmg_process_rights(
+					     &_pmg.dom[r.key]))) == -ENOMEM) {
+			errno = ENOMEM;
+			return -1;
+		}
+		at = hi;
+	}
+	return 0;
+}
+
 NOSAN PMG_API int mprotect(void *addr, size_t len, int prot)
 {
 	int rc, e;
@@ -319,10 +364,17 @@ NOSAN PMG_API int mprotect(void *addr, size_t len, int prot)
 	if (!touches(addr, len))
 		return do_mprotect(addr, len, prot);
 	pthread_mutex_lock(&_pmg.lock);
-	rc = do_mprotect(addr, len, prot);
+	if ((uintptr_t)addr % PMG_PAGE_SIZE) {
+		rc = do_mprotect(addr, len, prot); /* EINVAL */
+	} else if (_pmg.prim->id == PMG_BACKEND_PKU) {
+		rc = do_mprotect(addr, len, prot); /* the key stays... */
+		if (rc == 0) /* ...but for PROT_EXEC: the exec-only key */
+			reprotect("mprotect", (uintptr_t)addr, pages(len), prot,
+				  -1);
+	} else {
+		rc = mprotect_split((uintptr_t)addr, pages(len), prot);
+	}
 	e = errno;
-	if (rc == 0)
-		reprotect("mprotect", (uintptr_t)addr, pages(len), prot, -1);
 	pthread_mutex_unlock(&_pmg.lock);
 	errno = e;
 	return rc;
