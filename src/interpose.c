@@ -10,10 +10,10 @@
  * registry lookup.
  *
  * It also interposes mprotect() and pkey_mprotect(): over a protected
- * range the program's request is applied, then the protected part is
- * protected again -- on the mprotect backend with the program's rights
- * remembered (pagewin.c) so that windows never give those pages more than
- * it asked; on PKU with the range's key (mprotect(PROT_EXEC) would move
+ * range the program's request is applied around the protection -- on
+ * the mprotect backend piece by piece (mprotect_split()), the program's
+ * rights remembered (pagewin.c) so that windows never give those pages
+ * more than it asked; on PKU with the range's key (mprotect(PROT_EXEC) would move
  * it to the execute-only key and a later mprotect() to key 0, and
  * pkey_mprotect() names a key of its own; that one is reported).
  * madvise() changes neither page protections nor keys: not interposed.
