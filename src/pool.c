@@ -1226,7 +1226,7 @@ static void quar_release_oldest(void)
 		quar[i].n[k] = 0;
 	}
 	quar_head++;
-	quar_count--;
+	__atomic_sub_fetch(&quar_count, 1, __ATOMIC_RELAXED);
 }
 
 /* Within the limits again; @keep: closed pools that stay regardless. */
@@ -1293,7 +1293,7 @@ static void quar_add(const struct pmg_pool *p, uintptr_t a[2], size_t n[2])
 		quar[i].n[k] = n[k];
 		quar_bytes += n[k];
 	}
-	quar_count++;
+	__atomic_add_fetch(&quar_count, 1, __ATOMIC_RELAXED);
 	quar_trim(1);	/* the newest stays */
 	return;
 unmap:
