@@ -238,6 +238,15 @@ PMG_API int pmg_domain_delete(struct pmg_domain **dp)
 		goto out;
 	}
 	key = d->key;
+	if (_pmg_pool_domain_refs(*dp)) {
+		rc = _pmg_err(
+			-EBUSY,
+			"domain '%s' is the pool layer's shared "
+			"domain, used by %u open pool(s): pmg_pool_close() "
+			"deletes it with the last",
+			_pmg.core.key[key].name, _pmg_pool_domain_refs(*dp));
+		goto out;
+	}
 	if (d->gw || d->gr || _pmg_tls.w[key] || _pmg_tls.r[key]) {
 		rc = _pmg_err(-EBUSY, "domain '%s' has open windows: close "
 			      "them first", _pmg.core.key[key].name);

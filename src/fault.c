@@ -574,8 +574,8 @@ static void protect_page(uintptr_t page, int prot)
 	struct _pmg_range r;
 	unsigned i;
 
-	if (!mprotect((void *)page, PMG_PAGE_SIZE, prot) || errno != EINVAL ||
-	    _pmg_reg_find(page, &r))
+	if (!_pmg_mprotect((void *)page, PMG_PAGE_SIZE, prot) ||
+	    errno != EINVAL || _pmg_reg_find(page, &r))
 		return;
 	for (i = 0; i < sizeof(block) / sizeof(block[0]); i++) {
 		uintptr_t b = page & ~(block[i] - 1), e = b + block[i];
@@ -584,7 +584,7 @@ static void protect_page(uintptr_t page, int prot)
 			b = r.base;
 		if (e > r.end)
 			e = r.end;
-		if (!mprotect((void *)b, e - b, prot) || errno != EINVAL)
+		if (!_pmg_mprotect((void *)b, e - b, prot) || errno != EINVAL)
 			return;
 	}
 }
@@ -1336,8 +1336,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	} else {
 		struct _pmg_range r;
 
-		if (si->si_code != SEGV_ACCERR ||
-		    _pmg_reg_find(f.addr, &r))
+		if (si->si_code != SEGV_ACCERR || _pmg_reg_find(f.addr, &r) ||
+		    !_pmg_cap_allows(f.addr, f.acc)) /* the program's own */
 			goto not_ours;
 		key = r.key;
 		page = f.addr & ~(PMG_PAGE_SIZE - 1);
@@ -1456,6 +1456,9 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 not_ours:
 	if (reg)
 		_pmg_wrpkru(hpkru);
+	/* a closed pool's quarantined address: reported (strict aborts) */
+	_pmg_pool_quarantine_fault(sig, si->si_code,
+				   (uintptr_t)si->si_addr, ucv);
 	errno = saved_errno;
 	chain(sig, si, ucv, &old_segv);
 }

@@ -99,6 +99,18 @@ void _pmg_pw_close(int slot);
 int _pmg_pw_prot(int key, uintptr_t page);
 int _pmg_pw_mprotect(int key, uintptr_t base, uintptr_t end, int prot);
 void _pmg_pw_fork_child(void);
+/* pagewin.c: the program's own mprotect() rights over protected ranges,
+ * which our protection never exceeds (lock held; _pmg_cap_mprotect() on
+ * one page also from the fault path) */
+int _pmg_cap_set(uintptr_t b, uintptr_t e, int prot);
+void _pmg_cap_drop(uintptr_t b, uintptr_t e);
+int _pmg_cap_mprotect(uintptr_t b, uintptr_t e, int prot);
+/* whether the program's own rights at @addr allow access @acc: a fault
+ * they forbid is the program's, not pmguard's.  AS-safe. */
+bool _pmg_cap_allows(uintptr_t addr, unsigned acc);
+/* interpose.c: mprotect(2) itself, never the interposer: the library's
+ * own protection changes (AS-safe; -1 and errno) */
+int _pmg_mprotect(void *addr, size_t len, int prot);
 
 /*
  * registry.c: sorted tables of non-overlapping [base, end) ranges, read
@@ -123,6 +135,7 @@ struct _pmg_rcopy {
 enum _pmg_rtab_id {
 	_PMG_RT_REGISTRY,
 	_PMG_RT_POOLS,
+	_PMG_RT_QUARANTINE,	/* pool.c: closed pools' reserved addresses */
 	_PMG_RT_NR
 };
 struct _pmg_rtab {
@@ -217,6 +230,17 @@ extern struct pmg_stats _pmg_stats;
 /* pool.c: the pool lock is held across fork() (thread.c) */
 void _pmg_pool_fork_prepare(void);
 void _pmg_pool_fork_release(void);
+/* pool.c: the open pools on @d if it is the pool layer's shared domain
+ * (pmg_domain_delete() refuses it), else 0 */
+unsigned _pmg_pool_domain_refs(const struct pmg_domain *d);
+/* pool.c: a SIGSEGV (SEGV_ACCERR) at a closed pool's quarantined address
+ * is reported, naming the pool; strict mode aborts, other modes return
+ * (the caller chains).  AS-safe. */
+void _pmg_pool_quarantine_fault(int sig, int si_code, uintptr_t addr,
+				const void *uc);
+/* pool.c: the program unmapped, moved or replaced [a, a+n) (interpose.c):
+ * closed pools' reservations there are no longer ours */
+void _pmg_pool_quarantine_forget(uintptr_t a, size_t n);
 
 /* thread.c */
 int _pmg_thread_hooks_install(void);	/* once per process; lock held */

@@ -9,6 +9,15 @@
  * the two.  A call that touches no protected range costs one lock-free
  * registry lookup.
  *
+ * It also interposes mprotect() and pkey_mprotect(): over a protected
+ * range the program's request is applied around the protection -- on
+ * the mprotect backend piece by piece (mprotect_split()), the program's
+ * rights remembered (pagewin.c) so that windows never give those pages
+ * more than it asked; on PKU with the range's key (mprotect(PROT_EXEC) would move
+ * it to the execute-only key and a later mprotect() to key 0, and
+ * pkey_mprotect() names a key of its own; that one is reported).
+ * madvise() changes neither page protections nor keys: not interposed.
+ *
  * Not seen (documented in docs/api.md and pmg_protect(3)): the static
  * library (no interposition), raw syscalls, libc's internal unmaps (a
  * free() of a large malloc() block), libraries that bind to libc's
@@ -25,6 +34,11 @@
 #include <unistd.h>
 
 #include "internal.h"
+
+int _pmg_mprotect(void *addr, size_t len, int prot)
+{
+	return (int)syscall(SYS_mprotect, addr, len, prot);
+}
 
 #ifdef PMG_SHARED
 
@@ -43,10 +57,12 @@
 typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
 typedef int (*munmap_fn)(void *, size_t);
 typedef void *(*mremap_fn)(void *, size_t, size_t, int, ...);
+typedef int (*mprotect_fn)(void *, size_t, int);
 
 static mmap_fn real_mmap;
 static munmap_fn real_munmap;
 static mremap_fn real_mremap;
+static mprotect_fn real_mprotect;
 
 /* Resolved at load; until then (another constructor's early calls) the
  * raw syscalls serve. */
@@ -57,6 +73,9 @@ __attribute__((constructor)) static void resolve(void)
 	__atomic_store_n(&real_munmap, (munmap_fn)dlsym(RTLD_NEXT, "munmap"),
 			 __ATOMIC_RELEASE);
 	__atomic_store_n(&real_mremap, (mremap_fn)dlsym(RTLD_NEXT, "mremap"),
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(&real_mprotect,
+			 (mprotect_fn)dlsym(RTLD_NEXT, "mprotect"),
 			 __ATOMIC_RELEASE);
 }
 
@@ -109,8 +128,13 @@ NOSAN PMG_API int munmap(void *addr, size_t len)
 {
 	int rc, e;
 
-	if (!touches(addr, len))
-		return do_munmap(addr, len);
+	if (!touches(addr, len)) {
+		rc = do_munmap(addr, len);
+		if (rc == 0) /* a closed pool's quarantine (pool.c) */
+			_pmg_pool_quarantine_forget((uintptr_t)addr,
+						    pages(len));
+		return rc;
+	}
 	pthread_mutex_lock(&_pmg.lock);
 	rc = do_munmap(addr, len);
 	e = errno;
@@ -127,8 +151,15 @@ NOSAN static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int f
 	void *m;
 	int e;
 
-	if (!(flags & MAP_FIXED) || !touches(addr, len))
+	if (!(flags & MAP_FIXED))
 		return do_mmap(addr, len, prot, flags, fd, off);
+	if (!touches(addr, len)) {
+		m = do_mmap(addr, len, prot, flags, fd, off);
+		if (m != MAP_FAILED)
+			_pmg_pool_quarantine_forget((uintptr_t)addr,
+						    pages(len));
+		return m;
+	}
 	pthread_mutex_lock(&_pmg.lock);
 	m = do_mmap(addr, len, prot, flags, fd, off);
 	e = errno;
@@ -188,8 +219,14 @@ NOSAN PMG_API void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
 		va_end(ap);
 	}
 	if (!touches(old, osz) &&
-	    !((flags & MREMAP_FIXED) && touches(to, nsz)))
-		return do_mremap(old, osz, nsz, flags, to);
+	    !((flags & MREMAP_FIXED) && touches(to, nsz))) {
+		m = do_mremap(old, osz, nsz, flags, to);
+		if (m != MAP_FAILED) {
+			_pmg_pool_quarantine_forget((uintptr_t)old, pages(osz));
+			_pmg_pool_quarantine_forget((uintptr_t)m, pages(nsz));
+		}
+		return m;
+	}
 	pthread_mutex_lock(&_pmg.lock);
 	m = do_mremap(old, osz, nsz, flags, to);
 	e = errno;
@@ -202,6 +239,162 @@ NOSAN PMG_API void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
 	pthread_mutex_unlock(&_pmg.lock);
 	errno = e;
 	return m;
+}
+
+NOSAN static int do_mprotect(void *a, size_t n, int prot)
+{
+	mprotect_fn f = __atomic_load_n(&real_mprotect, __ATOMIC_ACQUIRE);
+
+	return f ? f(a, n, prot) : (int)syscall(SYS_mprotect, a, n, prot);
+}
+
+static void report_reprotect(const char *what, uintptr_t a, size_t n,
+			     const struct _pmg_range *r, const char *fate)
+{
+	struct _pmg_buf b = { .n = 0 };
+	int fd = _pmg_report_fd();
+
+	if (fd < 0)
+		return;
+	_pmg_buf_str(&b, "pmguard: ");
+	_pmg_buf_str(&b, what);
+	_pmg_buf_str(&b, "(");
+	_pmg_buf_hex(&b, a);
+	_pmg_buf_str(&b, ", ");
+	_pmg_buf_dec(&b, (int64_t)n);
+	_pmg_buf_str(&b, ") over protected range ");
+	_pmg_buf_hex(&b, r->base);
+	_pmg_buf_str(&b, "-");
+	_pmg_buf_hex(&b, r->end);
+	_pmg_buf_str(&b, " of domain '");
+	_pmg_buf_str(&b, _pmg_key_name(r->key));
+	_pmg_buf_str(&b, "': ");
+	_pmg_buf_str(&b, fate);
+	_pmg_buf_str(&b, "\n");
+	_pmg_buf_flush(&b, fd);
+}
+
+/*
+ * After the program's mprotect(@prot) (pkey_mprotect() with @pkey, -1:
+ * none) of [@a, @a+@n) succeeded: its protected parts protected again
+ * (_pmg.lock held).
+ */
+static void reprotect(const char *what, uintptr_t a, size_t n, int prot,
+		      int pkey)
+{
+	uintptr_t at = a, e = a + n;
+	struct _pmg_range r;
+
+	while (at < e && _pmg_reg_first_overlap(at, e, &r) == 0) {
+		uintptr_t lo = r.base > at ? r.base : at;
+		uintptr_t hi = r.end < e ? r.end : e;
+
+		if (_pmg.prim->id == PMG_BACKEND_PKU) {
+			(void)syscall(SYS_pkey_mprotect, lo, hi - lo, prot,
+				      r.key);
+			if (pkey >= 0 && pkey != r.key)
+				report_reprotect(what, a, n, &r,
+						 "the range "
+						 "keeps its own key");
+		} else {
+			if (_pmg_cap_set(lo, hi, prot))
+				report_reprotect(what, a, n, &r,
+						 "applied, the "
+						 "range stays protected, but "
+						 "too many such requests are "
+						 "remembered: windows may give "
+						 "these pages read-write");
+			(void)_pmg_pw_mprotect(r.key, lo, hi,
+					       _pmg_prot_of(_pmg_process_rights(
+						       &_pmg.dom[r.key])));
+		}
+		at = hi;
+	}
+}
+
+/*
+ * mprotect backend: the program's mprotect(@prot) of [@a, @a+@n) made
+ * piece by piece (_pmg.lock held), so that a protected page is never
+ * writable in between: the pieces outside protected ranges get @prot,
+ * the protected ones our protection capped by it (never more than either:
+ * pmg_protect() took only read-write mappings, so the kernel's answer for
+ * them does not depend on what is asked).  As the kernel does, a failure
+ * part-way leaves the pieces before it changed.  0 or -1 and errno.
+ */
+static int mprotect_split(uintptr_t a, size_t n, int prot)
+{
+	uintptr_t at = a, e = a + n;
+	struct _pmg_range r;
+
+	while (at < e) {
+		uintptr_t lo, hi;
+
+		if (_pmg_reg_first_overlap(at, e, &r)) {
+			lo = hi = e;
+		} else {
+			lo = r.base > at ? r.base : at;
+			hi = r.end < e ? r.end : e;
+		}
+		if (lo > at && do_mprotect((void *)at, lo - at, prot))
+			return -1;
+		if (lo == e)
+			break;
+		if (_pmg_cap_set(lo, hi, prot))
+			report_reprotect("mprotect", a, n, &r,
+					 "applied, the "
+					 "range stays protected, but too many "
+					 "such requests are remembered: "
+					 "windows may give these pages "
+					 "read-write");
+		if (_pmg_pw_mprotect(r.key, lo, hi,
+				     _pmg_prot_of(_pmg_process_rights(
+					     &_pmg.dom[r.key]))) == -ENOMEM) {
+			errno = ENOMEM;
+			return -1;
+		}
+		at = hi;
+	}
+	return 0;
+}
+
+NOSAN PMG_API int mprotect(void *addr, size_t len, int prot)
+{
+	int rc, e;
+
+	if (!touches(addr, len))
+		return do_mprotect(addr, len, prot);
+	pthread_mutex_lock(&_pmg.lock);
+	if ((uintptr_t)addr % PMG_PAGE_SIZE) {
+		rc = do_mprotect(addr, len, prot); /* EINVAL */
+	} else if (_pmg.prim->id == PMG_BACKEND_PKU) {
+		rc = do_mprotect(addr, len, prot); /* the key stays... */
+		if (rc == 0) /* ...but for PROT_EXEC: the exec-only key */
+			reprotect("mprotect", (uintptr_t)addr, pages(len), prot,
+				  -1);
+	} else {
+		rc = mprotect_split((uintptr_t)addr, pages(len), prot);
+	}
+	e = errno;
+	pthread_mutex_unlock(&_pmg.lock);
+	errno = e;
+	return rc;
+}
+
+NOSAN PMG_API int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
+{
+	int rc, e;
+
+	if (!touches(addr, len))
+		return (int)syscall(SYS_pkey_mprotect, addr, len, prot, pkey);
+	pthread_mutex_lock(&_pmg.lock);
+	rc = (int)syscall(SYS_pkey_mprotect, addr, len, prot, pkey);
+	e = errno;
+	if (rc == 0)
+		reprotect("pkey_mprotect", (uintptr_t)addr, pages(len), prot,
+			  pkey);
+	pthread_mutex_unlock(&_pmg.lock);
+	errno = e;
+	return rc;
 }
 
 #endif /* PMG_SHARED */

@@ -35,6 +35,151 @@ static struct {
 } pw[PW_MAX];
 static unsigned pw_used;		/* entries in use */
 
+/* ------------------------------------------------- the program's rights */
+
+/*
+ * The program's own mprotect() over parts of protected ranges (seen by
+ * the shared library, interpose.c): what it asked for is remembered here,
+ * page-aligned, so that no window edge gives those pages more than it
+ * asked (a page it made read-only stays read-only inside a window) and
+ * pmg_unprotect() gives them back as it left them.  Pages without an
+ * entry: read-write, as pmg_protect() found them.  Under _pmg.lock; the
+ * fault path reads without it (an entry changes only under the lock,
+ * while the program's own mprotect() runs: the answer is the one before
+ * or after).  A full table: -ENOSPC (reported by the caller).
+ */
+#define CAP_MAX 64
+
+static struct {
+	uintptr_t base, end; /* end 0: free */
+	int prot;
+} cap[CAP_MAX];
+static unsigned cap_used;
+
+static int cap_of(uintptr_t page)
+{
+	unsigned i;
+
+	for (i = 0; i < CAP_MAX; i++) {
+		uintptr_t e = __atomic_load_n(&cap[i].end, __ATOMIC_ACQUIRE);
+
+		if (e &&
+		    __atomic_load_n(&cap[i].base, __ATOMIC_RELAXED) <= page &&
+		    page < e)
+			return __atomic_load_n(&cap[i].prot, __ATOMIC_RELAXED);
+	}
+	return PROT_READ | PROT_WRITE;
+}
+
+bool _pmg_cap_allows(uintptr_t addr, unsigned acc)
+{
+	int c;
+
+	if (!__atomic_load_n(&cap_used, __ATOMIC_RELAXED))
+		return true;
+	c = cap_of(addr & ~(PMG_PAGE_SIZE - 1));
+	return acc == PMG_ACC_WRITE ? (c & PROT_WRITE) != 0
+				    : (c & (PROT_READ | PROT_WRITE)) != 0;
+}
+
+/* Our protection @prot where the program allows @c. */
+static int capped(int prot, int c)
+{
+	return (prot & c & (PROT_READ | PROT_WRITE)) | (c & PROT_EXEC);
+}
+
+static void cap_put(unsigned i, uintptr_t b, uintptr_t e, int prot)
+{
+	__atomic_store_n(&cap[i].end, 0, __ATOMIC_RELEASE);
+	if (!e)
+		return;
+	__atomic_store_n(&cap[i].base, b, __ATOMIC_RELAXED);
+	__atomic_store_n(&cap[i].prot, prot, __ATOMIC_RELAXED);
+	__atomic_store_n(&cap[i].end, e, __ATOMIC_RELEASE);
+}
+
+static int cap_free_slot(void)
+{
+	unsigned i;
+
+	for (i = 0; i < CAP_MAX; i++)
+		if (!cap[i].end)
+			return (int)i;
+	return -1;
+}
+
+/* Forget the program's rights over [@b, @e) (lock held). */
+void _pmg_cap_drop(uintptr_t b, uintptr_t e)
+{
+	unsigned i, n = 0;
+
+	if (!cap_used)
+		return;
+	for (i = 0; i < CAP_MAX; i++) {
+		uintptr_t cb = cap[i].base, ce = cap[i].end;
+		int f;
+
+		if (!ce || ce <= b || cb >= e)
+			continue;
+		if (cb < b && ce > e && (f = cap_free_slot()) >= 0) {
+			cap_put((unsigned)f, e, ce, cap[i].prot);
+			cap_put(i, cb, b, cap[i].prot);
+		} else if (cb < b) {
+			cap_put(i, cb, b, cap[i].prot);
+		} else if (ce > e) {
+			cap_put(i, e, ce, cap[i].prot);
+		} else {
+			cap_put(i, 0, 0, 0);
+		}
+	}
+	for (i = 0; i < CAP_MAX; i++)
+		n += cap[i].end != 0;
+	__atomic_store_n(&cap_used, n, __ATOMIC_RELAXED);
+}
+
+/* The program asked for @prot over [@b, @e), part of a protected range
+ * (lock held).  0 or -ENOSPC (nothing remembered). */
+int _pmg_cap_set(uintptr_t b, uintptr_t e, int prot)
+{
+	int f;
+
+	prot &= PROT_READ | PROT_WRITE | PROT_EXEC;
+	/* a split may take one slot, the entry another */
+	if (cap_used + 2 > CAP_MAX)
+		return -ENOSPC;
+	_pmg_cap_drop(b, e);
+	if (prot == (PROT_READ | PROT_WRITE))
+		return 0;
+	f = cap_free_slot();
+	cap_put((unsigned)f, b, e, prot);
+	__atomic_add_fetch(&cap_used, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * mprotect(2) [@b, @e) to our @prot, where the program allows it.  Lock
+ * held (or the fault path: one page).  0 or -errno.
+ */
+int _pmg_cap_mprotect(uintptr_t b, uintptr_t e, int prot)
+{
+	uintptr_t at = b;
+
+	if (!__atomic_load_n(&cap_used, __ATOMIC_RELAXED))
+		return _pmg_mprotect((void *)b, e - b, prot) ? -errno : 0;
+	/* page by page where entries are: a rare case, kept simple */
+	while (at < e) {
+		int c = cap_of(at);
+		uintptr_t nx = at + PMG_PAGE_SIZE;
+
+		while (nx < e && cap_of(nx) == c)
+			nx += PMG_PAGE_SIZE;
+		if (_pmg_mprotect((void *)at, nx - at, capped(prot, c)))
+			return -errno;
+		at = nx;
+	}
+	return 0;
+}
+
 static bool pw_covers(int key, uintptr_t page)
 {
 	unsigned i;
@@ -50,9 +195,13 @@ static bool pw_covers(int key, uintptr_t page)
 /* The protection @page of @key should have now.  AS-safe. */
 int _pmg_pw_prot(int key, uintptr_t page)
 {
+	int prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[key]));
+
 	if (__atomic_load_n(&pw_used, __ATOMIC_RELAXED) && pw_covers(key, page))
-		return PROT_READ | PROT_WRITE;
-	return _pmg_prot_of(_pmg_process_rights(&_pmg.dom[key]));
+		prot = PROT_READ | PROT_WRITE;
+	if (__atomic_load_n(&cap_used, __ATOMIC_RELAXED))
+		prot = capped(prot, cap_of(page));
+	return prot;
 }
 
 /*
@@ -64,10 +213,11 @@ int _pmg_pw_mprotect(int key, uintptr_t base, uintptr_t end, int prot)
 {
 	uintptr_t b[PW_MAX], e[PW_MAX], cur = base;
 	unsigned i, j, n = 0;
+	int rc;
 
 	if (prot == (PROT_READ | PROT_WRITE) ||
 	    !__atomic_load_n(&pw_used, __ATOMIC_RELAXED))
-		return mprotect((void *)base, end - base, prot) ? -errno : 0;
+		return _pmg_cap_mprotect(base, end, prot);
 	for (i = 0; i < PW_MAX; i++) {
 		uintptr_t x, y;
 
@@ -85,14 +235,13 @@ int _pmg_pw_mprotect(int key, uintptr_t base, uintptr_t end, int prot)
 		n++;
 	}
 	for (i = 0; i < n; i++) {
-		if (b[i] > cur &&
-		    mprotect((void *)cur, b[i] - cur, prot))
-			return -errno;
+		if (b[i] > cur && (rc = _pmg_cap_mprotect(cur, b[i], prot)))
+			return rc;
 		if (e[i] > cur)
 			cur = e[i];
 	}
-	if (cur < end && mprotect((void *)cur, end - cur, prot))
-		return -errno;
+	if (cur < end)
+		return _pmg_cap_mprotect(cur, end, prot);
 	return 0;
 }
 
@@ -118,8 +267,7 @@ int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len)
 		return 0;
 	}
 	if (_pmg_process_rights(&_pmg.dom[key]) != PMG_RIGHTS_RW &&
-	    mprotect((void *)pb, pe - pb, PROT_READ | PROT_WRITE)) {
-		rc = -errno;
+	    (rc = _pmg_cap_mprotect(pb, pe, PROT_READ | PROT_WRITE))) {
 		pthread_mutex_unlock(&_pmg.lock);
 		/* device dax splits mappings only at its alignment: there a
 		 * page window cannot be made, a domain window can */

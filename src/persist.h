@@ -102,6 +102,10 @@ int _pmg_pool_range_pmem(const void *addr, size_t len);
 /* Test hooks: creates as without O_TMPFILE; stale temporary files removed. */
 extern int _pmg_pool_no_tmpfile;
 extern unsigned long _pmg_pool_stale_removed;
+/* Use after close (pool.c): the quarantine's limits; budget 0: none. */
+extern size_t _pmg_pool_quarantine_budget;
+extern unsigned _pmg_pool_quarantine_max;
+unsigned _pmg_pool_quarantined(size_t *bytes);
 
 /* Device-dax alignment rule: 0 or -EINVAL with a message. */
 int _pmg_pool_check_align(const char *path, size_t offset, size_t size,

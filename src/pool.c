@@ -18,7 +18,9 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "persist.h"
@@ -55,9 +57,27 @@ struct pmg_pool {
 	struct pmg_domain *dom;	/* NULL: unprotected */
 	int shared;		/* index into shared[], -1: caller's domain */
 	bool pmem, map_sync, devdax, noaccess;
+	char name[96];		/* the path's tail, for use-after-close reports */
+	dev_t dev; /* the file's, for a reopen's quarantine */
+	ino_t ino;
 };
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool quar_shed(void);
+static char *quar_take(struct pmg_pool *p, bool alias, char **alias_resv);
+
+/* A PROT_NONE reservation of @len bytes anywhere; the quarantine is given
+ * back first if the address space is short.  MAP_FAILED, errno set. */
+static char *reserve(size_t len)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	char *r = mmap(NULL, len, PROT_NONE, flags, -1, 0);
+
+	if (r == MAP_FAILED && errno == ENOMEM && quar_shed())
+		r = mmap(NULL, len, PROT_NONE, flags, -1, 0);
+	return r;
+}
 
 /* fork: held across it (before _pmg.lock, the usual order), so a child
  * never inherits it locked or the pool table half-written. */
@@ -303,7 +323,7 @@ static int domain_get(struct pmg_pool *p, const struct pmg_pool_config *c)
 		if (rc)
 			return _pmg_err_prefix(rc, "creating the pool domain");
 	}
-	shared[i].refs++;
+	__atomic_add_fetch(&shared[i].refs, 1, __ATOMIC_RELEASE);
 	p->dom = shared[i].d;
 	p->shared = i;
 	p->noaccess = i;
@@ -316,8 +336,25 @@ static void domain_put(struct pmg_pool *p)
 
 	if (i < 0 || !shared[i].d)
 		return;
-	if (--shared[i].refs == 0)
+	if (__atomic_sub_fetch(&shared[i].refs, 1, __ATOMIC_RELEASE) == 0)
 		(void)pmg_domain_delete(&shared[i].d);
+}
+
+/*
+ * pmg_domain_delete() of @d, the pool layer's shared domain while pools
+ * use it, would leave the layer holding a dead domain (every later create
+ * failed): refused.  The open pools on @d, 0 if it is not one.  Reads
+ * without pool_lock: pmg_domain_delete() holds _pmg.lock, taken after it.
+ */
+unsigned _pmg_pool_domain_refs(const struct pmg_domain *d)
+{
+	unsigned i;
+
+	for (i = 0; i < 2 && d; i++)
+		if (__atomic_load_n(&shared[i].d, __ATOMIC_ACQUIRE) == d)
+			return __atomic_load_n(&shared[i].refs,
+					       __ATOMIC_ACQUIRE);
+	return 0;
 }
 
 /* ------------------------------------------------------------ mapping */
@@ -445,15 +482,27 @@ static char *map_at(struct pmg_pool *p, char *a)
  * unmaps what was there, and another thread's mmap can take the hole).
  * If other threads keep taking the place, a new one is found.
  */
-static int map_pool(struct pmg_pool *p, const char *path)
+static int map_pool(struct pmg_pool *p, const char *path, char *a)
 {
 	size_t resv = p->maplen + p->align;
-	int tries, e = 0;
-	char *r, *a, *m;
+	int tries, e = 0, flags;
+	char *r, *m;
 
+	if (a) {
+		/* a reopen, over our own reservation (quar_take()), with the
+		 * flags that worked before: a refused MAP_SYNC would leave a
+		 * hole, not retried there */
+		flags = p->map_sync ? MAP_SHARED_VALIDATE | MAP_SYNC
+				    : MAP_SHARED;
+		m = mmap(a, p->maplen, PROT_READ | PROT_WRITE,
+			 flags | MAP_FIXED, p->fd, (off_t)p->offset);
+		if (m == a) {
+			p->addr = m;
+			return 0;
+		}
+	}
 	for (tries = 0; tries < 64; tries++) {
-		r = mmap(NULL, resv, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
-			 MAP_NORESERVE, -1, 0);
+		r = reserve(resv);
 		if (r == MAP_FAILED)
 			return _pmg_err(-errno, "%s: reserving %zu bytes of "
 					"address space: %s", path, resv,
@@ -503,8 +552,7 @@ static size_t alias_resv_len(const struct pmg_pool *p)
 
 static char *alias_reserve(const struct pmg_pool *p)
 {
-	char *r = mmap(NULL, alias_resv_len(p), PROT_NONE, MAP_PRIVATE |
-		       MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char *r = reserve(alias_resv_len(p));
 
 	return r == MAP_FAILED ? NULL : r;
 }
@@ -514,11 +562,17 @@ static char *alias_reserve(const struct pmg_pool *p)
  * the pool, which is then mapped below it as it would be without one (the
  * space below stays free, a reopened pool lands where the old one was).
  */
-static void alias_prepare(struct pmg_pool *p, const struct pmg_pool_config *c)
+static bool alias_wanted(const struct pmg_pool_config *c)
 {
-	if (!(c->flags & PMG_POOL_UNPROTECTED) &&
-	    _pmg_persist_get()->pool_alias)
-		p->alias_resv = alias_reserve(p);
+	return !(c->flags & PMG_POOL_UNPROTECTED) && !_pmg_fast &&
+	       _pmg_persist_get()->pool_alias;
+}
+
+static void alias_prepare(struct pmg_pool *p, const struct pmg_pool_config *c,
+			  char *taken)
+{
+	if (alias_wanted(c))
+		p->alias_resv = taken ? taken : alias_reserve(p);
 }
 
 static void map_alias(struct pmg_pool *p)
@@ -570,13 +624,26 @@ static int pool_finish(struct pmg_pool *p, const char *path,
 		       const struct pmg_pool_config *c)
 {
 	const struct _pmg_persist *pp = _pmg_persist_get();
+	char *at = NULL, *alias_at = NULL;
+	struct stat st;
+	size_t n;
 	int rc;
 
+	n = strlen(path);
+	snprintf(p->name, sizeof(p->name), "%s%s", n >= sizeof(p->name) ?
+		 "..." : "", n >= sizeof(p->name) ?
+		 path + n - (sizeof(p->name) - 4) : path);
 	p->maplen = (p->size + PMG_PAGE_SIZE - 1) & ~(PMG_PAGE_SIZE - 1);
 	if (!p->devdax)
 		p->align = p->maplen >= HUGE_ALIGN ? HUGE_ALIGN : PMG_PAGE_SIZE;
-	alias_prepare(p, c);
-	rc = map_pool(p, path);
+	/* a reopen of a closed pool: its old places (quarantine) */
+	if (!fstat(p->fd, &st)) {
+		p->dev = st.st_dev;
+		p->ino = st.st_ino;
+		at = quar_take(p, alias_wanted(c), &alias_at);
+	}
+	alias_prepare(p, c, alias_at);
+	rc = map_pool(p, path, at);
 	if (rc) {
 		unmap_alias(p);
 		return rc;
@@ -1055,6 +1122,364 @@ static int lock_existing(const char *path, int *fd)
 	return rc;
 }
 
+/* --------------------------------------------------------- quarantine */
+
+/*
+ * Use after close.  A closed pool's addresses -- its mapping and its
+ * alias's reservation -- are not given back to the kernel at once: they
+ * are replaced in place by PROT_NONE reservations (MAP_FIXED over our own
+ * mappings), so that no later pool, alias or other mmap() lands there
+ * while stale pointers into the closed pool may exist.  A stale access
+ * faults (SEGV_ACCERR, on both backends) and the fault path reports it
+ * naming the closed pool (_pmg_pool_quarantine_fault()); strict aborts.
+ *
+ * Bounded: at most QUAR_MAX_DEFAULT closed pools and QUAR_BUDGET_DEFAULT
+ * bytes of address space; past either, the oldest closed pools are
+ * released first (FIFO).  The newest is always kept, however large.  A
+ * pool create or open that finds no address space (ENOMEM) releases them
+ * all and tries again.  Test hooks: the two limits (budget 0: none kept)
+ * and _pmg_pool_quarantined().
+ */
+#define QUAR_CAP 1024
+#define QUAR_MAX_DEFAULT 256
+#define QUAR_BUDGET_DEFAULT ((size_t)1 << 40)	/* 1 TiB */
+
+size_t _pmg_pool_quarantine_budget = QUAR_BUDGET_DEFAULT;
+unsigned _pmg_pool_quarantine_max = QUAR_MAX_DEFAULT;
+
+static struct {
+	uintptr_t b[2];		/* the mapping, the alias's reservation */
+	size_t n[2];		/* 0: none */
+	char name[96];
+	/* the mapping's file, offset and flags: a reopen takes it back */
+	dev_t dev;
+	ino_t ino;
+	size_t offset;
+	bool map_sync;
+} quar[QUAR_CAP];
+static unsigned quar_head, quar_count;	/* oldest; how many (pool_lock) */
+static size_t quar_bytes;
+/* key: the quar[] slot; alias: 1 for the alias's reservation */
+static struct _pmg_rtab qtab = { .id = _PMG_RT_QUARANTINE };
+
+/* Replace [a, a+n), our mapping, by a PROT_NONE reservation in place. */
+static bool make_none(void *a, size_t n)
+{
+	if (mmap(a, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+		 MAP_NORESERVE | MAP_FIXED, -1, 0) == a)
+		return true;
+	munmap(a, n);	/* a failed MAP_FIXED may have unmapped it: ours */
+	return false;
+}
+
+/*
+ * Whether every page of [@a, @a+@n) is, per /proc/self/maps, a shared
+ * mapping of the file @ino, or (@ino 0) an anonymous PROT_NONE reservation: what
+ * the library left there and may replace or unmap.  Anything else (the
+ * program unmapped it and something else took the place) is not ours to
+ * touch.  Without /proc: @dflt.
+ */
+static bool maps_are(uintptr_t a, size_t n, ino_t ino, bool dflt)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512], perms[8];
+	uintptr_t at = a, e = a + n;
+
+	if (!f)
+		return dflt;
+	while (at < e && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, li;
+		unsigned ma, mi;
+
+		if (sscanf(line, "%lx-%lx %7s %*s %x:%x %lu", &lo, &hi, perms,
+			   &ma, &mi, &li) != 6 ||
+		    hi <= at)
+			continue;
+		if (lo > at)
+			break;
+		/* the file by inode alone: on overlayfs the mapping shows
+		 * the underlying file's device, fstat() the overlay's */
+		if (ino ? (li != ino || perms[3] != 's')
+			: (li || ma || mi || strcmp(perms, "---p")))
+			break;
+		at = hi;
+	}
+	fclose(f);
+	return at >= e;
+}
+
+/* Release the oldest closed pool's addresses (pool_lock held). */
+static void quar_release_oldest(void)
+{
+	unsigned i = quar_head % QUAR_CAP, k;
+
+	for (k = 0; k < 2; k++) {
+		if (!quar[i].n[k])
+			continue;
+		/* out of the table first: readers are gone when it returns */
+		(void)_pmg_rt_remove(&qtab, quar[i].b[k], 0, NULL);
+		/* still our reservation (the static library does not see the
+		 * program's munmap/MAP_FIXED): else not ours to unmap */
+		if (maps_are(quar[i].b[k], quar[i].n[k], 0, true))
+			munmap((void *)quar[i].b[k], quar[i].n[k]);
+		quar_bytes -= quar[i].n[k];
+		quar[i].n[k] = 0;
+	}
+	quar_head++;
+	__atomic_sub_fetch(&quar_count, 1, __ATOMIC_RELAXED);
+}
+
+/* Within the limits again; @keep: closed pools that stay regardless. */
+static void quar_trim(unsigned keep)
+{
+	unsigned max = _pmg_pool_quarantine_max;
+
+	if (max > QUAR_CAP)
+		max = QUAR_CAP;
+	while (quar_count > keep &&
+	       (quar_bytes > _pmg_pool_quarantine_budget || quar_count > max ||
+		!_pmg_pool_quarantine_budget || !max))
+		quar_release_oldest();
+}
+
+/* Give the quarantine back (ENOMEM: the address space is short). */
+static bool quar_shed(void)
+{
+	bool any;
+
+	pthread_mutex_lock(&pool_lock);
+	any = quar_count > 0;
+	quar_trim(0);
+	pthread_mutex_unlock(&pool_lock);
+	return any;
+}
+
+/*
+ * Quarantine [a[k], a[k]+n[k]) (k = 0, 1; n 0: none), ours and already
+ * PROT_NONE, as the closed pool @p's (pool_lock held).  Unmapped at once
+ * when the quarantine keeps nothing or the table cannot grow.
+ */
+static void quar_add(const struct pmg_pool *p, uintptr_t a[2], size_t n[2])
+{
+	unsigned i, k;
+
+	if (!_pmg_pool_quarantine_budget || !_pmg_pool_quarantine_max ||
+	    (!n[0] && !n[1])) {
+		quar_trim(0);	/* a lowered limit: none, or fewer, kept */
+		goto unmap;
+	}
+	if (quar_count == QUAR_CAP)
+		quar_release_oldest();
+	i = (quar_head + quar_count) % QUAR_CAP;
+	memcpy(quar[i].name, p->name, sizeof(quar[i].name));
+	quar[i].dev = p->dev;
+	quar[i].ino = p->ino;
+	quar[i].offset = p->offset;
+	quar[i].map_sync = p->map_sync;
+	for (k = 0; k < 2; k++) {
+		struct _pmg_range r = {
+			.base = a[k], .end = a[k] + n[k], .lim = a[k] + n[k],
+			.key = (int)i, .alias = k,
+		};
+
+		quar[i].n[k] = 0;
+		if (!n[k])
+			continue;
+		if (_pmg_rt_insert(&qtab, &r)) {
+			munmap((void *)a[k], n[k]);
+			continue;
+		}
+		quar[i].b[k] = a[k];
+		quar[i].n[k] = n[k];
+		quar_bytes += n[k];
+	}
+	__atomic_add_fetch(&quar_count, 1, __ATOMIC_RELAXED);
+	quar_trim(1);	/* the newest stays */
+	return;
+unmap:
+	for (k = 0; k < 2; k++)
+		if (n[k])
+			munmap((void *)a[k], n[k]);
+}
+
+/*
+ * A reopen of a closed pool -- the same file (device and inode), offset
+ * and length -- takes its quarantined mapping back: the pool is mapped at
+ * its old address again, over the library's own reservation, so that
+ * pointers kept across the close point at the same bytes of the same
+ * pool, which is protected again (a stale store outside a window faults
+ * as any stray does); its alias takes its old reservation back too.
+ * Never another pool's: a writable mapping of another file never lands
+ * where pointers into a closed pool may point.  The address, or NULL
+ * (then mapped as usual); *@alias_resv the alias's reservation, or NULL.
+ */
+static char *quar_take(struct pmg_pool *p, bool alias, char **alias_resv)
+{
+	size_t alen = alias_resv_len(p);
+	char *a = NULL;
+	unsigned j;
+
+	*alias_resv = NULL;
+	if (!__atomic_load_n(&quar_count, __ATOMIC_RELAXED))
+		return NULL;
+	pthread_mutex_lock(&pool_lock);
+	for (j = 0; j < quar_count; j++) {
+		unsigned q = (quar_head + j) % QUAR_CAP;
+
+		/* the whole layout back (the alias above the pool, the
+		 * space below it free), or nothing */
+		if (!quar[q].n[0] || quar[q].ino != p->ino ||
+		    quar[q].dev != p->dev || quar[q].offset != p->offset ||
+		    quar[q].n[0] != p->maplen || quar[q].b[0] % p->align ||
+		    (alias && quar[q].n[1] != alen))
+			continue;
+		(void)_pmg_rt_remove(&qtab, quar[q].b[0], 0, NULL);
+		quar_bytes -= quar[q].n[0];
+		quar[q].n[0] = 0;
+		/* still our reservation: else not ours to map over */
+		if (maps_are(quar[q].b[0], p->maplen, 0, false)) {
+			a = (char *)quar[q].b[0];
+			p->map_sync = quar[q].map_sync;
+		}
+		/* its alias's too: the same file's bytes, an address only
+		 * the library knew */
+		if (alias) {
+			(void)_pmg_rt_remove(&qtab, quar[q].b[1], 0, NULL);
+			quar_bytes -= alen;
+			quar[q].n[1] = 0;
+			if (maps_are(quar[q].b[1], alen, 0, false))
+				*alias_resv = (char *)quar[q].b[1];
+		}
+		break;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	return a;
+}
+
+/*
+ * The program unmapped, moved or replaced [@a, @a+@n) (interpose.c, after
+ * the call): quarantined ranges there are no longer the library's.  They
+ * are forgotten (what is left of them outside that span, still ours, is
+ * unmapped), never unmapped later, and faults there are not reported as
+ * closed pools'.  The lock-free look first: the library's own unmaps of
+ * ranges already out of the table return at once (pool_lock may be held).
+ */
+void _pmg_pool_quarantine_forget(uintptr_t a, size_t n)
+{
+	const struct _pmg_range *r;
+	size_t cnt, i;
+	unsigned j, k;
+	int slot, e = errno;
+	bool hit;
+
+	if (!n || !__atomic_load_n(&quar_count, __ATOMIC_RELAXED))
+		return;
+	r = _pmg_rt_enter(&qtab, &cnt, &slot);
+	i = _pmg_rt_search(r, cnt, a);
+	hit = i < cnt && r[i].base < a + n;
+	_pmg_rt_leave(&qtab, slot);
+	if (!hit)
+		return;
+	pthread_mutex_lock(&pool_lock);
+	for (j = 0; j < quar_count; j++) {
+		unsigned q = (quar_head + j) % QUAR_CAP;
+
+		for (k = 0; k < 2; k++) {
+			uintptr_t b = quar[q].b[k], end = b + quar[q].n[k];
+
+			if (!quar[q].n[k] || end <= a || b >= a + n)
+				continue;
+			(void)_pmg_rt_remove(&qtab, b, 0, NULL);
+			if (b < a)
+				munmap((void *)b, a - b);
+			if (end > a + n)
+				munmap((void *)(a + n), end - (a + n));
+			quar_bytes -= quar[q].n[k];
+			quar[q].n[k] = 0;
+		}
+	}
+	pthread_mutex_unlock(&pool_lock);
+	errno = e;
+}
+
+/* Test hook: closed pools quarantined now, and their bytes. */
+unsigned _pmg_pool_quarantined(size_t *bytes)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&pool_lock);
+	n = quar_count;
+	if (bytes)
+		*bytes = quar_bytes;
+	pthread_mutex_unlock(&pool_lock);
+	return n;
+}
+
+void _pmg_pool_quarantine_fault(int sig, int si_code, uintptr_t a,
+				const void *ucv)
+{
+	uintptr_t ip = 0;
+	const struct _pmg_range *r;
+	struct _pmg_buf b = { .n = 0 };
+	char name[sizeof(quar[0].name)];
+	bool hit = false, alias = false, write = true, strict;
+	size_t n, i;
+	int slot, fd;
+
+	if (sig != SIGSEGV || si_code != SEGV_ACCERR ||
+	    !__atomic_load_n(&quar_count, __ATOMIC_RELAXED))
+		return;
+	r = _pmg_rt_enter(&qtab, &n, &slot);
+	i = _pmg_rt_search(r, n, a);
+	if (i < n && r[i].base <= a) {
+		hit = true;
+		alias = r[i].alias;
+		/* copied inside: the slot is reused only after we leave */
+		memcpy(name, quar[r[i].key].name, sizeof(name));
+		name[sizeof(name) - 1] = '\0';
+	}
+	_pmg_rt_leave(&qtab, slot);
+	if (!hit)
+		return;
+#ifdef __x86_64__
+	if (ucv) {
+		const ucontext_t *uc = ucv;
+
+		ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+		write = uc->uc_mcontext.gregs[REG_ERR] & 2;
+	}
+#endif
+	strict = pmg_get_fault_mode() == PMG_FAULT_STRICT;
+	_PMG_STAT_INC(faults);
+	_PMG_STAT_INC(strays);
+	fd = _pmg_report_fd();
+	if (fd >= 0) {
+		_pmg_buf_str(&b, strict ? "pmguard: strict (aborting): "
+				       : "pmguard: not allowed (SIGSEGV): ");
+		_pmg_buf_str(&b, write ? "stray write to " : "stray read of ");
+		_pmg_buf_hex(&b, a);
+		_pmg_buf_str(&b, " in a closed pool: ");
+		_pmg_buf_str(&b, name);
+		_pmg_buf_str(&b, alias ? " (its alias's former place)" : "");
+		_pmg_buf_str(&b, " was closed; its addresses stay reserved "
+			     "(PROT_NONE) so that nothing else is mapped "
+			     "there (use after close), by thread ");
+		_pmg_buf_dec(&b, syscall(SYS_gettid));
+		_pmg_buf_str(&b, " at ip ");
+		_pmg_buf_hex(&b, ip);
+		_pmg_buf_str(&b, "\n");
+		_pmg_buf_flush(&b, fd);
+		if (strict) {
+			_pmg_buf_str(&b, "pmguard: backtrace (handler frames "
+				     "first):\n");
+			_pmg_buf_flush(&b, fd);
+			_pmg_backtrace_to(fd);
+		}
+	}
+	if (strict)
+		abort();
+}
+
 /* Undo pool_finish(): unregister, unprotect, unmap.  First error. */
 /*
  * Is a protected pool's mapping still the library's?  Not if its range was
@@ -1081,6 +1506,9 @@ static int pool_teardown(struct pmg_pool *p)
 	int rc = 0;
 	bool ours;
 
+	uintptr_t qa[2] = { 0, 0 };
+	size_t qn[2] = { 0, 0 };
+
 	pthread_mutex_lock(&pool_lock);
 	ptab_remove(p);
 	ours = still_mapped(p);
@@ -1089,10 +1517,27 @@ static int pool_teardown(struct pmg_pool *p)
 	_pmg_err_save(msg, sizeof(msg));	/* the first error's */
 	domain_put(p);
 	_pmg_err_restore(msg);
-	pthread_mutex_unlock(&pool_lock);
-	unmap_alias(p);
-	if (ours && munmap(p->addr, p->maplen) && !rc)
+	/*
+	 * Quarantine what is ours: the mapping (unless it went away behind
+	 * our back, or is still registered: unprotecting failed) and the
+	 * alias's reservation, the alias made PROT_NONE in it.
+	 */
+	if (ours && !maps_are((uintptr_t)p->addr, p->maplen, p->ino, true))
+		ours = false; /* replaced behind our back: not ours */
+	if (ours && !rc && make_none(p->addr, p->maplen)) {
+		qa[0] = (uintptr_t)p->addr;
+		qn[0] = p->maplen;
+	} else if (ours && munmap(p->addr, p->maplen) && !rc) {
 		rc = _pmg_err(-errno, "munmap: %s", strerror(errno));
+	}
+	if (p->alias && make_none(p->alias, p->maplen)) {
+		qa[1] = (uintptr_t)p->alias_resv;
+		qn[1] = alias_resv_len(p);
+		p->alias = p->alias_resv = NULL;
+	}
+	unmap_alias(p);		/* what is left of it */
+	quar_add(p, qa, qn);
+	pthread_mutex_unlock(&pool_lock);
 	p->addr = NULL;
 	return rc;
 }

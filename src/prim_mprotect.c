@@ -55,12 +55,15 @@ static int mp_key_free(int key)
 static int mp_tag(void *addr, size_t len, int key, unsigned rights)
 {
 	(void)key;
-	return mprotect(addr, len, _pmg_prot_of(rights)) ? -errno : 0;
+	return _pmg_cap_mprotect((uintptr_t)addr, (uintptr_t)addr + len,
+				 _pmg_prot_of(rights));
 }
 
 static int mp_untag(void *addr, size_t len)
 {
-	return mprotect(addr, len, PROT_READ | PROT_WRITE) ? -errno : 0;
+	/* as the program left them (pagewin.c's entries) */
+	return _pmg_cap_mprotect((uintptr_t)addr, (uintptr_t)addr + len,
+				 PROT_READ | PROT_WRITE);
 }
 
 static int apply(const struct _pmg_range *r, void *arg)

@@ -221,8 +221,10 @@ int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key)
 	struct _pmg_range r;
 	int rc = _pmg_rt_remove(&reg, base, end, &r);
 
-	if (!rc)
+	if (!rc) {
 		*key = r.key;
+		_pmg_cap_drop(r.base, r.end); /* no longer ours to cap */
+	}
 	return rc;
 }
 

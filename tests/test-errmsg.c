@@ -90,9 +90,10 @@ static int stale_domain(void *arg)
 }
 
 /*
- * The pool's range was unprotected and its shared domain deleted behind
- * the pool's back: closing it fails (-ENOENT, the range is gone), and the
- * message says so, not what the domain clean-up after it hit.
+ * The pool's range was unprotected behind the pool's back (deleting its
+ * shared domain too is refused now, -EBUSY: issue 21, N12): closing it
+ * fails (-ENOENT, the range is gone), and the message says so, not what
+ * the domain clean-up after it hit.
  */
 static int close_enoent(void *arg)
 {
@@ -108,7 +109,7 @@ static int close_enoent(void *arg)
 		return 10;
 	d = pmg_pool_domain(p);
 	if (pmg_unprotect(pmg_pool_address(p), 1 << 16) ||
-	    pmg_domain_delete(&d))
+	    pmg_domain_delete(&d) != -EBUSY)
 		return 11;
 	rc = pmg_pool_close(&p);
 	keep();
@@ -185,9 +186,10 @@ int main(void)
 	run(stale_domain, "pool create with a deleted domain: -EINVAL, "
 	    "message '<path>: protecting the mapping: pmg_protect: not a live "
 	    "domain', the prefix once");
-	run(close_enoent, "pool close after its range and domain went "
-	    "behind its back: the message names the failed unprotect, not "
-	    "the domain clean-up after it");
+	run(close_enoent,
+	    "pool close after its range went behind its "
+	    "back (its domain's delete refused): the message names the "
+	    "failed unprotect, not the domain clean-up after it");
 	run(success_keeps, "successful create, close, open, memcpy_persist, "
 	    "domain_new, protect, open/close, unprotect, delete leave the "
 	    "message as it was");

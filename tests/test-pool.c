@@ -871,6 +871,9 @@ static void t_reopen_leak(void)
 	size_t before = 0, after;
 	int ok = 1, i;
 
+	/* the quarantine's table (bounded, test-pool-quarantine) kept
+	 * small: only the shared domain's memory is measured */
+	_pmg_pool_quarantine_max = 1;
 	pathof(path, "leak.pool");
 	CHECK(ok, pmg_pool_create(&p, path, c) == 0);
 	pmg_pool_close(&p);
@@ -886,10 +889,65 @@ static void t_reopen_leak(void)
 	tap_diag("280 last-close/reopen cycles: %zd bytes more in use",
 		 (ssize_t)(after - before));
 	CHECK(ok, after < before + 280 * 16 / 2);
+	_pmg_pool_quarantine_max = 256;
 	unlink(path);
 	pmg_pool_config_delete(&c);
 	tap_ok(ok, "each last close deletes the shared domain and a reopen "
 	       "re-creates it without keeping memory (its handle is reused)");
+}
+
+/*
+ * N12: the pool layer's shared domain (pmg_pool_domain()) cannot be
+ * deleted behind it, even with its ranges unprotected: -EBUSY and a
+ * message; later creates still work and are protected.
+ */
+static void t_shared_domain_delete(void)
+{
+	struct pmg_pool_config *c = cfg_of(1 << 16, 0, 0);
+	struct pmg_pool *p = NULL, *q = NULL, *r = NULL;
+	struct pmg_pool_info in;
+	struct pmg_domain *d;
+	char path[PATH_MAX], path2[PATH_MAX], path3[PATH_MAX];
+	int ok = 1, rc;
+
+	pathof(path, "shdom1.pool");
+	pathof(path2, "shdom2.pool");
+	pathof(path3, "shdom3.pool");
+	CHECK(ok, pmg_pool_create(&p, path, c) == 0);
+	if (!p) {
+		tap_ok(0, "the pool layer's shared domain: create");
+		pmg_pool_config_delete(&c);
+		return;
+	}
+	d = pmg_pool_domain(p);
+	CHECK(ok, pmg_unprotect(pmg_pool_address(p), 1 << 16) == 0);
+	rc = pmg_domain_delete(&d);
+	tap_diag("delete of the shared domain: %d (%s)", rc,
+		 rc ? pmg_errormsg() : "deleted");
+	CHECK(ok, rc == -EBUSY && d != NULL);
+	CHECK(ok, rc && strstr(pmg_errormsg(), "pmem") &&
+			  strstr(pmg_errormsg(), "pool"));
+	rc = pmg_pool_create(&q, path2, c);
+	if (rc)
+		tap_diag("the next create: %d %s", rc, pmg_errormsg());
+	CHECK(ok, rc == 0);
+	CHECK(ok, q && !pmg_pool_get_info(q, &in) && in.guarded &&
+			  pmg_lookup(pmg_pool_address(q), NULL, NULL) ==
+				  pmg_pool_domain(q));
+	pmg_pool_close(&q);
+	pmg_pool_close(&p);
+	/* the last close deletes it, a create makes a new one */
+	CHECK(ok, pmg_pool_create(&r, path3, c) == 0);
+	CHECK(ok, r && pmg_lookup(pmg_pool_address(r), NULL, NULL) ==
+				  pmg_pool_domain(r));
+	pmg_pool_close(&r);
+	unlink(path);
+	unlink(path2);
+	unlink(path3);
+	pmg_pool_config_delete(&c);
+	tap_ok(ok,
+	       "the pool layer's shared domain, its range unprotected: "
+	       "delete refused (-EBUSY, a message), later creates protected");
 }
 
 /* ---- a pool unmapped behind the library's back (static: not seen) */
@@ -954,7 +1012,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "--open"))
 		return open_mode(argv[2], argv[3]);
 	self_path = argv[0];
-	tap_init(8 + 2 * FILE_TESTS);
+	tap_init(9 + 2 * FILE_TESTS);
 	seen = tap_shared_page();
 	if (!seen || probe_dirs(dir, sizeof(dir), disk, shm, sizeof(disk)))
 		tap_skip_all("no temporary directory");
@@ -976,6 +1034,7 @@ int main(int argc, char **argv)
 	snprintf(dir, sizeof(dir), "%s", *disk ? disk : shm);
 	t_read_only();
 	t_reopen_leak();
+	t_shared_domain_delete();
 	t_unmapped_pool();
 	t_enospc();
 	t_devdax();

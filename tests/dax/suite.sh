@@ -17,8 +17,9 @@
 #            namespace, bind it to dax_pmem), which
 #            gives /dev/daxN.0;
 # then runs through runtests.sh -n dax (by absolute path: test-pool execs
-# its argv[0]): dax-test, test-pool, test-persist (PKU, and again on the
-# mprotect backend: the pools' MAP_SYNC aliases)
+# its argv[0]): dax-test, test-pool, test-pool-quarantine and test-persist
+# (PKU, and the last two again on the mprotect backend: the pools' MAP_SYNC
+# aliases, a reopen over the quarantine with MAP_SYNC)
 # and test-crash on fs-DAX (test-pool's device-dax test opens /dev/daxN.0
 # too), dax-test on device dax,
 # `pmguard demo` and an `inject` campaign on fs-DAX and `pmguard bench
@@ -113,6 +114,9 @@ if [ "$fsdax_ok" = 1 ]; then
 	w fsdax-dax-test 'exec /bin/dax-test fsdax /mnt/dax'
 	w fsdax-test-pool 'PMG_DISK_DIR=/mnt/dax exec /bin/test-pool'
 	w fsdax-test-persist 'PMG_DISK_DIR=/mnt/dax exec /bin/test-persist'
+	# use after close with MAP_SYNC: the quarantine, a reopen over it
+	w fsdax-test-pool-quarantine 'PMG_DISK_DIR=/mnt/dax exec /bin/test-pool-quarantine'
+	w fsdax-test-pool-quarantine-mprotect 'PMG_DISK_DIR=/mnt/dax PMGUARD_BACKEND=mprotect exec /bin/test-pool-quarantine'
 	w fsdax-test-persist-mprotect 'PMG_DISK_DIR=/mnt/dax PMGUARD_BACKEND=mprotect exec /bin/test-persist'
 	# shellcheck disable=SC2016  # expanded by the wrapper
 	w fsdax-test-crash 'TMPDIR=/mnt/dax PMG_CRASH_ITERS=${PMG_CRASH_ITERS:-60} exec /bin/test-crash'

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 
 #include "tap.h"
 #include "probe.h"
@@ -183,6 +184,218 @@ static void t_unmapped_pool(void)
 	       "address alone");
 }
 
+/*
+ * N11: the program's own mprotect(), pkey_mprotect() and madvise() over a
+ * protected range never take its protection away (interposed): a stray
+ * write after them still aborts (strict), a page the program made
+ * read-only stays read-only inside a window, and its own rights come
+ * back when it asks for them.
+ */
+static struct pmg_domain *mpd;
+
+struct mp_arg {
+	char *at;
+	int window;
+};
+
+static int mp_child(void *v)
+{
+	const struct mp_arg *a = v;
+
+	pmg_set_fault_mode(PMG_FAULT_STRICT);
+	pmg_set_report_fd(-1);
+	if (a->window && pmg_write_begin(mpd))
+		return 3;
+	*(volatile char *)a->at = 'Z';
+	if (a->window)
+		pmg_write_end(mpd);
+	return 0;
+}
+
+/* How a child's write to @at ended: 'A' SIGABRT, 'S' SIGSEGV, 'w'
+ * written (exit 0), '?' other; the byte is put back if it was written. */
+static int mp_write(char *at, int window)
+{
+	struct mp_arg a = { .at = at, .window = window };
+	int st = tap_child(mp_child, &a);
+
+	if (WIFSIGNALED(st))
+		return WTERMSIG(st) == SIGABRT ? 'A' :
+		       WTERMSIG(st) == SIGSEGV ? 'S' : '?';
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 && *at == 'Z' ? 'w' : '?';
+}
+
+/* Put a byte a child wrote back, in a window (the parent is relaxed:
+ * a stray write there would be let through for good). */
+static void mp_restore(char *at)
+{
+	pmg_write_begin(mpd);
+	*at = 'o';
+	pmg_write_end(mpd);
+}
+
+static void t_mprotect_over(void)
+{
+	const int rw = PROT_READ | PROT_WRITE;
+	int pku = pmg_backend() == PMG_BACKEND_PKU, ok, r, k2 = -1;
+	char *m = mmap(NULL, 4 * PAGE, rw, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	ok = m != MAP_FAILED && pmg_domain_new(&mpd, "mp", 0) == 0;
+	if (ok) {
+		memset(m, 'o', 4 * PAGE);
+		ok = pmg_protect(mpd, m, 4 * PAGE) == 0;
+	}
+	if (!ok) {
+		tap_ok(0, "mprotect over a protected range: setup");
+		tap_ok(0, "mprotect(PROT_READ) inside a window");
+		tap_ok(0, "pkey_mprotect over a protected range");
+		tap_ok(0, "madvise over a protected range");
+		tap_ok(0, "pmg_unprotect() after the program's mprotect()");
+		return;
+	}
+	/* the program asks for read-write: still protected */
+	ok = 1;
+	CHECK(ok, mprotect(m, 4 * PAGE, rw) == 0);
+	r = mp_write(m + 100, 0);
+	tap_diag("after mprotect(RW): a stray write: %c", r);
+	CHECK(ok, r == 'A' && m[100] == 'o');
+	/* PROT_EXEC then read-write (PKU: the execute-only key, then key
+	 * 0 -- unless re-tagged) */
+	CHECK(ok, mprotect(m, 4 * PAGE, PROT_EXEC) == 0);
+	CHECK(ok, mprotect(m, 4 * PAGE, rw) == 0);
+	r = mp_write(m + 200, 0);
+	tap_diag("after mprotect(EXEC), mprotect(RW): a stray write: %c", r);
+	CHECK(ok, r == 'A' && m[200] == 'o');
+	CHECK(ok, pmg_lookup(m, NULL, NULL) == mpd);
+	tap_ok(ok, "the program's mprotect(PROT_READ|PROT_WRITE) (also after "
+	       "PROT_EXEC) over a protected range keeps it protected: a stray "
+	       "write aborts, byte unchanged");
+	/* the program makes page 1 read-only: so it stays in a window */
+	ok = 1;
+	CHECK(ok, mprotect(m + PAGE, PAGE, PROT_READ) == 0);
+	r = mp_write(m + PAGE + 8, 1);
+	tap_diag("page made read-only by the program, written in a window: "
+		 "%c", r);
+	CHECK(ok, r == 'S' && m[PAGE + 8] == 'o');	/* the program's own */
+	r = mp_write(m + 8, 1);
+	CHECK(ok, r == 'w');		/* the other pages: windows work */
+	mp_restore(m + 8);
+	/* outside windows both refuse it: the program's protection (S) or,
+	 * on PKU, the key first (SEGV_PKUERR: strict, A) */
+	r = mp_write(m + PAGE + 8, 0);
+	CHECK(ok, (r == 'S' || (pku && r == 'A')) && m[PAGE + 8] == 'o');
+	/* its rights back: windows write there again */
+	CHECK(ok, mprotect(m + PAGE, PAGE, rw) == 0);
+	r = mp_write(m + PAGE + 8, 1);
+	tap_diag("read-write again, written in a window: %c", r);
+	CHECK(ok, r == 'w');
+	mp_restore(m + PAGE + 8);
+	CHECK(ok, mp_write(m + PAGE + 8, 0) == 'A');
+	tap_ok(ok, "mprotect(PROT_READ) by the program over part of a "
+	       "protected range: read-only inside windows too, until it "
+	       "asks for read-write again");
+	/* pkey_mprotect() with another key (PKU) or none (-1) */
+	ok = 1;
+	if (pku)
+		k2 = (int)syscall(SYS_pkey_alloc, 0, 0);
+	CHECK(ok, !pku || k2 > 0);
+	/* the glibc wrapper (a raw syscall is not seen: docs/api.md) */
+	CHECK(ok, pkey_mprotect(m, 4 * PAGE, rw, k2) == 0);
+	r = mp_write(m + 300, 0);
+	tap_diag("after pkey_mprotect(RW, key %d): a stray write: %c", k2, r);
+	CHECK(ok, r == 'A' && m[300] == 'o');
+	if (k2 > 0)
+		syscall(SYS_pkey_free, k2);
+	tap_ok(ok, "pkey_mprotect() over a protected range (%s): the range "
+	       "keeps its protection", pku ? "another key" : "key -1");
+	/* madvise(MADV_DONTNEED) drops pages, never the protection */
+	ok = 1;
+	CHECK(ok, madvise(m, 4 * PAGE, MADV_DONTNEED) == 0);
+	CHECK(ok, m[0] == 'o' && m[4 * PAGE - 1] == 'o');
+	r = mp_write(m + 400, 0);
+	CHECK(ok, r == 'A' && m[400] == 'o');
+	tap_ok(ok, "madvise(MADV_DONTNEED) over a protected range: data kept "
+	       "(shared), a stray write still aborts");
+	/* pmg_unprotect() gives the pages back as the program left them */
+	ok = 1;
+	CHECK(ok, mprotect(m + 2 * PAGE, PAGE, PROT_READ) == 0);
+	CHECK(ok, pmg_unprotect(m, 4 * PAGE) == 0);
+	if (pku) {
+		tap_skip("pmg_unprotect() leaves the pages as the program's "
+			 "mprotect() set them", "PKU: unprotect makes the range "
+			 "read-write, key 0 (docs/api.md)");
+	} else {
+		tap_diag("after unprotect: page 2 '%s'", perms_of(m + 2 * PAGE));
+		tap_diag("after unprotect: page 3 '%s'", perms_of(m + 3 * PAGE));
+		CHECK(ok, !strcmp(perms_of(m + 2 * PAGE), "r--s"));
+		CHECK(ok, !strcmp(perms_of(m + 3 * PAGE), "rw-s"));
+		tap_ok(ok, "pmg_unprotect() leaves the pages as the program's "
+		       "mprotect() set them (a read-only page stays read-only)");
+	}
+	pmg_domain_delete(&mpd);
+	munmap(m, 4 * PAGE);
+}
+
+/*
+ * A closed pool's quarantined addresses (pool.c), unmapped by the program
+ * and reserved again by it: the library forgets them (interposed munmap),
+ * so a fault there is the program's, not reported as a closed pool's.
+ */
+static int qf_rep = -1;
+
+static int qf_child(void *v)
+{
+	pmg_set_fault_mode(PMG_FAULT_STRICT);
+	pmg_set_report_fd(qf_rep);
+	*(volatile char *)v = 'Z';
+	return 0;
+}
+
+static void t_quarantine_forget(void)
+{
+	struct pmg_pool_config *c = NULL;
+	struct pmg_pool *p = NULL;
+	char path[64], rep[2048], *a = NULL, *n;
+	ssize_t got;
+	int ok = 1, st, fds[2];
+
+	snprintf(path, sizeof(path), "/tmp/pmg-shared-q-%d.pool",
+		 (int)getpid());
+	CHECK(ok, pipe(fds) == 0 && fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
+	qf_rep = fds[1];
+	CHECK(ok, pmg_pool_config_new(&c) == 0 &&
+		  pmg_pool_config_set_size(c, 4 * PAGE) == 0 &&
+		  pmg_pool_create(&p, path, c) == 0);
+	a = pmg_pool_address(p);
+	CHECK(ok, pmg_pool_close(&p) == 0);
+	st = tap_child(qf_child, a + 5);
+	got = read(fds[0], rep, sizeof(rep) - 1);
+	rep[got > 0 ? got : 0] = '\0';
+	CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT &&
+		  strstr(rep, "closed pool"));
+	/* the program takes the place back */
+	CHECK(ok, a && munmap(a, 4 * PAGE) == 0);
+	n = mmap(a, 4 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+		 MAP_FIXED_NOREPLACE, -1, 0);
+	CHECK(ok, n == a);
+	st = tap_child(qf_child, a + 5);
+	got = read(fds[0], rep, sizeof(rep) - 1);
+	rep[got > 0 ? got : 0] = '\0';
+	CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV &&
+		  !strstr(rep, "closed pool"));
+	if (!ok)
+		tap_diag("status %#x, report: %s", st, rep);
+	if (n != MAP_FAILED)
+		munmap(n, 4 * PAGE);
+	unlink(path);
+	pmg_pool_config_delete(&c);
+	close(fds[0]);
+	close(fds[1]);
+	tap_ok(ok, "a closed pool's quarantined range: a stray write there "
+	       "is reported as the closed pool's; once the program unmapped "
+	       "it and mapped its own, it is the program's (plain SIGSEGV)");
+}
+
 static int ready[2];
 
 static void *end_inside(void *arg)
@@ -236,7 +449,7 @@ int main(void)
 
 	int rep[2];
 
-	tap_init(8);
+	tap_init(14);
 	pg = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int ok = pmg_domain_new(&dom, "shared", 0) == 0 &&
@@ -275,5 +488,7 @@ int main(void)
 	pmg_set_report_fd(2);
 	t_unmapped();
 	t_unmapped_pool();
+	t_mprotect_over();
+	t_quarantine_forget();
 	return tap_done();
 }
