@@ -70,8 +70,9 @@ static void run_usage(FILE *f, const char *verb)
 			"                    it; never mix with processes that do not)\n"
 			"\n"
 			"pmguard run stays PROG's parent: it checks that the library loaded into\n"
-			"PROG (PROG is stopped otherwise), passes signals sent to it on to PROG,\n"
-			"and says once, at the end, if no process of the run protected anything.\n"
+			"PROG (PROG is killed otherwise), passes signals sent to it on to PROG,\n"
+			"stops when PROG stops (job control), and says once, at the end, if no\n"
+			"process of the run protected anything.\n"
 			"\n"
 			"Exit status: PROG's (a signal that killed PROG kills pmguard too); 2 bad\n"
 			"options or environment, or a static PROG; 127 PROG could not be run, or\n"
@@ -428,14 +429,106 @@ static int merge(const char *raw, const char *out)
 /* ------------------------------------------------ PROG as a child */
 
 static pid_t child = -1;
+static pid_t parent0; /* pmguard's parent when the run began */
+static struct sigaction saved[NSIG]; /* the dispositions pmguard got */
+static bool caught[NSIG];
 
-/* A signal sent to pmguard (kill, timeout(1)) goes on to PROG; one the
- * terminal sent (SI_KERNEL) reached PROG's process group already. */
+/* Every signal a process may send is passed on, except those that
+ * cannot be caught, SIGCHLD (pmguard's own) and the synchronous faults. */
+static bool passed_on(int sig)
+{
+	switch (sig) {
+	case SIGKILL:
+	case SIGSTOP:
+	case SIGCHLD:
+	case SIGSEGV:
+	case SIGBUS:
+	case SIGFPE:
+	case SIGILL:
+	case SIGTRAP:
+	case SIGSYS:
+	case SIGABRT:
+		return false;
+	}
+	return true;
+}
+
+/*
+ * A signal sent to pmguard (kill, timeout(1), sigqueue) goes on to PROG;
+ * one the kernel or the terminal sent (SI_KERNEL: ^C, ^Z, hangup, window
+ * size) reached PROG's process group already.  One PROG sent to its
+ * parent (a readiness notice, SIGUSR1 to getppid()) goes to pmguard's
+ * parent, where it was meant to go, never back to PROG.
+ */
 static void forward(int sig, siginfo_t *si, void *uc)
 {
+	int e = errno;
+
 	(void)uc;
-	if (child > 0 && si->si_code != SI_KERNEL)
+	if (child <= 0 || si->si_pid == getpid() ||
+	    (si->si_code != SI_USER && si->si_code != SI_QUEUE &&
+	     si->si_code != SI_TKILL)) {
+		errno = e;
+		return;
+	}
+	if (si->si_pid == child) {
+		if (parent0 > 1 && getppid() == parent0)
+			kill(parent0, sig);
+	} else if (si->si_code == SI_QUEUE) {
+		sigqueue(child, sig, si->si_value);
+	} else {
 		kill(child, sig);
+	}
+	errno = e;
+}
+
+static void forward_all(void)
+{
+	struct sigaction sa;
+	int sig;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (sig = 1; sig < NSIG; sig++)
+		caught[sig] = passed_on(sig) &&
+			      !sigaction(sig, &sa, &saved[sig]);
+}
+
+/* Back to the dispositions pmguard was given (before it writes anything:
+ * a caught SIGTTOU would make a background write retry forever). */
+static void forward_none(void)
+{
+	int sig;
+
+	for (sig = 1; sig < NSIG; sig++)
+		if (caught[sig])
+			sigaction(sig, &saved[sig], NULL);
+	memset(caught, 0, sizeof(caught));
+}
+
+/*
+ * PROG stopped (^Z, SIGTSTP or SIGSTOP sent to it, or it stopped itself
+ * as less and vi do): stop the same way, so that the shell sees the job
+ * stopped; SIGCONT to pmguard (fg, kill -CONT) goes on to PROG.
+ */
+static void stop_like(int sig)
+{
+	struct sigaction dfl, old;
+	sigset_t set;
+
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	if (sig != SIGSTOP && sigaction(sig, &dfl, &old))
+		sig = SIGSTOP;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	if (sig != SIGSTOP)
+		sigaction(sig, &old, NULL);
 }
 
 /* Die of @sig as PROG did (no core file of our own), else 128 + sig. */
@@ -454,32 +547,102 @@ static int die_like(int sig)
 	return 128 + sig;
 }
 
-/* Wait up to CONFIRM_S seconds for the preload's byte on @fd. */
-static bool confirmed(int fd)
+static long ms_since(const struct timespec *t0)
 {
-	struct timespec t0, t;
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000L +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
+/* @lib is mapped into PROG: ld.so took it, its constructor will answer. */
+static bool lib_mapped(const char *lib)
+{
+	char path[64], line[PATH_MAX + 128], real[PATH_MAX];
+	bool found = false;
+	FILE *f;
+
+	if (!realpath(lib, real))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)child);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/'), *nl;
+
+		if (!p)
+			continue;
+		nl = strchr(p, '\n');
+		if (nl)
+			*nl = 0;
+		found = !strcmp(p, real);
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * Wait for the preload's byte on @fd: up to CONFIRM_S seconds of PROG not
+ * stopped, or for as long as it takes once ld.so mapped the library (a
+ * slow machine, long constructors).  PROG may stop meanwhile (^Z): then
+ * pmguard stops too, and that time does not count.  If PROG ends without
+ * the byte, its status is in *@st and *@reaped is set.
+ */
+static bool confirmed(int fd, const char *lib, int *st, bool *reaped)
+{
+	struct timespec t0;
+	long stopped_ms = 0;
+	bool mapped = false;
 	char c;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		struct pollfd p = { fd, POLLIN, 0 };
-		long left;
+		long left = CONFIRM_S * 1000L - ms_since(&t0) + stopped_ms;
 		int r;
 
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		left = CONFIRM_S * 1000L - (t.tv_sec - t0.tv_sec) * 1000L -
-		       (t.tv_nsec - t0.tv_nsec) / 1000000L;
-		if (left <= 0)
+		if (left <= 0 && !mapped && !(mapped = lib_mapped(lib)))
 			return false;
-		r = poll(&p, 1, (int)left);
+		r = poll(&p, 1, 100);
+		if (r < 0 && errno != EINTR)
+			return false;
+		if (r > 0) {
+			r = (int)read(fd, &c, 1);
+			if (r < 0 && errno == EINTR)
+				continue;
+			return r == 1;
+		}
+		r = waitpid(child, st, WUNTRACED | WNOHANG);
+		if (r == child && WIFSTOPPED(*st)) {
+			struct timespec s0;
+
+			clock_gettime(CLOCK_MONOTONIC, &s0);
+			stop_like(WSTOPSIG(*st));
+			stopped_ms += ms_since(&s0);
+		} else if (r == child) {
+			*reaped = true;
+			/* its byte may be in the pipe still */
+			p.revents = 0;
+			return poll(&p, 1, 0) == 1 && read(fd, &c, 1) == 1;
+		}
+	}
+}
+
+/* Wait for PROG to end, stopping with it (job control). */
+static void wait_child(int *st)
+{
+	for (;;) {
+		pid_t r = waitpid(child, st, WUNTRACED);
+
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
-			return false;
-		r = (int)read(fd, &c, 1);
-		if (r < 0 && errno == EINTR)
+		if (r == child && WIFSTOPPED(*st)) {
+			stop_like(WSTOPSIG(*st));
 			continue;
-		return r == 1;
+		}
+		return;
 	}
 }
 
@@ -492,12 +655,9 @@ static bool confirmed(int fd)
 static int spawn(char **argv, const char *verb, const char *lib,
 		 const char *status, int *st)
 {
-	static const int fwd[] = { SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,
-				   SIGUSR1, SIGUSR2, SIGCONT, SIGWINCH };
-	struct sigaction sa;
 	pid_t parent;
 	int cp[2], ep[2], err = 0;
-	size_t i;
+	bool reaped = false;
 	ssize_t r;
 
 	if (pipe2(cp, O_CLOEXEC) || pipe2(ep, O_CLOEXEC))
@@ -505,6 +665,7 @@ static int spawn(char **argv, const char *verb, const char *lib,
 	setenv("PMGUARD_RUN_STATUS", status, 1);
 	fflush(NULL);
 	parent = getpid();
+	parent0 = getppid();
 	child = fork();
 	if (child < 0)
 		return cli_error("%s: fork: %s", verb, strerror(errno));
@@ -532,12 +693,7 @@ static int spawn(char **argv, const char *verb, const char *lib,
 	}
 	close(cp[1]);
 	close(ep[1]);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = forward;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
-		sigaction(fwd[i], &sa, NULL);
+	forward_all();
 	while ((r = read(ep[0], &err, sizeof(err))) < 0 && errno == EINTR)
 		;
 	close(ep[0]);
@@ -545,14 +701,18 @@ static int spawn(char **argv, const char *verb, const char *lib,
 		close(cp[0]);
 		while (waitpid(child, st, 0) < 0 && errno == EINTR)
 			;
+		forward_none();
 		cli_error("%s: %s: %s", verb, argv[0], strerror(err));
 		return 127;
 	}
-	if (!confirmed(cp[0])) {
-		kill(child, SIGKILL);
+	if (!confirmed(cp[0], lib, st, &reaped)) {
+		if (!reaped) {
+			kill(child, SIGKILL);
+			while (waitpid(child, st, 0) < 0 && errno == EINTR)
+				;
+		}
 		close(cp[0]);
-		while (waitpid(child, st, 0) < 0 && errno == EINTR)
-			;
+		forward_none();
 		cli_error("%s: the interposition library %s did not load into "
 			  "%s (ld.so ignores it for a set-user-ID program, a "
 			  "program of another architecture, or a library "
@@ -562,8 +722,9 @@ static int spawn(char **argv, const char *verb, const char *lib,
 		return 127;
 	}
 	close(cp[0]);
-	while (waitpid(child, st, 0) < 0 && errno == EINTR)
-		;
+	if (!reaped)
+		wait_child(st);
+	forward_none();
 	return 0;
 }
 

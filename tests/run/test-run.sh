@@ -7,8 +7,9 @@
 # and without the wild-write injector (tests/run/wild.c).  TAP.
 #
 # Paths (override for the guest): PMG (pmguard), WILD (libwild.so),
-# LMDBPROG, PMEMPROG, SCRIPT (lmdb-script.py), PY (python3 with the lmdb
-# module; tests that need it skip without it), MDB_DIR (where mdb_* are).
+# LMDBPROG, PMEMPROG, SCRIPT (lmdb-script.py), SIGNALS (signals.py), PY
+# (python3 with the lmdb module; tests that need it skip without it),
+# MDB_DIR (where mdb_* are).
 # The backend is the environment's (the host: PMGUARD_BACKEND=mprotect,
 # where windows are process-wide: a wild write from another thread while
 # a write transaction is open is not caught there, by design; the
@@ -20,6 +21,7 @@ WILD=${WILD:-$O/tests/run/libwild.so}
 LMDBPROG=${LMDBPROG:-$O/tests/run/lmdb-prog}
 PMEMPROG=${PMEMPROG:-$O/tests/run/pmem-prog}
 SCRIPT=${SCRIPT:-$(dirname "$0")/lmdb-script.py}
+SIGNALS=${SIGNALS:-$(dirname "$0")/signals.py}
 PY=${PY:-/usr/bin/python3}
 MDB_DIR=${MDB_DIR:-/usr/bin}
 case $WILD in /*) ;; *) WILD=$(pwd)/$WILD ;; esac
@@ -409,6 +411,22 @@ subprocess.run(sys.argv[1:])' $PMEMPROG write "$T/h7" 10 >"$T/out" 2>&1
 else
 	skip "N15: said once" "no $PY"
 	skip "N15: not said" "no $PY"
+fi
+
+# ---- third hostile pass (issue 21): pmguard run as PROG's parent ----
+# signals and job control as without pmguard (tests/run/signals.py)
+if [ -x "$PY" ]; then
+	for s in forward-alrm forward-rtmin self-stop tstp parent; do
+		timeout 120 $PY "$SIGNALS" $s "$PMG" "$PY" \
+			>"$T/out" 2>&1; rc=$?
+		check "signals: $s as without pmguard (tests/run/signals.py)" \
+			[ $rc = 0 ]
+		[ $rc = 0 ] || diag "$T/out"
+	done
+else
+	for s in forward-alrm forward-rtmin self-stop tstp parent; do
+		skip "signals: $s" "no $PY"
+	done
 fi
 
 echo "1..$n"
