@@ -255,6 +255,15 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 	struct stat st;
 	int rc;
 
+	/* the preload's PMGUARD_RUN_* are this run's, set below from its
+	 * options: never an allow list, report path, learn file or
+	 * MDB_WRITEMAP inherited from a caller (a nested run, an export) */
+	unsetenv("PMGUARD_RUN_ALLOW");
+	unsetenv("PMGUARD_RUN_LEARN");
+	unsetenv("PMGUARD_RUN_LMDB_WRITEMAP");
+	unsetenv("PMGUARD_RUN_REPORT");
+	unsetenv("PMGUARD_RUN_STATUS");
+	unsetenv("PMGUARD_RUN_CONFIRM");
 	/* every PMGUARD_* value the library will read: bad is an error */
 	bad_envs = 0;
 	(void)_pmg_opts_from_env_group(&opts, _PMG_OPT_PERSIST, bad_env, NULL);

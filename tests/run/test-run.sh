@@ -429,6 +429,24 @@ else
 	done
 fi
 
+# PMGUARD_RUN_* left in the caller's environment (a nested run, a shell
+# that exported them) are pmguard run's own: its options decide, never
+# an inherited allow list, report path, learn file or MDB_WRITEMAP
+rm -f "$T/e1"
+PMGUARD_RUN_ALLOW=$T/sites $PMG run --report "$T/e1.rep" -- $PMEMPROG \
+	write "$T/e1" 100 --plain >"$T/out" 2>&1; rc=$?
+check "env: an inherited PMGUARD_RUN_ALLOW allows nothing (strict aborts)" \
+	sh -c "[ $rc = 134 ] && grep -q 'strict (aborting)' '$T/e1.rep'"
+[ $rc = 134 ] || diag "$T/out" "$T/e1.rep"
+rm -f "$T/e2"
+PMGUARD_RUN_REPORT=$T/e2.rep PMGUARD_RUN_LEARN=$T/e2.learn $PMG run \
+	--mode audit -- $PMEMPROG write "$T/e2" 100 --plain >"$T/out" 2>&1
+rc=$?
+check "env: inherited PMGUARD_RUN_REPORT/LEARN ignored (report on stderr)" \
+	sh -c "[ $rc = 0 ] && grep -q 'audit: stray write' '$T/out' && \
+	[ ! -e '$T/e2.rep' ] && [ ! -e '$T/e2.learn' ]"
+[ $rc = 0 ] || diag "$T/out"
+
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]
