@@ -17,7 +17,9 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,8 +47,10 @@ static void run_usage(FILE *f, const char *verb)
 			"                      pmguard, or $PMGUARD_RUN_LIB)\n"
 			"  --lmdb-writemap     add MDB_WRITEMAP to every LMDB environment opened\n"
 			"\n"
-			"Exit status: PROG's; 2 bad options or environment; 127 PROG could not\n"
-			"be run, or ran without the library loaded (then stopped, said).\n");
+			"Exit status: PROG's; 2 bad options or environment, or a PROG ld.so\n"
+			"would run without the library (static, 32-bit, set-user-ID); 127 PROG\n"
+			"could not be run, or ran without the library loaded (then stopped,\n"
+			"said).\n");
 	else
 		fprintf(f,
 			"usage: pmguard run [--mode strict|relaxed|audit|contain] [--report FILE]\n"
@@ -75,8 +79,9 @@ static void run_usage(FILE *f, const char *verb)
 			"process of the run protected anything.\n"
 			"\n"
 			"Exit status: PROG's (a signal that killed PROG kills pmguard too); 2 bad\n"
-			"options or environment, or a static PROG; 127 PROG could not be run, or\n"
-			"ran without the library loaded (then stopped, said).\n");
+			"options or environment, or a PROG ld.so would run without the library\n"
+			"(static, 32-bit, set-user-ID: refused before it runs); 127 PROG could\n"
+			"not be run, or ran without the library loaded (then stopped, said).\n");
 }
 
 /* PROG as execvp() would find it. */
@@ -105,20 +110,78 @@ static int find_prog(const char *prog, char *out, size_t n)
 	return -ENOENT;
 }
 
-/* 1: ELF without PT_INTERP (static), 0: anything else (dynamic, script) */
-static int is_static(const char *file)
+/*
+ * Why ld.so would run @file without a preloaded x86-64 library, written
+ * to @why (returns true), or false: a static ELF (no PT_INTERP), an ELF
+ * of another class or machine (a 32-bit program's ld.so ignores a 64-bit
+ * library), a program run in secure-execution mode (set-user-ID or
+ * set-group-ID to another owner, file capabilities for a user other than
+ * root: ld.so ignores LD_PRELOAD paths with a slash).  A script: its
+ * interpreter (#!), once.
+ */
+static bool unreachable(const char *file, char *why, size_t n, int depth)
 {
+	struct stat st;
+	struct statvfs vfs;
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph;
-	int fd = open(file, O_RDONLY | O_CLOEXEC), i, st = 1;
+	int fd = open(file, O_RDONLY | O_CLOEXEC), i;
+	bool interp = false;
+	ssize_t r;
 
 	if (fd < 0)
-		return 0;
-	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		return false;
+	r = pread(fd, &eh, sizeof(eh), 0);
+	if (r >= 2 && !memcmp(&eh, "#!", 2) && depth == 0) {
+		char line[PATH_MAX + 2], *p, *e;
+
+		r = pread(fd, line, sizeof(line) - 1, 0);
 		close(fd);
-		return 0;
+		line[r > 0 ? r : 0] = 0;
+		p = line + 2 + strspn(line + 2, " \t");
+		e = p + strcspn(p, " \t\n");
+		*e = 0;
+		return *p && unreachable(p, why, n, 1);
+	}
+	if (fstat(fd, &st) == 0 &&
+	    (((st.st_mode & S_ISUID) && st.st_uid != getuid()) ||
+	     ((st.st_mode & S_ISGID) && st.st_gid != getgid())) &&
+	    !(fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_NOSUID)) &&
+	    prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
+		close(fd);
+		snprintf(why, n,
+			 "%s is set-%s-ID (to %s %u): ld.so runs it in "
+			 "secure-execution mode and ignores the preloaded "
+			 "library; it would run unprotected",
+			 file, (st.st_mode & S_ISUID) ? "user" : "group",
+			 (st.st_mode & S_ISUID) ? "uid" : "gid",
+			 (st.st_mode & S_ISUID) ? st.st_uid : st.st_gid);
+		return true;
+	}
+	if (getuid() != 0 &&
+	    fgetxattr(fd, "security.capability", NULL, 0) > 0) {
+		close(fd);
+		snprintf(why, n,
+			 "%s has file capabilities: ld.so runs it in "
+			 "secure-execution mode and ignores the preloaded "
+			 "library; it would run unprotected",
+			 file);
+		return true;
+	}
+	if (r != sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG)) {
+		close(fd);
+		return false;
+	}
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
+		close(fd);
+		snprintf(why, n,
+			 "%s is %s: its ld.so cannot load the x86-64 "
+			 "interposition library; it would run unprotected",
+			 file,
+			 eh.e_ident[EI_CLASS] == ELFCLASS32
+				 ? "a 32-bit program"
+				 : "not an x86-64 program");
+		return true;
 	}
 	for (i = 0; i < eh.e_phnum; i++) {
 		if (pread(fd, &ph, sizeof(ph),
@@ -126,10 +189,16 @@ static int is_static(const char *file)
 		    sizeof(ph))
 			break;
 		if (ph.p_type == PT_INTERP)
-			st = 0;
+			interp = true;
 	}
 	close(fd);
-	return st;
+	if (!interp)
+		snprintf(why, n,
+			 "%s is statically linked (no program interpreter): "
+			 "a preloaded library cannot reach it; link it "
+			 "dynamically, or use libpmguard directly",
+			 file);
+	return !interp;
 }
 
 static int find_lib(const char *opt, char *out, size_t n)
@@ -249,7 +318,7 @@ static void bad_env(const char *msg, void *arg)
 static int setup(const struct run_opts *o, char **argv, char *lib,
 		 size_t libn)
 {
-	char prog[PATH_MAX], pre[2 * PATH_MAX + 16];
+	char prog[PATH_MAX], pre[2 * PATH_MAX + 16], why[2 * PATH_MAX];
 	const char *old = getenv("LD_PRELOAD");
 	struct _pmg_opts opts;
 	struct stat st;
@@ -287,11 +356,8 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 			  argv[o->argi]);
 		return 127;
 	}
-	if (is_static(prog))
-		return cli_error("run: %s is statically linked (no program "
-				 "interpreter): a preloaded library cannot "
-				 "reach it; link it dynamically, or use "
-				 "libpmguard directly", prog);
+	if (unreachable(prog, why, sizeof(why), 0))
+		return cli_error("run: %s", why);
 	rc = find_lib(o->lib, lib, libn);
 	if (rc)
 		return rc;

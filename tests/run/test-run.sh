@@ -447,6 +447,40 @@ check "env: inherited PMGUARD_RUN_REPORT/LEARN ignored (report on stderr)" \
 	[ ! -e '$T/e2.rep' ] && [ ! -e '$T/e2.learn' ]"
 [ $rc = 0 ] || diag "$T/out"
 
+# programs ld.so runs without the preload (secure-execution mode, another
+# architecture) are refused before they run, never run unprotected until
+# the confirmation times out
+if [ "$(id -u)" = 0 ]; then
+	mkdir -p "$T/suid" && chmod 1777 "$T/suid" && chmod 711 "$T"
+	for m in 4755 2755; do
+		cp "$PMEMPROG" "$T/suid/prog$m"
+		chown 65534:65534 "$T/suid/prog$m" && chmod $m "$T/suid/prog$m"
+		rm -f "$T/suid/x"
+		$PMG run -- "$T/suid/prog$m" write "$T/suid/x" 10 \
+			>"$T/out" 2>&1; rc=$?
+		check "set-user/group-ID PROG (mode $m, another owner): refused before it ran" \
+			sh -c "[ $rc = 2 ] && [ ! -e '$T/suid/x' ] && \
+			grep -q 'set-.*-ID' '$T/out'"
+		[ $rc = 2 ] || diag "$T/out"
+	done
+else
+	skip "set-user-ID PROG refused" "not root (chown)"
+	skip "set-group-ID PROG refused" "not root (chown)"
+fi
+# a 32-bit PROG: its ld.so cannot load the 64-bit library
+if [ -e /lib/ld-linux.so.2 ] && printf '.globl _start\n_start: mov $4,%%eax\nmov $1,%%ebx\nlea m,%%ecx\nmov $4,%%edx\nint $0x80\nmov $1,%%eax\nxor %%ebx,%%ebx\nint $0x80\n.data\nm: .ascii "ran\\n"\n' >"$T/m32.S" &&
+   cc -m32 -nostdlib -no-pie -o "$T/m32" "$T/m32.S" \
+	-Wl,-dynamic-linker,/lib/ld-linux.so.2 -Wl,--no-as-needed \
+	/usr/lib32/libc.so.6 >/dev/null 2>&1 && "$T/m32" | grep -q ran; then
+	$PMG run -- "$T/m32" >"$T/out" 2>&1; rc=$?
+	check "32-bit PROG: refused before it ran (exit 2, says why)" \
+		sh -c "[ $rc = 2 ] && ! grep -q '^ran' '$T/out' && \
+		grep -q '32-bit' '$T/out'"
+	[ $rc = 2 ] || diag "$T/out"
+else
+	skip "32-bit PROG refused" "cannot build or run a 32-bit program here"
+fi
+
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]
