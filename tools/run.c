@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -803,14 +804,71 @@ static int spawn(char **argv, const char *verb, const char *lib,
 	return 0;
 }
 
+/*
+ * A scratch file the processes of the run append to by path (the status
+ * byte, learn's sites): a memfd, named /proc/PID/fd/N, so that nothing is
+ * left on disk whatever ends pmguard (SIGKILL included) and no directory
+ * matters (a relative TMPDIR, a PROG that changes directory); a file
+ * under $TMPDIR, made absolute and removed at the end, where /proc is
+ * not there.  The processes get PATH:DEV:INO and append only to a file
+ * with that identity (never to a file of a process that reused our pid).
+ */
+struct scratch {
+	int fd;
+	char tmp[PATH_MAX]; /* the temporary file, or "" */
+	char spec[PATH_MAX + 64]; /* PATH:DEV:INO */
+};
+
+static int scratch_new(const char *verb, const char *name, struct scratch *s)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[PATH_MAX], abs[PATH_MAX];
+	struct stat st;
+	int t;
+
+	s->tmp[0] = 0;
+	s->fd = memfd_create(name, MFD_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getpid(), s->fd);
+	if (s->fd >= 0 &&
+	    (t = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)) >= 0) {
+		close(t);
+	} else {
+		if (s->fd >= 0)
+			close(s->fd);
+		if (!realpath(dir && *dir ? dir : "/tmp", abs))
+			return cli_error("%s: TMPDIR %s: %s", verb, dir,
+					 strerror(errno));
+		snprintf(s->tmp, sizeof(s->tmp), "%.4000s/%s.XXXXXX", abs,
+			 name);
+		s->fd = mkostemp(s->tmp, O_CLOEXEC);
+		if (s->fd < 0)
+			return cli_error("%s: temporary file %s: %s", verb,
+					 s->tmp, strerror(errno));
+		snprintf(path, sizeof(path), "%s", s->tmp);
+	}
+	fstat(s->fd, &st);
+	snprintf(s->spec, sizeof(s->spec), "%s:%llu:%llu", path,
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	return 0;
+}
+
+static void scratch_end(struct scratch *s)
+{
+	if (s->tmp[0])
+		unlink(s->tmp);
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+}
+
 /* Say once for the whole run if no process of it protected anything. */
 static void nothing_said(const struct run_opts *o, const char *verb,
-			 const char *status)
+			 const struct scratch *status)
 {
 	struct stat st;
 	FILE *f;
 
-	if (stat(status, &st) || st.st_size > 0)
+	if (fstat(status->fd, &st) || st.st_size > 0)
 		return;
 	f = o->report ? fopen(o->report, "ae") : NULL;
 	fprintf(f ? f : stderr,
@@ -824,25 +882,11 @@ static void nothing_said(const struct run_opts *o, const char *verb,
 		fclose(f);
 }
 
-/* A file under $TMPDIR for the run's status; 0 or the exit status. */
-static int status_file(const char *verb, char *path, size_t n)
-{
-	const char *tmp = getenv("TMPDIR");
-	int fd;
-
-	snprintf(path, n, "%s/pmguard-run.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	fd = mkstemp(path);
-	if (fd < 0)
-		return cli_error("%s: temporary file %s: %s", verb, path,
-				 strerror(errno));
-	close(fd);
-	return 0;
-}
-
 int cmd_run(int argc, char **argv)
 {
 	struct run_opts o;
-	char lib[PATH_MAX], status[PATH_MAX];
+	struct scratch status;
+	char lib[PATH_MAX];
 	int rc = parse(argc, argv, "run", &o), st = 0;
 
 	if (rc)
@@ -850,13 +894,13 @@ int cmd_run(int argc, char **argv)
 	rc = setup(&o, argv, lib, sizeof(lib));
 	if (rc)
 		return rc;
-	rc = status_file("run", status, sizeof(status));
+	rc = scratch_new("run", "pmguard-run", &status);
 	if (rc)
 		return rc;
-	rc = spawn(argv + o.argi, "run", lib, status, &st);
+	rc = spawn(argv + o.argi, "run", lib, status.spec, &st);
 	if (!rc)
-		nothing_said(&o, "run", status);
-	unlink(status);
+		nothing_said(&o, "run", &status);
+	scratch_end(&status);
 	if (rc)
 		return rc;
 	if (WIFSIGNALED(st))
@@ -897,9 +941,9 @@ static int out_writable(const char *out)
 int cmd_learn(int argc, char **argv)
 {
 	struct run_opts o;
-	char lib[PATH_MAX], raw[] = "/tmp/pmguard-learn.XXXXXX";
-	char status[PATH_MAX];
-	int rc = parse(argc, argv, "learn", &o), st = 0, fd;
+	struct scratch raw, status;
+	char lib[PATH_MAX], path[64];
+	int rc = parse(argc, argv, "learn", &o), st = 0;
 
 	if (rc)
 		return rc;
@@ -907,30 +951,29 @@ int cmd_learn(int argc, char **argv)
 	if (rc)
 		return rc;
 	o.mode = "audit";
-	fd = mkstemp(raw);
-	if (fd < 0)
-		return cli_error("learn: temporary file: %s", strerror(errno));
-	close(fd);
 	rc = setup(&o, argv, lib, sizeof(lib));
-	if (!rc)
-		rc = status_file("learn", status, sizeof(status));
+	if (rc)
+		return rc;
+	rc = scratch_new("learn", "pmguard-learn", &raw);
+	if (rc)
+		return rc;
+	rc = scratch_new("learn", "pmguard-run", &status);
 	if (rc) {
-		unlink(raw);
+		scratch_end(&raw);
 		return rc;
 	}
-	setenv("PMGUARD_RUN_LEARN", raw, 1);
+	setenv("PMGUARD_RUN_LEARN", raw.spec, 1);
 	if (!o.report)
 		setenv("PMGUARD_REPORT_FD", "-1", 1);
-	rc = spawn(argv + o.argi, "learn", lib, status, &st);
+	rc = spawn(argv + o.argi, "learn", lib, status.spec, &st);
 	if (!rc)
-		nothing_said(&o, "learn", status);
-	unlink(status);
-	if (rc) {
-		unlink(raw);
-		return rc;
+		nothing_said(&o, "learn", &status);
+	scratch_end(&status);
+	if (!rc) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", raw.fd);
+		rc = merge(raw.tmp[0] ? raw.tmp : path, o.out);
 	}
-	rc = merge(raw, o.out);
-	unlink(raw);
+	scratch_end(&raw);
 	if (rc)
 		return rc;
 	if (WIFSIGNALED(st)) {

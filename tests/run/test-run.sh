@@ -481,6 +481,36 @@ else
 	skip "32-bit PROG refused" "cannot build or run a 32-bit program here"
 fi
 
+# the run's bookkeeping leaves no file behind, even when pmguard is
+# killed with SIGKILL (here by PROG itself), and does not depend on the
+# directory (a relative TMPDIR, a PROG that changes directory)
+if [ -x "$PY" ]; then
+	mkdir -p "$T/tmpd"
+	TMPDIR=$T/tmpd $PMG run -- $PY -c 'import os; os.kill(os.getppid(), 9)' \
+		>"$T/out" 2>&1
+	TMPDIR=$T/tmpd $PMG learn -o "$T/k.sites" -- $PY -c \
+		'import os; os.kill(os.getppid(), 9)' >>"$T/out" 2>&1
+	check "pmguard run/learn SIGKILLed: no file left in TMPDIR ($(ls "$T/tmpd" | wc -l))" \
+		sh -c "[ -z \"\$(ls '$T/tmpd')\" ]"
+	mkdir -p "$T/rel/a/b/c/d/e/f/g/h/i/j"
+	rm -f "$T/s1"
+	rel=$($PY -c 'import os, sys; print(os.path.relpath(sys.argv[1]))' \
+		"$T/rel")
+	absprog=$($PY -c 'import os, sys; print(os.path.abspath(sys.argv[1]))' \
+		"$PMEMPROG")
+	TMPDIR=$rel $PMG run -- $PY -c 'import os, subprocess, sys
+os.chdir(sys.argv[1]); sys.exit(subprocess.run(sys.argv[2:]).returncode)' \
+		"$T/rel/a/b/c/d/e/f/g/h/i/j" "$absprog" write "$T/s1" 10 \
+		>"$T/out" 2>&1; rc=$?
+	c=$(count 'nothing was protected' "$T/out")
+	check "relative TMPDIR, PROG changes directory: protected, not said ($c)" \
+		sh -c "[ $rc = 0 ] && [ '$c' = 0 ]"
+	[ "$c" = 0 ] || diag "$T/out"
+else
+	skip "SIGKILLed pmguard: no temporary file" "no $PY"
+	skip "relative TMPDIR" "no $PY"
+fi
+
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]
