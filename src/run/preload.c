@@ -23,7 +23,9 @@
  *                                 exit, if it is still that file (the
  *                                 launcher's memfd, /proc/PID/fd/N)
  *   PMGUARD_RUN_LMDB_WRITEMAP=1   add MDB_WRITEMAP to every mdb_env_open()
- *   PMGUARD_RUN_REPORT=FILE       fault reports (and module lines) to FILE,
+ *   PMGUARD_RUN_REPORT=FILE       fault reports (and module lines) to FILE
+ *                                 (stderr, said, in a process that cannot
+ *                                 open it),
  *                                 opened by each process itself
  *                                 (close-on-exec, a high fd, verified
  *                                 before each report, reopened if the
@@ -899,9 +901,16 @@ __attribute__((constructor)) static void run_init(void)
 	}
 	if (rep && *rep) {
 		rc = _pmg_report_open(rep);
-		if (rc < 0)
+		if (rc == -EINVAL)
 			fatal("PMGUARD_RUN_REPORT: %s", pmg_errormsg());
-		rep_file = true;
+		rep_file = rc >= 0;
+		/* this process cannot open it (it dropped privileges, went
+		 * into a chroot, lost its terminal): protected all the same,
+		 * its reports on stderr, said there */
+		if (rc < 0)
+			dprintf(2, "pmguard-run: %s: this process (%s, pid %d) "
+				"reports on stderr instead\n", pmg_errormsg(),
+				program_invocation_short_name, (int)getpid());
 	} else if (getenv("PMGUARD_REPORT_FD")) {
 		rep_file = true;
 	}

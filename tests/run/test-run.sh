@@ -511,6 +511,24 @@ else
 	skip "relative TMPDIR" "no $PY"
 fi
 
+# a process of the run that drops privileges cannot open the report file
+# (root's, 0644): it runs protected and reports on stderr, said, rather
+# than being killed (exit 127) for a report file
+if [ "$(id -u)" = 0 ] && [ -x "$PY" ] && [ -d "$T/suid" ]; then
+	rm -f "$T/suid/d1"
+	$PMG run --report "$T/d.rep" -- $PY -c 'import os, subprocess, sys
+os.setgid(65534); os.setuid(65534)
+r = subprocess.run(sys.argv[1:]).returncode
+sys.exit(128 - r if r < 0 else r)' "$PMEMPROG" write \
+		"$T/suid/d1" 100 --plain >"$T/out" 2>&1; rc=$?
+	check "a child that dropped privileges: runs, strict still aborts, reports on stderr" \
+		sh -c "[ $rc = 134 ] && grep -q 'strict (aborting): stray write' '$T/out' && \
+		grep -q 'd.rep.*stderr' '$T/out'"
+	[ $rc = 134 ] || diag "$T/out"
+else
+	skip "a child that dropped privileges" "not root, or no $PY"
+fi
+
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]
