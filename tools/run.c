@@ -27,8 +27,10 @@
 #include "../src/options.h"
 #include "cmds.h"
 
-/* How long the preload may take to say it loaded (ld.so, constructors). */
+/* How long the preload may take to say it loaded (ld.so, constructors):
+ * CONFIRM_S, or PMGUARD_RUN_CONFIRM_S (1 to 3600). */
 #define CONFIRM_S 30
+static long confirm_s = CONFIRM_S;
 
 static void run_usage(FILE *f, const char *verb)
 {
@@ -340,6 +342,18 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 	(void)_pmg_opts_from_env_group(&opts, _PMG_OPT_LIB, bad_env, NULL);
 	if (bad_envs)
 		return 2;
+	if (getenv("PMGUARD_RUN_CONFIRM_S")) {
+		const char *v = getenv("PMGUARD_RUN_CONFIRM_S");
+		char *end;
+
+		errno = 0;
+		confirm_s = strtol(v, &end, 10);
+		if (errno || end == v || *end || *v < '0' || *v > '9' ||
+		    confirm_s < 1 || confirm_s > 3600)
+			return cli_error("run: PMGUARD_RUN_CONFIRM_S='%s': "
+					 "seconds, 1 to 3600",
+					 v);
+	}
 	/* a report fd by number must be open for writing here (without
 	 * --report, which replaces it) */
 	if (!o->report && opts.report_fd >= 0) {
@@ -660,7 +674,7 @@ static bool lib_mapped(const char *lib)
 }
 
 /*
- * Wait for the preload's byte on @fd: up to CONFIRM_S seconds of PROG not
+ * Wait for the preload's byte on @fd: up to confirm_s seconds of PROG not
  * stopped, or for as long as it takes once ld.so mapped the library (a
  * slow machine, long constructors).  PROG may stop meanwhile (^Z): then
  * pmguard stops too, and that time does not count.  If PROG ends without
@@ -676,7 +690,7 @@ static bool confirmed(int fd, const char *lib, int *st, bool *reaped)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		struct pollfd p = { fd, POLLIN, 0 };
-		long left = CONFIRM_S * 1000L - ms_since(&t0) + stopped_ms;
+		long left = confirm_s * 1000L - ms_since(&t0) + stopped_ms;
 		int r;
 
 		if (left <= 0 && !mapped && !(mapped = lib_mapped(lib)))
@@ -793,8 +807,8 @@ static int spawn(char **argv, const char *verb, const char *lib,
 			  "%s (ld.so ignores it for a set-user-ID program, a "
 			  "program of another architecture, or a library "
 			  "that is not pmguard's) or did not say so within "
-			  "%d s: %s may have run unprotected and was stopped",
-			  verb, lib, argv[0], CONFIRM_S, argv[0]);
+			  "%ld s: %s may have run unprotected and was stopped",
+			  verb, lib, argv[0], confirm_s, argv[0]);
 		return 127;
 	}
 	close(cp[0]);

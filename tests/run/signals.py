@@ -14,8 +14,18 @@ as without pmguard; 1: not (says why on stdout); 77: cannot apply here.
   parent      PROG signals its parent (SIGUSR1 to getppid(), a readiness
         notice): the signal reaches pmguard's parent and does not come back
         to kill PROG
+  stopped-start STOPPROG  STOPPROG (stopinit-prog) stops in a library
+        constructor, before the preload confirmed it loaded (^Z at
+        start-up): pmguard stops too, and the time stopped (longer than
+        the confirmation timeout, PMGUARD_RUN_CONFIRM_S=3) does not count:
+        SIGCONT resumes it, exit 0, never killed as "did not load"
+  slow-start STOPPROG  STOPPROG's library constructor takes 5 s (a slow
+        machine), longer than the timeout (3 s): ld.so has mapped the
+        library, so pmguard waits for its confirmation, exit 0
 """
+import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,14 +35,19 @@ import time
 scen, pmg = sys.argv[1], sys.argv[2]
 py = sys.argv[3] if len(sys.argv) > 3 else sys.executable
 tmp = tempfile.mkdtemp(prefix="pmg-sig.")
+atexit.register(shutil.rmtree, tmp, True)
 ready = os.path.join(tmp, "ready")
 
 
 def prog(code):
-    """pmguard run -- python -c CODE, stdout/stderr to files"""
+    """pmguard run -- python -c CODE, stdout/stderr to files, in a process
+    group of its own whose parent (this script) is in another group of the
+    session: not an orphaned group, where the kernel discards SIGTSTP
+    (the guest's suite runs in one)"""
     out = open(os.path.join(tmp, "out"), "w")
     return subprocess.Popen([pmg, "run", "--", py, "-c", code, ready],
-                            stdout=out, stderr=subprocess.STDOUT)
+                            stdout=out, stderr=subprocess.STDOUT,
+                            preexec_fn=os.setpgrp)
 
 
 def wait_ready(p, t=20):
@@ -45,8 +60,11 @@ def wait_ready(p, t=20):
 
 
 def out():
-    with open(os.path.join(tmp, "out")) as f:
-        return f.read()
+    try:
+        with open(os.path.join(tmp, "out")) as f:
+            return f.read()
+    except OSError:
+        return ""
 
 
 def fail(msg, p=None):
@@ -160,6 +178,34 @@ print("alive", flush=True)
              % rc)
     if not got:
         fail("the parent never got PROG's SIGUSR1")
+elif scen == "slow-start":
+    env = dict(os.environ, STOPINIT="sleep5", PMGUARD_RUN_CONFIRM_S="3")
+    with open(os.path.join(tmp, "out"), "w") as o:
+        rc = subprocess.call([pmg, "run", "--", sys.argv[4]], env=env,
+                             stdout=o, stderr=subprocess.STDOUT, timeout=60)
+    if rc != 0 or "main 1" not in out():
+        fail("a 5 s library constructor (timeout 3 s): exit %d" % rc)
+elif scen == "stopped-start":
+    env = dict(os.environ, STOPINIT="stop", PMGUARD_RUN_CONFIRM_S="3")
+    o = open(os.path.join(tmp, "out"), "w")
+    p = subprocess.Popen([pmg, "run", "--", sys.argv[4]], env=env,
+                         stdout=o, stderr=subprocess.STDOUT,
+                         preexec_fn=os.setpgrp)
+    if not stopped(p.pid, 10):
+        c = child_of(p.pid)
+        st = state(c) if c else "?"
+        if c:
+            os.kill(c, signal.SIGCONT)
+        fail("PROG stopped before confirming (state %s): pmguard did "
+             "not stop" % st, p)
+    time.sleep(5)
+    os.kill(p.pid, signal.SIGCONT)
+    try:
+        rc = p.wait(20)
+    except subprocess.TimeoutExpired:
+        fail("SIGCONT to pmguard: not resumed in 20 s", p)
+    if rc != 0 or "main 1" not in out():
+        fail("stopped 5 s before confirming (timeout 3 s): exit %d" % rc)
 else:
     print("unknown scenario " + scen)
     sys.exit(2)

@@ -7,7 +7,8 @@
 # and without the wild-write injector (tests/run/wild.c).  TAP.
 #
 # Paths (override for the guest): PMG (pmguard), WILD (libwild.so),
-# LMDBPROG, PMEMPROG, SCRIPT (lmdb-script.py), SIGNALS (signals.py), PY
+# LMDBPROG, PMEMPROG, STOPPROG (stopinit-prog), SCRIPT (lmdb-script.py),
+# SIGNALS (signals.py), PY
 # (python3 with the lmdb module; tests that need it skip without it),
 # MDB_DIR (where mdb_* are).
 # The backend is the environment's (the host: PMGUARD_BACKEND=mprotect,
@@ -22,6 +23,7 @@ LMDBPROG=${LMDBPROG:-$O/tests/run/lmdb-prog}
 PMEMPROG=${PMEMPROG:-$O/tests/run/pmem-prog}
 SCRIPT=${SCRIPT:-$(dirname "$0")/lmdb-script.py}
 SIGNALS=${SIGNALS:-$(dirname "$0")/signals.py}
+STOPPROG=${STOPPROG:-$O/tests/run/stopinit-prog}
 PY=${PY:-/usr/bin/python3}
 MDB_DIR=${MDB_DIR:-/usr/bin}
 case $WILD in /*) ;; *) WILD=$(pwd)/$WILD ;; esac
@@ -416,15 +418,17 @@ fi
 # ---- third hostile pass (issue 21): pmguard run as PROG's parent ----
 # signals and job control as without pmguard (tests/run/signals.py)
 if [ -x "$PY" ]; then
-	for s in forward-alrm forward-rtmin self-stop tstp parent; do
-		timeout 120 $PY "$SIGNALS" $s "$PMG" "$PY" \
+	for s in forward-alrm forward-rtmin self-stop tstp parent \
+		 stopped-start slow-start; do
+		timeout 120 $PY "$SIGNALS" $s "$PMG" "$PY" "$STOPPROG" \
 			>"$T/out" 2>&1; rc=$?
 		check "signals: $s as without pmguard (tests/run/signals.py)" \
 			[ $rc = 0 ]
 		[ $rc = 0 ] || diag "$T/out"
 	done
 else
-	for s in forward-alrm forward-rtmin self-stop tstp parent; do
+	for s in forward-alrm forward-rtmin self-stop tstp parent \
+		 stopped-start slow-start; do
 		skip "signals: $s" "no $PY"
 	done
 fi
