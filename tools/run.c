@@ -745,6 +745,7 @@ static void wait_child(int *st)
 static int spawn(char **argv, const char *verb, const char *lib,
 		 const char *status, int *st)
 {
+	struct sigaction dfl, chld;
 	pid_t parent;
 	int cp[2], ep[2], err = 0;
 	bool reaped = false;
@@ -753,6 +754,14 @@ static int spawn(char **argv, const char *verb, const char *lib,
 	if (pipe2(cp, O_CLOEXEC) || pipe2(ep, O_CLOEXEC))
 		return cli_error("%s: pipe: %s", verb, strerror(errno));
 	setenv("PMGUARD_RUN_STATUS", status, 1);
+	/* pmguard must reap PROG itself: with SIGCHLD ignored (or
+	 * SA_NOCLDWAIT), inherited from the caller, the kernel would, and
+	 * waitpid() would give no status (exit 0 for a PROG that aborted);
+	 * PROG gets the caller's disposition back */
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGCHLD, &dfl, &chld);
 	fflush(NULL);
 	parent = getpid();
 	parent0 = getppid();
@@ -771,6 +780,7 @@ static int spawn(char **argv, const char *verb, const char *lib,
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent || fd < 0 || fstat(fd, &ps))
 			_exit(127);
+		sigaction(SIGCHLD, &chld, NULL);
 		snprintf(v, sizeof(v), "%d:%llu:%llu", fd,
 			 (unsigned long long)ps.st_dev,
 			 (unsigned long long)ps.st_ino);

@@ -533,6 +533,30 @@ else
 	skip "a child that dropped privileges" "not root, or no $PY"
 fi
 
+# pmguard started with SIGCHLD ignored (inherited across exec from a
+# parent that ignores it): the children would be reaped by the kernel and
+# waitpid() fail, pmguard said exit 0 for a PROG that aborted
+if [ -x "$PY" ]; then
+	rm -f "$T/c9"
+	$PY -c 'import os, signal, sys
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+os.execvp(sys.argv[1], sys.argv[1:])' $PMG run -- $PMEMPROG write \
+		"$T/c9" 10 --plain >"$T/out" 2>&1; rc=$?
+	check "SIGCHLD ignored by the caller: strict abort still exits 134 ($rc)" \
+		[ $rc = 134 ]
+	$PY -c 'import os, signal, sys
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+os.execvp(sys.argv[1], sys.argv[1:])' $PMG run -- $PY -c \
+		'import signal, sys
+sys.exit(3 if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN else 4)' \
+		>"$T/out" 2>&1; rc=$?
+	check "SIGCHLD ignored by the caller: PROG's exit 3, and PROG still ignores it ($rc)" \
+		[ $rc = 3 ]
+else
+	skip "SIGCHLD ignored: strict abort" "no $PY"
+	skip "SIGCHLD ignored: exit status" "no $PY"
+fi
+
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]
