@@ -746,6 +746,7 @@ static int spawn(char **argv, const char *verb, const char *lib,
 		 const char *status, int *st)
 {
 	struct sigaction dfl, chld;
+	sigset_t all, mask;
 	pid_t parent;
 	int cp[2], ep[2], err = 0;
 	bool reaped = false;
@@ -762,12 +763,18 @@ static int spawn(char **argv, const char *verb, const char *lib,
 	dfl.sa_handler = SIG_DFL;
 	sigemptyset(&dfl.sa_mask);
 	sigaction(SIGCHLD, &dfl, &chld);
+	/* no signal lost between fork and the handlers: blocked, then
+	 * delivered to forward() (the child starts with none pending) */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &mask);
 	fflush(NULL);
 	parent = getpid();
 	parent0 = getppid();
 	child = fork();
-	if (child < 0)
+	if (child < 0) {
+		sigprocmask(SIG_SETMASK, &mask, NULL);
 		return cli_error("%s: fork: %s", verb, strerror(errno));
+	}
 	if (child == 0) {
 		/* the write end without close-on-exec, named with its
 		 * identity: the preload writes only to that pipe */
@@ -781,6 +788,7 @@ static int spawn(char **argv, const char *verb, const char *lib,
 		if (getppid() != parent || fd < 0 || fstat(fd, &ps))
 			_exit(127);
 		sigaction(SIGCHLD, &chld, NULL);
+		sigprocmask(SIG_SETMASK, &mask, NULL);
 		snprintf(v, sizeof(v), "%d:%llu:%llu", fd,
 			 (unsigned long long)ps.st_dev,
 			 (unsigned long long)ps.st_ino);
@@ -794,6 +802,7 @@ static int spawn(char **argv, const char *verb, const char *lib,
 	close(cp[1]);
 	close(ep[1]);
 	forward_all();
+	sigprocmask(SIG_SETMASK, &mask, NULL);
 	while ((r = read(ep[0], &err, sizeof(err))) < 0 && errno == EINTR)
 		;
 	close(ep[0]);
