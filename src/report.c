@@ -86,9 +86,12 @@ void _pmg_buf_bytes(struct _pmg_buf *b, const uint8_t *p, unsigned n)
  * later under the same number (a program that closes its inherited
  * descriptors, or stderr, and opens a data file).  Its identity (device,
  * inode) is recorded when the fd is set; each report fstat()s the fd and
- * compares.  If it changed (or the fd is closed): with a report path (the
- * preload's PMGUARD_RUN_REPORT) the file is opened again by its path;
- * without one reporting stops, said nowhere (there is nowhere safe).
+ * compares.  If it changed (or the fd is closed, or the report file
+ * opened by path was deleted: its reports would vanish): with a report
+ * path (the preload's PMGUARD_RUN_REPORT) the file is opened again by its
+ * path (the old descriptor is left open: another thread may be writing a
+ * report to it now); without one reporting stops, said nowhere (there is
+ * nowhere safe).
  * fstat, open, fcntl, close: AS-safe.  The identity is updated under a
  * sequence count; a reader that races an update skips the check's
  * verdict and reports nothing this time rather than guess.
@@ -131,7 +134,8 @@ static int id_same(int fd)
 	if (s & 1)
 		return -1;
 	same = rep_id.fd == fd && rep_id.ok && fstat(fd, &st) == 0 &&
-	       st.st_dev == rep_id.dev && st.st_ino == rep_id.ino;
+	       st.st_dev == rep_id.dev && st.st_ino == rep_id.ino &&
+	       (!rep_path[0] || st.st_nlink > 0);
 	if (__atomic_load_n(&rep_id.seq, __ATOMIC_ACQUIRE) != s)
 		return -1;
 	return same;
