@@ -546,9 +546,13 @@ static bool passed_on(int sig)
 /*
  * A signal sent to pmguard (kill, timeout(1), sigqueue) goes on to PROG;
  * one the kernel or the terminal sent (SI_KERNEL: ^C, ^Z, hangup, window
- * size) reached PROG's process group already.  One PROG sent to its
- * parent (a readiness notice, SIGUSR1 to getppid()) goes to pmguard's
- * parent, where it was meant to go, never back to PROG.
+ * size) reached PROG's process group already.  One PROG sent is never
+ * sent back to it: from PROG in a process group of its own it was meant
+ * for PROG's parent (a readiness notice, SIGUSR1 to getppid()) and goes
+ * on to pmguard's parent; from PROG in pmguard's group it may as well
+ * have been sent to the whole group (kill(0, sig), `trap 'kill 0' EXIT`),
+ * which PROG got itself and pmguard's parent, in another group, must not
+ * get: it is passed nowhere.
  */
 static void forward(int sig, siginfo_t *si, void *uc)
 {
@@ -562,7 +566,11 @@ static void forward(int sig, siginfo_t *si, void *uc)
 		return;
 	}
 	if (si->si_pid == child) {
-		if (parent0 > 1 && getppid() == parent0)
+		/* PROG in pmguard's group may have signalled the group
+		 * (kill(0, sig): it has its copy): passed nowhere; PROG in a
+		 * group of its own meant pmguard, its parent */
+		if (getpgid(child) != getpgrp() && parent0 > 1 &&
+		    getppid() == parent0)
 			kill(parent0, sig);
 	} else if (si->si_code == SI_QUEUE) {
 		sigqueue(child, sig, si->si_value);

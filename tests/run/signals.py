@@ -11,9 +11,15 @@ as without pmguard; 1: not (says why on stdout); 77: cannot apply here.
         to pmguard resumes both, exit 0
   tstp        SIGTSTP sent to pmguard (kill, not the terminal) stops PROG
         and pmguard; SIGCONT to pmguard resumes both
-  parent      PROG signals its parent (SIGUSR1 to getppid(), a readiness
-        notice): the signal reaches pmguard's parent and does not come back
-        to kill PROG
+  parent      PROG, in a process group of its own, signals its parent
+        (SIGUSR1 to getppid(), a readiness notice): the signal reaches
+        pmguard's parent and does not come back to kill PROG
+  parent-same-group  the same from PROG in pmguard's group: PROG is not
+        killed; pmguard cannot tell it from a signal to the whole group, so
+        it passes it nowhere
+  group       PROG signals its whole group (kill(0, SIGUSR1), as scripts'
+        `trap 'kill 0' EXIT` do): PROG gets it once, pmguard's parent (in
+        another group, an interactive shell) never
   stopped-start STOPPROG  STOPPROG (stopinit-prog) stops in a library
         constructor, before the preload confirmed it loaded (^Z at
         start-up): pmguard stops too, and the time stopped (longer than
@@ -163,21 +169,32 @@ print("resumed", flush=True)
         fail("SIGCONT to pmguard: not resumed in 10 s", p)
     if rc != 0 or "resumed" not in out():
         fail("resumed: exit %d" % rc)
-elif scen == "parent":
+elif scen in ("parent", "parent-same-group", "group"):
     got = []
     signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
     p = prog("""
 import os, signal, sys, time
-os.kill(os.getppid(), signal.SIGUSR1)
+n = []
+signal.signal(signal.SIGUSR1, lambda *a: n.append(1))
+if "%s" == "parent":
+    os.setpgid(0, 0)
+os.kill(%s, signal.SIGUSR1)
 time.sleep(0.5)
-print("alive", flush=True)
-""")
+print("alive", len(n), flush=True)
+""" % (scen, "0" if scen == "group" else "os.getppid()"))
     rc = p.wait(20)
     if rc != 0:
-        fail("PROG signalled its parent: exit %d (as without pmguard: 0)"
-             % rc)
-    if not got:
-        fail("the parent never got PROG's SIGUSR1")
+        fail("PROG signalled its %s: exit %d (as without pmguard: 0)"
+             % ("group" if scen == "group" else "parent", rc))
+    if scen == "parent" and not got:
+        fail("PROG in a group of its own signalled its parent: pmguard's "
+             "parent never got it")
+    if scen != "parent" and got:
+        fail("PROG signalled %s: pmguard's parent, in another group, got "
+             "it" % ("its group" if scen == "group" else "pmguard"))
+    if scen == "group" and "alive 1" not in out():
+        fail("PROG signalled its group: PROG got it %s times, not once"
+             % out())
 elif scen == "slow-start":
     env = dict(os.environ, STOPINIT="sleep5", PMGUARD_RUN_CONFIRM_S="3")
     with open(os.path.join(tmp, "out"), "w") as o:
