@@ -21,6 +21,7 @@
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -606,16 +607,34 @@ static void forward_none(void)
 	memset(caught, 0, sizeof(caught));
 }
 
+/* pmguard's process group is the terminal's foreground job. */
+static bool foreground_job(void)
+{
+	int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	pid_t pg = fd >= 0 ? tcgetpgrp(fd) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return pg > 0 && pg == getpgrp();
+}
+
 /*
- * PROG stopped (^Z, SIGTSTP or SIGSTOP sent to it, or it stopped itself
- * as less and vi do): stop the same way, so that the shell sees the job
- * stopped; SIGCONT to pmguard (fg, kill -CONT) goes on to PROG.
+ * PROG stopped: stop the same way, so that the shell sees the job
+ * stopped; SIGCONT to pmguard (fg, kill -CONT) goes on to PROG.  Only a
+ * job-control stop (^Z, SIGTSTP, SIGTTIN, SIGTTOU: the terminal's, or
+ * PROG stopping itself as less and vi do), or a SIGSTOP while pmguard is
+ * the terminal's foreground job: a SIGSTOP someone sent to PROG alone
+ * (a debugger, a scheduler) is theirs to undo with a SIGCONT to PROG,
+ * and a pmguard stopped then would never be continued nor reap PROG.
+ * Returns whether pmguard stopped.
  */
-static void stop_like(int sig)
+static bool stop_like(int sig)
 {
 	struct sigaction dfl, old;
 	sigset_t set;
 
+	if (sig == SIGSTOP && !foreground_job())
+		return false;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	sigemptyset(&dfl.sa_mask);
@@ -627,6 +646,7 @@ static void stop_like(int sig)
 	raise(sig);
 	if (sig != SIGSTOP)
 		sigaction(sig, &old, NULL);
+	return true;
 }
 
 /* Die of @sig as PROG did (no core file of our own), else 128 + sig. */
@@ -690,9 +710,9 @@ static bool lib_mapped(const char *lib)
  */
 static bool confirmed(int fd, const char *lib, int *st, bool *reaped)
 {
-	struct timespec t0;
+	struct timespec t0, s0;
 	long stopped_ms = 0;
-	bool mapped = false;
+	bool mapped = false, stopped = false;
 	char c;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -701,7 +721,8 @@ static bool confirmed(int fd, const char *lib, int *st, bool *reaped)
 		long left = confirm_s * 1000L - ms_since(&t0) + stopped_ms;
 		int r;
 
-		if (left <= 0 && !mapped && !(mapped = lib_mapped(lib)))
+		if (left <= 0 && !stopped && !mapped &&
+		    !(mapped = lib_mapped(lib)))
 			return false;
 		r = poll(&p, 1, 100);
 		if (r < 0 && errno != EINTR)
@@ -712,13 +733,17 @@ static bool confirmed(int fd, const char *lib, int *st, bool *reaped)
 				continue;
 			return r == 1;
 		}
-		r = waitpid(child, st, WUNTRACED | WNOHANG);
+		r = waitpid(child, st, WUNTRACED | WCONTINUED | WNOHANG);
 		if (r == child && WIFSTOPPED(*st)) {
-			struct timespec s0;
-
+			/* the time PROG is stopped does not count */
 			clock_gettime(CLOCK_MONOTONIC, &s0);
-			stop_like(WSTOPSIG(*st));
-			stopped_ms += ms_since(&s0);
+			stopped = !stop_like(WSTOPSIG(*st));
+			if (!stopped)
+				stopped_ms += ms_since(&s0);
+		} else if (r == child && WIFCONTINUED(*st)) {
+			if (stopped)
+				stopped_ms += ms_since(&s0);
+			stopped = false;
 		} else if (r == child) {
 			*reaped = true;
 			/* its byte may be in the pipe still */
@@ -737,7 +762,7 @@ static void wait_child(int *st)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r == child && WIFSTOPPED(*st)) {
-			stop_like(WSTOPSIG(*st));
+			(void)stop_like(WSTOPSIG(*st));
 			continue;
 		}
 		return;

@@ -25,6 +25,9 @@ as without pmguard; 1: not (says why on stdout); 77: cannot apply here.
         start-up): pmguard stops too, and the time stopped (longer than
         the confirmation timeout, PMGUARD_RUN_CONFIRM_S=3) does not count:
         SIGCONT resumes it, exit 0, never killed as "did not load"
+  stop-cont-prog  without a terminal, SIGSTOP then SIGCONT sent to PROG
+        alone (a debugger, a scheduler): pmguard does not stop (no one
+        would continue it), PROG runs on and pmguard ends with it
   slow-start STOPPROG  STOPPROG's library constructor takes 5 s (a slow
         machine), longer than the timeout (3 s): ld.so has mapped the
         library, so pmguard waits for its confirmation, exit 0
@@ -195,6 +198,33 @@ print("alive", len(n), flush=True)
     if scen == "group" and "alive 1" not in out():
         fail("PROG signalled its group: PROG got it %s times, not once"
              % out())
+elif scen == "stop-cont-prog":
+    out_f = open(os.path.join(tmp, "out"), "w")
+    p = subprocess.Popen([pmg, "run", "--", py, "-c", """
+import sys, time
+open(sys.argv[1], "w").close()
+time.sleep(1.5)
+print("done", flush=True)
+""", ready], stdout=out_f, stderr=subprocess.STDOUT, preexec_fn=os.setsid)
+    if not wait_ready(p):
+        fail("PROG did not start", p)
+    c = child_of(p.pid)
+    if not c:
+        fail("PROG, pmguard's child, not found in /proc", p)
+    os.kill(c, signal.SIGSTOP)
+    time.sleep(1)
+    if state(p.pid) in ("T", "t"):
+        os.kill(c, signal.SIGCONT)
+        os.kill(p.pid, signal.SIGCONT)
+        fail("SIGSTOP sent to PROG alone (no terminal): pmguard stopped "
+             "too, and would not be continued by a SIGCONT to PROG", p)
+    os.kill(c, signal.SIGCONT)
+    try:
+        rc = p.wait(15)
+    except subprocess.TimeoutExpired:
+        fail("SIGSTOP, SIGCONT to PROG: pmguard did not end", p)
+    if rc != 0 or "done" not in out():
+        fail("SIGSTOP, SIGCONT to PROG: exit %d" % rc)
 elif scen == "slow-start":
     env = dict(os.environ, STOPINIT="sleep5", PMGUARD_RUN_CONFIRM_S="3")
     with open(os.path.join(tmp, "out"), "w") as o:

@@ -3,7 +3,7 @@
  * libstopinit.so and stopinit-prog (tests/run/signals.py "stopped-start"):
  * a program whose library constructor runs before the preload's (a
  * DT_NEEDED library is initialised before LD_PRELOAD ones) and, with
- * STOPINIT=stop, stops there, as ^Z at start-up would, or with
+ * STOPINIT=stop, stops there (SIGTSTP), as ^Z at start-up would, or with
  * STOPINIT=sleep5 takes 5 s there (a slow machine, a long constructor):
  * before the preload has confirmed to `pmguard run` that it loaded.
  */
@@ -19,7 +19,7 @@ __attribute__((constructor)) static void stop_init(void)
 	const char *e = getenv("STOPINIT");
 
 	if (e && !strcmp(e, "stop"))
-		raise(SIGSTOP);
+		raise(SIGTSTP);
 	if (e && !strcmp(e, "sleep5"))
 		sleep(5);
 }

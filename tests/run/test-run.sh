@@ -419,7 +419,8 @@ fi
 # signals and job control as without pmguard (tests/run/signals.py)
 if [ -x "$PY" ]; then
 	for s in forward-alrm forward-rtmin self-stop tstp parent \
-		 parent-same-group group stopped-start slow-start; do
+		 parent-same-group group stop-cont-prog stopped-start \
+		 slow-start; do
 		timeout 120 $PY "$SIGNALS" $s "$PMG" "$PY" "$STOPPROG" \
 			>"$T/out" 2>&1; rc=$?
 		check "signals: $s as without pmguard (tests/run/signals.py)" \
@@ -428,7 +429,8 @@ if [ -x "$PY" ]; then
 	done
 else
 	for s in forward-alrm forward-rtmin self-stop tstp parent \
-		 parent-same-group group stopped-start slow-start; do
+		 parent-same-group group stop-cont-prog stopped-start \
+		 slow-start; do
 		skip "signals: $s" "no $PY"
 	done
 fi
