@@ -731,7 +731,17 @@ static bool confirmed(int fd, const char *lib, int *st, bool *reaped)
 			r = (int)read(fd, &c, 1);
 			if (r < 0 && errno == EINTR)
 				continue;
-			return r == 1;
+			if (r == 1)
+				return true;
+			/* the pipe closed with PROG alive: a constructor that
+			 * ran before the library's closed its descriptors.
+			 * Mapped, the library's constructor runs before main
+			 * and ends the process if it fails: as good as said */
+			if (r == 0 && waitpid(child, st, WNOHANG) == 0)
+				return lib_mapped(lib);
+			if (r == 0)
+				*reaped = true;
+			return false;
 		}
 		r = waitpid(child, st, WUNTRACED | WCONTINUED | WNOHANG);
 		if (r == child && WIFSTOPPED(*st)) {

@@ -4,8 +4,10 @@
  * a program whose library constructor runs before the preload's (a
  * DT_NEEDED library is initialised before LD_PRELOAD ones) and, with
  * STOPINIT=stop, stops there (SIGTSTP), as ^Z at start-up would, or with
- * STOPINIT=sleep5 takes 5 s there (a slow machine, a long constructor):
- * before the preload has confirmed to `pmguard run` that it loaded.
+ * STOPINIT=sleep5 takes 5 s there (a slow machine, a long constructor),
+ * or with STOPINIT=closefds closes every descriptor from 3 (a library
+ * that closes what it inherited): before the preload has confirmed to
+ * `pmguard run` that it loaded.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +24,12 @@ __attribute__((constructor)) static void stop_init(void)
 		raise(SIGTSTP);
 	if (e && !strcmp(e, "sleep5"))
 		sleep(5);
+	if (e && !strcmp(e, "closefds")) {
+		int fd;
+
+		for (fd = 3; fd < 1024; fd++)
+			close(fd);
+	}
 }
 
 int stopinit_linked(void);

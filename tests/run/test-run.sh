@@ -584,6 +584,18 @@ else
 	skip "report file deleted while running" "no $PY with ctypes and libpmem"
 fi
 
+# a library constructor of PROG, run before the preload's, closes the
+# descriptors it inherited (the confirmation pipe among them): PROG is
+# not killed as "did not load" (the library is mapped: it confirmed)
+if [ -x "$STOPPROG" ]; then
+	STOPINIT=closefds $PMG run -- $STOPPROG >"$T/out" 2>&1; rc=$?
+	check "a constructor closes the confirmation pipe: PROG runs (rc $rc)" \
+		sh -c "[ $rc = 0 ] && grep -q 'main 1' '$T/out'"
+	[ $rc = 0 ] || diag "$T/out"
+else
+	skip "a constructor closes the confirmation pipe" "no $STOPPROG"
+fi
+
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]
