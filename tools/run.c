@@ -939,7 +939,7 @@ static void scratch_end(struct scratch *s)
 
 /* Say once for the whole run if no process of it protected anything. */
 static void nothing_said(const struct run_opts *o, const char *verb,
-			 const struct scratch *status)
+			 const char *prog, const struct scratch *status)
 {
 	struct stat st;
 	FILE *f;
@@ -950,10 +950,11 @@ static void nothing_said(const struct run_opts *o, const char *verb,
 	fprintf(f ? f : stderr,
 		"pmguard %s: nothing was protected: no process of this run "
 		"opened an LMDB environment with MDB_WRITEMAP or a libpmem "
-		"mapping through the dynamic linker (a copy linked into the "
-		"program itself, as in Debian's lmdb-utils, cannot be "
-		"interposed)\n",
-		verb);
+		"mapping through the dynamic linker before %s ended (a copy "
+		"linked into the program itself, as in Debian's lmdb-utils, "
+		"cannot be interposed; a process left running, a daemon, is "
+		"not counted after that)\n",
+		verb, prog);
 	if (f)
 		fclose(f);
 }
@@ -975,7 +976,7 @@ int cmd_run(int argc, char **argv)
 		return rc;
 	rc = spawn(argv + o.argi, "run", lib, status.spec, &st);
 	if (!rc)
-		nothing_said(&o, "run", &status);
+		nothing_said(&o, "run", argv[o.argi], &status);
 	scratch_end(&status);
 	if (rc)
 		return rc;
@@ -1043,7 +1044,7 @@ int cmd_learn(int argc, char **argv)
 		setenv("PMGUARD_REPORT_FD", "-1", 1);
 	rc = spawn(argv + o.argi, "learn", lib, status.spec, &st);
 	if (!rc)
-		nothing_said(&o, "learn", &status);
+		nothing_said(&o, "learn", argv[o.argi], &status);
 	scratch_end(&status);
 	if (!rc) {
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", raw.fd);

@@ -596,6 +596,27 @@ else
 	skip "a constructor closes the confirmation pipe" "no $STOPPROG"
 fi
 
+# a daemon: PROG double-forks and ends at once; the daemon protects its
+# mapping after that.  The end-of-run line must not claim flatly that
+# nothing was protected: it says a process left running is not counted
+if [ -x "$PY" ]; then
+	rm -f "$T/dm"
+	$PMG run --report "$T/dm.rep" -- $PY -c 'import os, sys, time
+if os.fork(): os._exit(0)
+os.setsid()
+if os.fork(): os._exit(0)
+os.chdir("/"); time.sleep(1); os.execv(sys.argv[1], sys.argv[1:])' \
+		"$absprog" write "$T/dm" 10 >"$T/out" 2>&1; rc=$?
+	i=0
+	while [ ! -s "$T/dm" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	sleep 0.5
+	check "daemon left running: the end-of-run line says it is not counted" \
+		sh -c "[ $rc = 0 ] && grep -q 'nothing was protected.*daemon, is not counted' '$T/dm.rep'"
+	diag "$T/dm.rep" | grep -v 'module 0x' | cut -c1-200
+else
+	skip "daemon left running: end-of-run line" "no $PY"
+fi
+
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]
