@@ -45,7 +45,7 @@ static void run_usage(FILE *f, const char *verb)
 			"per line: MODULE+0xOFFSET COUNT SYMBOL (stable across ASLR), most\n"
 			"frequent first.  Feed SITES to `pmguard run --allow`.\n"
 			"\n"
-			"  -o, --output SITES  the sites file (replaced)\n"
+			"  -o, --output SITES  the sites file (a regular file, replaced)\n"
 			"  --report FILE       append the audit reports to FILE (default: none)\n"
 			"  --lib PATH          the interposition library (default: found next to\n"
 			"                      pmguard, or $PMGUARD_RUN_LIB)\n"
@@ -447,6 +447,8 @@ static int by_count(const void *a, const void *b)
 static int merge(const char *raw, const char *out)
 {
 	FILE *f = fopen(raw, "r"), *o;
+	struct stat fst;
+	int fd;
 	struct site *s = NULL;
 	size_t ns = 0, i;
 	char line[PATH_MAX + 256];
@@ -479,9 +481,19 @@ static int merge(const char *raw, const char *out)
 		fclose(f);
 	}
 	qsort(s, ns, sizeof(*s), by_count);
-	o = fopen(out, "w");
-	if (!o)
+	/* never blocks (a FIFO put there meanwhile): a regular file only */
+	fd = open(out, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+		  0644);
+	if (fd >= 0 && (fstat(fd, &fst) || !S_ISREG(fst.st_mode))) {
+		close(fd);
+		return cli_error("learn: %s: not a regular file", out);
+	}
+	o = fd >= 0 && !ftruncate(fd, 0) ? fdopen(fd, "w") : NULL;
+	if (!o) {
+		if (fd >= 0)
+			close(fd);
 		return cli_error("learn: %s: %s", out, strerror(errno));
+	}
 	fprintf(o, "# pmguard learn: %zu site(s): MODULE+0xOFFSET COUNT "
 		   "SYMBOL\n", ns);
 	for (i = 0; i < ns; i++) {
@@ -994,6 +1006,11 @@ static int out_writable(const char *out)
 	if (!stat(out, &st)) {
 		if (S_ISDIR(st.st_mode))
 			return cli_error("learn: -o %s: is a directory", out);
+		/* a FIFO would block the open at the end, a device is no
+		 * sites file */
+		if (!S_ISREG(st.st_mode))
+			return cli_error("learn: -o %s: not a regular file",
+					 out);
 		if (access(out, W_OK))
 			return cli_error("learn: -o %s: %s", out,
 					 strerror(errno));

@@ -617,6 +617,16 @@ else
 	skip "daemon left running: end-of-run line" "no $PY"
 fi
 
+# learn -o naming a FIFO (or anything not a regular file): refused before
+# the program runs, never a learn that hangs at the end opening it
+mkfifo "$T/sites.fifo"
+rm -f "$T/h8"
+timeout 30 $PMG learn -o "$T/sites.fifo" -- $PMEMPROG write "$T/h8" 10 \
+	>"$T/out" 2>&1; rc=$?
+check "learn -o FIFO: refused before running the program (rc $rc)" \
+	sh -c "[ $rc = 2 ] && [ ! -e '$T/h8' ] && grep -q 'sites.fifo' '$T/out'"
+[ $rc = 2 ] || diag "$T/out"
+
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]
