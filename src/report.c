@@ -149,20 +149,31 @@ int _pmg_report_fd_set(int fd)
 	return __atomic_exchange_n(&_pmg.report_fd, fd, __ATOMIC_RELAXED);
 }
 
-/* @path opened for appending, close-on-exec, at a high number out of the
+/* @path opened for appending, close-on-exec, without blocking, if it is a
+ * regular file or a terminal (else -EINVAL), at a high number out of the
  * program's way: from half the descriptor limit, at most 1000 (a higher
  * number would grow the process's descriptor table for nothing); the
  * lowest free one if there is no room up there. */
 static int open_high(const char *path)
 {
 	struct rlimit rl;
+	struct stat st;
 	int fd = open(path,
-		      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+		      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+			      O_NONBLOCK,
 		      0644),
 	    hi;
 
 	if (fd < 0)
 		return -errno;
+	/* never block (this may run in the fault handler): the open is
+	 * non-blocking, and only a regular file or a terminal is kept (a
+	 * FIFO put at the path, with no reader, would block each write) */
+	if (fstat(fd, &st) || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
+		close(fd);
+		return -EINVAL;
+	}
+	fcntl(fd, F_SETFL, O_APPEND);
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64) {
 		hi = rl.rlim_cur / 2 > 1000 ? 1000 : (int)(rl.rlim_cur / 2);
 		hi = fcntl(fd, F_DUPFD_CLOEXEC, hi);
@@ -184,6 +195,11 @@ int _pmg_report_open(const char *path)
 				"long",
 				path ? path : "");
 	fd = open_high(path);
+	if (fd == -EINVAL)
+		return _pmg_err(-ENODEV,
+				"report file %s: not a regular file "
+				"or a terminal",
+				path);
 	if (fd < 0)
 		return _pmg_err(fd, "report file %s: %s", path, strerror(-fd));
 	pmg_strlcpy(rep_path, path, sizeof(rep_path));

@@ -580,8 +580,28 @@ ctypes.memmove(a + 4096, b"y", 1)' "$T/del.pm" "$T/del.rep" \
 	check "report file deleted while running: the next report in a new file ($c)" \
 		sh -c "[ $rc = 0 ] && [ '$c' = 1 ]"
 	[ "$c" = 1 ] || diag "$T/out"
+	# ... and replaced by a FIFO: neither the reopen (in the fault
+	# handler) nor a new process's open of the path may block on it
+	rm -f "$T/fifo.pm" "$T/fifo2.rep" "$T/fifo.x"
+	timeout 30 $PMG run --mode audit --report "$T/fifo2.rep" -- $PY -c 'import ctypes, os, subprocess, sys
+ctypes.CDLL("libpmem.so.1", mode=ctypes.RTLD_GLOBAL)
+pm = ctypes.CDLL(None)
+pm.pmem_map_file.restype = ctypes.c_void_p
+pm.pmem_map_file.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int,
+                             ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
+a = pm.pmem_map_file(sys.argv[1].encode(), 1 << 20, 1, 0o600, None, None)
+ctypes.memmove(a, b"x", 1)
+os.unlink(sys.argv[2]); os.mkfifo(sys.argv[2])
+ctypes.memmove(a + 4096, b"y", 1)
+sys.exit(subprocess.run(sys.argv[3:]).returncode)' "$T/fifo.pm" \
+		"$T/fifo2.rep" "$PMEMPROG" write "$T/fifo.x" 10 >"$T/out" 2>&1
+	rc=$?
+	check "report file replaced by a FIFO: nothing blocks on it (rc $rc)" \
+		sh -c "[ $rc = 0 ] && [ -s '$T/fifo.x' ]"
+	[ $rc = 0 ] || diag "$T/out"
 else
 	skip "report file deleted while running" "no $PY with ctypes and libpmem"
+	skip "report file replaced by a FIFO" "no $PY with ctypes and libpmem"
 fi
 
 # a library constructor of PROG, run before the preload's, closes the
