@@ -745,15 +745,12 @@ static bool confirmed(int fd, const char *lib, int *st, bool *reaped)
 				continue;
 			if (r == 1)
 				return true;
-			/* the pipe closed with PROG alive: a constructor that
-			 * ran before the library's closed its descriptors.
-			 * Mapped, the library's constructor runs before main
-			 * and ends the process if it fails: as good as said */
-			if (r == 0 && waitpid(child, st, WNOHANG) == 0)
-				return lib_mapped(lib);
-			if (r == 0)
-				*reaped = true;
-			return false;
+			if (r < 0)
+				return false;
+			/* no writer left, PROG maybe alive: a constructor
+			 * that ran before the library's closed the pipe; the
+			 * library then writes through /proc/PID/fd/RFD */
+			poll(NULL, 0, 100);
 		}
 		r = waitpid(child, st, WUNTRACED | WCONTINUED | WNOHANG);
 		if (r == child && WIFSTOPPED(*st)) {
@@ -844,9 +841,9 @@ static int spawn(char **argv, const char *verb, const char *lib,
 			_exit(127);
 		sigaction(SIGCHLD, &chld, NULL);
 		sigprocmask(SIG_SETMASK, &mask, NULL);
-		snprintf(v, sizeof(v), "%d:%llu:%llu", fd,
+		snprintf(v, sizeof(v), "%d:%llu:%llu:%d:%d", fd,
 			 (unsigned long long)ps.st_dev,
-			 (unsigned long long)ps.st_ino);
+			 (unsigned long long)ps.st_ino, (int)parent, cp[0]);
 		setenv("PMGUARD_RUN_CONFIRM", v, 1);
 		execvp(argv[0], argv);
 		err = errno;

@@ -34,7 +34,9 @@
  *                                 that file) by each process that
  *                                 protected something (the launcher says
  *                                 "nothing was protected" once if none did)
- *   PMGUARD_RUN_CONFIRM=FD:DEV:INO  the launcher's pipe: one byte once the
+ *   PMGUARD_RUN_CONFIRM=FD:DEV:INO:PID:RFD  the launcher's pipe (FD, or
+ *                                 /proc/PID/fd/RFD if FD was closed): one
+ *                                 byte once the
  *                                 library is loaded and initialised (the
  *                                 launcher refuses a run that never says
  *                                 so); then closed and unset
@@ -840,23 +842,40 @@ static void bad_env(const char *msg, void *arg)
 	fatal("%s", msg);
 }
 
-/* PMGUARD_RUN_CONFIRM=FD:DEV:INO: the launcher's pipe, if it is that. */
+/*
+ * PMGUARD_RUN_CONFIRM=FD:DEV:INO:PID:RFD: the launcher's pipe, if FD is
+ * still that pipe; else (a constructor that ran before this one closed
+ * the descriptors it inherited) the pipe opened again through the
+ * launcher's read end, /proc/PID/fd/RFD, if that is the pipe.
+ */
 static void confirm(void)
 {
 	const char *v = getenv("PMGUARD_RUN_CONFIRM");
 	unsigned long long dev, ino;
 	struct stat st;
-	int fd, end = 0;
+	char path[64];
+	int fd, pid, rfd, end = 0;
 
 	if (!v)
 		return;
-	if (sscanf(v, "%d:%llu:%llu%n", &fd, &dev, &ino, &end) != 3 ||
-	    v[end] || fd < 0)
+	if (sscanf(v, "%d:%llu:%llu:%d:%d%n", &fd, &dev, &ino, &pid, &rfd,
+		   &end) != 5 ||
+	    v[end] || fd < 0 || pid <= 0 || rfd < 0)
 		fatal("PMGUARD_RUN_CONFIRM='%.64s' is not valid: expected "
-		      "FD:DEV:INO", v);
+		      "FD:DEV:INO:PID:RFD", v);
 	/* only the launcher's pipe, never a file the number now names */
-	if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
-	    st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino) {
+	if (!(fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
+	      st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino)) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, rfd);
+		fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0 && !(fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
+				 st.st_dev == (dev_t)dev &&
+				 st.st_ino == (ino_t)ino)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd >= 0) {
 		if (write(fd, "1", 1) != 1)
 			fatal("cannot confirm to pmguard run: %s",
 			      strerror(errno));
