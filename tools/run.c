@@ -867,6 +867,16 @@ static int spawn(char **argv, const char *verb, const char *lib,
 		return 127;
 	}
 	if (!confirmed(cp[0], lib, st, &reaped)) {
+		if (reaped && WIFSIGNALED(*st)) {
+			/* killed (^C at start-up) before the library said it
+			 * loaded: said, and pmguard dies the same way */
+			close(cp[0]);
+			forward_none();
+			cli_error("%s: %s was killed by signal %d before the "
+				  "interposition library %s said it loaded",
+				  verb, argv[0], WTERMSIG(*st), lib);
+			return die_like(WTERMSIG(*st));
+		}
 		if (!reaped) {
 			kill(child, SIGKILL);
 			while (waitpid(child, st, 0) < 0 && errno == EINTR)

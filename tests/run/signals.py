@@ -28,6 +28,9 @@ as without pmguard; 1: not (says why on stdout); 77: cannot apply here.
   stop-cont-prog  without a terminal, SIGSTOP then SIGCONT sent to PROG
         alone (a debugger, a scheduler): pmguard does not stop (no one
         would continue it), PROG runs on and pmguard ends with it
+  int-at-start STOPPROG  ^C (SIGINT to the job's group) while STOPPROG's
+        library constructor runs, before the preload confirmed: PROG dies
+        of SIGINT, and so does pmguard (not exit 127, "did not load")
   slow-start STOPPROG  STOPPROG's library constructor takes 5 s (a slow
         machine), longer than the timeout (3 s): ld.so has mapped the
         library, so pmguard waits for its confirmation, exit 0
@@ -225,6 +228,21 @@ print("done", flush=True)
         fail("SIGSTOP, SIGCONT to PROG: pmguard did not end", p)
     if rc != 0 or "done" not in out():
         fail("SIGSTOP, SIGCONT to PROG: exit %d" % rc)
+elif scen == "int-at-start":
+    env = dict(os.environ, STOPINIT="sleep5")
+    o = open(os.path.join(tmp, "out"), "w")
+    p = subprocess.Popen([pmg, "run", "--", sys.argv[4]], env=env,
+                         stdout=o, stderr=subprocess.STDOUT,
+                         preexec_fn=os.setpgrp)
+    time.sleep(1.5)
+    os.killpg(p.pid, signal.SIGINT)
+    try:
+        rc = p.wait(20)
+    except subprocess.TimeoutExpired:
+        fail("^C at start-up: pmguard did not end", p)
+    if rc != -signal.SIGINT:
+        fail("^C at start-up (before the library confirmed): exit %d, "
+             "not killed by SIGINT as PROG was" % rc)
 elif scen == "slow-start":
     env = dict(os.environ, STOPINIT="sleep5", PMGUARD_RUN_CONFIRM_S="3")
     with open(os.path.join(tmp, "out"), "w") as o:

@@ -420,7 +420,7 @@ fi
 if [ -x "$PY" ]; then
 	for s in forward-alrm forward-rtmin self-stop tstp parent \
 		 parent-same-group group stop-cont-prog stopped-start \
-		 slow-start; do
+		 slow-start int-at-start; do
 		timeout 120 $PY "$SIGNALS" $s "$PMG" "$PY" "$STOPPROG" \
 			>"$T/out" 2>&1; rc=$?
 		check "signals: $s as without pmguard (tests/run/signals.py)" \
@@ -430,7 +430,7 @@ if [ -x "$PY" ]; then
 else
 	for s in forward-alrm forward-rtmin self-stop tstp parent \
 		 parent-same-group group stop-cont-prog stopped-start \
-		 slow-start; do
+		 slow-start int-at-start; do
 		skip "signals: $s" "no $PY"
 	done
 fi
