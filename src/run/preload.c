@@ -773,6 +773,10 @@ static void learn_write(const char *file)
 			close(ofd);
 		return;
 	}
+	/* one write(2) per line, appended: the processes of a run that
+	 * end together never interleave inside a line (a full buffer would
+	 * be written at any byte) */
+	setvbuf(out, NULL, _IOLBF, PATH_MAX + 512);
 	_pmg_modules_refresh(-1);
 	/* "pmguard: audit site 0xIP: N stray access(es), domain 'D'" */
 	while (fgets(line, sizeof(line), in)) {
