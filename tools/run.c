@@ -722,11 +722,13 @@ static bool lib_mapped(const char *lib)
  */
 static bool confirmed(int fd, const char *lib, int *st, bool *reaped)
 {
+	sigset_t all, old;
 	struct timespec t0, s0;
 	long stopped_ms = 0;
 	bool mapped = false, stopped = false;
 	char c;
 
+	sigfillset(&all);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		struct pollfd p = { fd, POLLIN, 0 };
@@ -752,7 +754,13 @@ static bool confirmed(int fd, const char *lib, int *st, bool *reaped)
 			 * library then writes through /proc/PID/fd/RFD */
 			poll(NULL, 0, 100);
 		}
+		/* signals held while PROG may be reaped: none is passed to
+		 * a process that got its pid */
+		sigprocmask(SIG_BLOCK, &all, &old);
 		r = waitpid(child, st, WUNTRACED | WCONTINUED | WNOHANG);
+		if (r == child && !WIFSTOPPED(*st) && !WIFCONTINUED(*st))
+			child = -1; /* reaped: forward() passes nothing on */
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		if (r == child && WIFSTOPPED(*st)) {
 			/* the time PROG is stopped does not count */
 			clock_gettime(CLOCK_MONOTONIC, &s0);
@@ -763,7 +771,7 @@ static bool confirmed(int fd, const char *lib, int *st, bool *reaped)
 			if (stopped)
 				stopped_ms += ms_since(&s0);
 			stopped = false;
-		} else if (r == child) {
+		} else if (r > 0) {
 			*reaped = true;
 			/* its byte may be in the pipe still */
 			p.revents = 0;
@@ -772,20 +780,45 @@ static bool confirmed(int fd, const char *lib, int *st, bool *reaped)
 	}
 }
 
-/* Wait for PROG to end, stopping with it (job control). */
+/* Reap PROG with signals held, and forget it before they are let
+ * through: a signal passed on after that would go to whatever process
+ * got its pid. */
+static void reap(int *st)
+{
+	sigset_t all, old;
+
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	while (waitpid(child, st, 0) < 0 && errno == EINTR)
+		;
+	child = -1;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
+ * Wait for PROG to end, stopping with it (job control); its end is seen
+ * with waitid(WNOWAIT), then it is reaped by reap().
+ */
 static void wait_child(int *st)
 {
-	for (;;) {
-		pid_t r = waitpid(child, st, WUNTRACED);
+	siginfo_t si;
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r == child && WIFSTOPPED(*st)) {
-			(void)stop_like(WSTOPSIG(*st));
+	for (;;) {
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)child, &si,
+			   WEXITED | WSTOPPED | WNOWAIT) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (si.si_code == CLD_STOPPED) {
+			waitpid(child, st, WUNTRACED | WNOHANG);
+			(void)stop_like(si.si_status);
 			continue;
 		}
-		return;
+		break;
 	}
+	reap(st);
 }
 
 /*
@@ -860,8 +893,7 @@ static int spawn(char **argv, const char *verb, const char *lib,
 	close(ep[0]);
 	if (r == sizeof(err)) {
 		close(cp[0]);
-		while (waitpid(child, st, 0) < 0 && errno == EINTR)
-			;
+		reap(st);
 		forward_none();
 		cli_error("%s: %s: %s", verb, argv[0], strerror(err));
 		return 127;
@@ -879,8 +911,7 @@ static int spawn(char **argv, const char *verb, const char *lib,
 		}
 		if (!reaped) {
 			kill(child, SIGKILL);
-			while (waitpid(child, st, 0) < 0 && errno == EINTR)
-				;
+			reap(st);
 		}
 		close(cp[0]);
 		forward_none();
