@@ -231,9 +231,15 @@ print("done", flush=True)
 elif scen == "int-at-start":
     env = dict(os.environ, STOPINIT="sleep5")
     o = open(os.path.join(tmp, "out"), "w")
+
+    def job():
+        # a job of its own with SIGINT at its default (a suite run in
+        # the background by sh inherits it ignored)
+        os.setpgrp()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     p = subprocess.Popen([pmg, "run", "--", sys.argv[4]], env=env,
                          stdout=o, stderr=subprocess.STDOUT,
-                         preexec_fn=os.setpgrp)
+                         preexec_fn=job)
     time.sleep(1.5)
     os.killpg(p.pid, signal.SIGINT)
     try:
