@@ -23,7 +23,8 @@
 #               cannot be interposed)
 
 RUN_LIB  := $(O)/libpmguard-run.so
-RUN_TEST_LIBS := $(O)/tests/run/libwild.so
+RUN_TEST_LIBS := $(O)/tests/run/libwild.so $(O)/tests/run/libstopinit.so \
+	$(O)/tests/run/stopinit-prog
 # The test programs need the libraries' headers; `make` (and `make demo`
 # after install-deps --build-only) builds without them and says so; the
 # adapters of the preload are compiled in only where the headers exist.
@@ -62,6 +63,15 @@ $(RUN_LIB): $(O)/pic/src/run/preload.o $(SH_OBJ) src/run/preload.map
 $(O)/tests/run/libwild.so: tests/run/wild.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -fPIC -shared -o $@ $< -ldl -lpthread
+
+$(O)/tests/run/libstopinit.so: tests/run/stopinit.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -DSTOPINIT_LIB -fPIC -shared -o $@ $<
+
+$(O)/tests/run/stopinit-prog: tests/run/stopinit.c $(O)/tests/run/libstopinit.so
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -L$(O)/tests/run \
+		-lstopinit -Wl,-rpath,'$$ORIGIN'
 
 $(O)/tests/run/pmem-prog: tests/run/pmem-prog.c
 	@mkdir -p $(dir $@)

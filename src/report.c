@@ -86,9 +86,12 @@ void _pmg_buf_bytes(struct _pmg_buf *b, const uint8_t *p, unsigned n)
  * later under the same number (a program that closes its inherited
  * descriptors, or stderr, and opens a data file).  Its identity (device,
  * inode) is recorded when the fd is set; each report fstat()s the fd and
- * compares.  If it changed (or the fd is closed): with a report path (the
- * preload's PMGUARD_RUN_REPORT) the file is opened again by its path;
- * without one reporting stops, said nowhere (there is nowhere safe).
+ * compares.  If it changed (or the fd is closed, or the report file
+ * opened by path was deleted: its reports would vanish): with a report
+ * path (the preload's PMGUARD_RUN_REPORT) the file is opened again by its
+ * path (the old descriptor is left open: another thread may be writing a
+ * report to it now); without one reporting stops, said nowhere (there is
+ * nowhere safe).
  * fstat, open, fcntl, close: AS-safe.  The identity is updated under a
  * sequence count; a reader that races an update skips the check's
  * verdict and reports nothing this time rather than guess.
@@ -131,7 +134,8 @@ static int id_same(int fd)
 	if (s & 1)
 		return -1;
 	same = rep_id.fd == fd && rep_id.ok && fstat(fd, &st) == 0 &&
-	       st.st_dev == rep_id.dev && st.st_ino == rep_id.ino;
+	       st.st_dev == rep_id.dev && st.st_ino == rep_id.ino &&
+	       (!rep_path[0] || st.st_nlink > 0);
 	if (__atomic_load_n(&rep_id.seq, __ATOMIC_ACQUIRE) != s)
 		return -1;
 	return same;
@@ -145,20 +149,31 @@ int _pmg_report_fd_set(int fd)
 	return __atomic_exchange_n(&_pmg.report_fd, fd, __ATOMIC_RELAXED);
 }
 
-/* @path opened for appending, close-on-exec, at a high number out of the
+/* @path opened for appending, close-on-exec, without blocking, if it is a
+ * regular file or a terminal (else -EINVAL), at a high number out of the
  * program's way: from half the descriptor limit, at most 1000 (a higher
  * number would grow the process's descriptor table for nothing); the
  * lowest free one if there is no room up there. */
 static int open_high(const char *path)
 {
 	struct rlimit rl;
+	struct stat st;
 	int fd = open(path,
-		      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+		      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+			      O_NONBLOCK,
 		      0644),
 	    hi;
 
 	if (fd < 0)
 		return -errno;
+	/* never block (this may run in the fault handler): the open is
+	 * non-blocking, and only a regular file or a terminal is kept (a
+	 * FIFO put at the path, with no reader, would block each write) */
+	if (fstat(fd, &st) || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
+		close(fd);
+		return -EINVAL;
+	}
+	fcntl(fd, F_SETFL, O_APPEND);
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64) {
 		hi = rl.rlim_cur / 2 > 1000 ? 1000 : (int)(rl.rlim_cur / 2);
 		hi = fcntl(fd, F_DUPFD_CLOEXEC, hi);
@@ -180,6 +195,11 @@ int _pmg_report_open(const char *path)
 				"long",
 				path ? path : "");
 	fd = open_high(path);
+	if (fd == -EINVAL)
+		return _pmg_err(-ENODEV,
+				"report file %s: not a regular file "
+				"or a terminal",
+				path);
 	if (fd < 0)
 		return _pmg_err(fd, "report file %s: %s", path, strerror(-fd));
 	pmg_strlcpy(rep_path, path, sizeof(rep_path));

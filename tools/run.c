@@ -14,18 +14,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../src/options.h"
 #include "cmds.h"
 
-/* How long the preload may take to say it loaded (ld.so, constructors). */
+/* How long the preload may take to say it loaded (ld.so, constructors):
+ * CONFIRM_S, or PMGUARD_RUN_CONFIRM_S (1 to 3600). */
 #define CONFIRM_S 30
+static long confirm_s = CONFIRM_S;
 
 static void run_usage(FILE *f, const char *verb)
 {
@@ -39,14 +45,16 @@ static void run_usage(FILE *f, const char *verb)
 			"per line: MODULE+0xOFFSET COUNT SYMBOL (stable across ASLR), most\n"
 			"frequent first.  Feed SITES to `pmguard run --allow`.\n"
 			"\n"
-			"  -o, --output SITES  the sites file (replaced)\n"
+			"  -o, --output SITES  the sites file (a regular file, replaced)\n"
 			"  --report FILE       append the audit reports to FILE (default: none)\n"
 			"  --lib PATH          the interposition library (default: found next to\n"
 			"                      pmguard, or $PMGUARD_RUN_LIB)\n"
 			"  --lmdb-writemap     add MDB_WRITEMAP to every LMDB environment opened\n"
 			"\n"
-			"Exit status: PROG's; 2 bad options or environment; 127 PROG could not\n"
-			"be run, or ran without the library loaded (then stopped, said).\n");
+			"Exit status: PROG's; 2 bad options or environment, or a PROG ld.so\n"
+			"would run without the library (static, 32-bit, set-user-ID); 127 PROG\n"
+			"could not be run, or ran without the library loaded (then stopped,\n"
+			"said).\n");
 	else
 		fprintf(f,
 			"usage: pmguard run [--mode strict|relaxed|audit|contain] [--report FILE]\n"
@@ -70,12 +78,14 @@ static void run_usage(FILE *f, const char *verb)
 			"                    it; never mix with processes that do not)\n"
 			"\n"
 			"pmguard run stays PROG's parent: it checks that the library loaded into\n"
-			"PROG (PROG is stopped otherwise), passes signals sent to it on to PROG,\n"
-			"and says once, at the end, if no process of the run protected anything.\n"
+			"PROG (PROG is killed otherwise), passes signals sent to it on to PROG,\n"
+			"stops when PROG stops (job control), and says once, at the end, if no\n"
+			"process of the run protected anything.\n"
 			"\n"
 			"Exit status: PROG's (a signal that killed PROG kills pmguard too); 2 bad\n"
-			"options or environment, or a static PROG; 127 PROG could not be run, or\n"
-			"ran without the library loaded (then stopped, said).\n");
+			"options or environment, or a PROG ld.so would run without the library\n"
+			"(static, 32-bit, set-user-ID: refused before it runs); 127 PROG could\n"
+			"not be run, or ran without the library loaded (then stopped, said).\n");
 }
 
 /* PROG as execvp() would find it. */
@@ -104,20 +114,78 @@ static int find_prog(const char *prog, char *out, size_t n)
 	return -ENOENT;
 }
 
-/* 1: ELF without PT_INTERP (static), 0: anything else (dynamic, script) */
-static int is_static(const char *file)
+/*
+ * Why ld.so would run @file without a preloaded x86-64 library, written
+ * to @why (returns true), or false: a static ELF (no PT_INTERP), an ELF
+ * of another class or machine (a 32-bit program's ld.so ignores a 64-bit
+ * library), a program run in secure-execution mode (set-user-ID or
+ * set-group-ID to another owner, file capabilities for a user other than
+ * root: ld.so ignores LD_PRELOAD paths with a slash).  A script: its
+ * interpreter (#!), once.
+ */
+static bool unreachable(const char *file, char *why, size_t n, int depth)
 {
+	struct stat st;
+	struct statvfs vfs;
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph;
-	int fd = open(file, O_RDONLY | O_CLOEXEC), i, st = 1;
+	int fd = open(file, O_RDONLY | O_CLOEXEC), i;
+	bool interp = false;
+	ssize_t r;
 
 	if (fd < 0)
-		return 0;
-	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		return false;
+	r = pread(fd, &eh, sizeof(eh), 0);
+	if (r >= 2 && !memcmp(&eh, "#!", 2) && depth == 0) {
+		char line[PATH_MAX + 2], *p, *e;
+
+		r = pread(fd, line, sizeof(line) - 1, 0);
 		close(fd);
-		return 0;
+		line[r > 0 ? r : 0] = 0;
+		p = line + 2 + strspn(line + 2, " \t");
+		e = p + strcspn(p, " \t\n");
+		*e = 0;
+		return *p && unreachable(p, why, n, 1);
+	}
+	if (fstat(fd, &st) == 0 &&
+	    (((st.st_mode & S_ISUID) && st.st_uid != getuid()) ||
+	     ((st.st_mode & S_ISGID) && st.st_gid != getgid())) &&
+	    !(fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_NOSUID)) &&
+	    prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
+		close(fd);
+		snprintf(why, n,
+			 "%s is set-%s-ID (to %s %u): ld.so runs it in "
+			 "secure-execution mode and ignores the preloaded "
+			 "library; it would run unprotected",
+			 file, (st.st_mode & S_ISUID) ? "user" : "group",
+			 (st.st_mode & S_ISUID) ? "uid" : "gid",
+			 (st.st_mode & S_ISUID) ? st.st_uid : st.st_gid);
+		return true;
+	}
+	if (getuid() != 0 &&
+	    fgetxattr(fd, "security.capability", NULL, 0) > 0) {
+		close(fd);
+		snprintf(why, n,
+			 "%s has file capabilities: ld.so runs it in "
+			 "secure-execution mode and ignores the preloaded "
+			 "library; it would run unprotected",
+			 file);
+		return true;
+	}
+	if (r != sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG)) {
+		close(fd);
+		return false;
+	}
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
+		close(fd);
+		snprintf(why, n,
+			 "%s is %s: its ld.so cannot load the x86-64 "
+			 "interposition library; it would run unprotected",
+			 file,
+			 eh.e_ident[EI_CLASS] == ELFCLASS32
+				 ? "a 32-bit program"
+				 : "not an x86-64 program");
+		return true;
 	}
 	for (i = 0; i < eh.e_phnum; i++) {
 		if (pread(fd, &ph, sizeof(ph),
@@ -125,10 +193,16 @@ static int is_static(const char *file)
 		    sizeof(ph))
 			break;
 		if (ph.p_type == PT_INTERP)
-			st = 0;
+			interp = true;
 	}
 	close(fd);
-	return st;
+	if (!interp)
+		snprintf(why, n,
+			 "%s is statically linked (no program interpreter): "
+			 "a preloaded library cannot reach it; link it "
+			 "dynamically, or use libpmguard directly",
+			 file);
+	return !interp;
 }
 
 static int find_lib(const char *opt, char *out, size_t n)
@@ -248,18 +322,39 @@ static void bad_env(const char *msg, void *arg)
 static int setup(const struct run_opts *o, char **argv, char *lib,
 		 size_t libn)
 {
-	char prog[PATH_MAX], pre[2 * PATH_MAX + 16];
+	char prog[PATH_MAX], pre[2 * PATH_MAX + 16], why[2 * PATH_MAX];
 	const char *old = getenv("LD_PRELOAD");
 	struct _pmg_opts opts;
 	struct stat st;
 	int rc;
 
+	/* the preload's PMGUARD_RUN_* are this run's, set below from its
+	 * options: never an allow list, report path, learn file or
+	 * MDB_WRITEMAP inherited from a caller (a nested run, an export) */
+	unsetenv("PMGUARD_RUN_ALLOW");
+	unsetenv("PMGUARD_RUN_LEARN");
+	unsetenv("PMGUARD_RUN_LMDB_WRITEMAP");
+	unsetenv("PMGUARD_RUN_REPORT");
+	unsetenv("PMGUARD_RUN_STATUS");
+	unsetenv("PMGUARD_RUN_CONFIRM");
 	/* every PMGUARD_* value the library will read: bad is an error */
 	bad_envs = 0;
 	(void)_pmg_opts_from_env_group(&opts, _PMG_OPT_PERSIST, bad_env, NULL);
 	(void)_pmg_opts_from_env_group(&opts, _PMG_OPT_LIB, bad_env, NULL);
 	if (bad_envs)
 		return 2;
+	if (getenv("PMGUARD_RUN_CONFIRM_S")) {
+		const char *v = getenv("PMGUARD_RUN_CONFIRM_S");
+		char *end;
+
+		errno = 0;
+		confirm_s = strtol(v, &end, 10);
+		if (errno || end == v || *end || *v < '0' || *v > '9' ||
+		    confirm_s < 1 || confirm_s > 3600)
+			return cli_error("run: PMGUARD_RUN_CONFIRM_S='%s': "
+					 "seconds, 1 to 3600",
+					 v);
+	}
 	/* a report fd by number must be open for writing here (without
 	 * --report, which replaces it) */
 	if (!o->report && opts.report_fd >= 0) {
@@ -277,11 +372,8 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 			  argv[o->argi]);
 		return 127;
 	}
-	if (is_static(prog))
-		return cli_error("run: %s is statically linked (no program "
-				 "interpreter): a preloaded library cannot "
-				 "reach it; link it dynamically, or use "
-				 "libpmguard directly", prog);
+	if (unreachable(prog, why, sizeof(why), 0))
+		return cli_error("run: %s", why);
 	rc = find_lib(o->lib, lib, libn);
 	if (rc)
 		return rc;
@@ -355,6 +447,8 @@ static int by_count(const void *a, const void *b)
 static int merge(const char *raw, const char *out)
 {
 	FILE *f = fopen(raw, "r"), *o;
+	struct stat fst;
+	int fd;
 	struct site *s = NULL;
 	size_t ns = 0, i;
 	char line[PATH_MAX + 256];
@@ -387,9 +481,19 @@ static int merge(const char *raw, const char *out)
 		fclose(f);
 	}
 	qsort(s, ns, sizeof(*s), by_count);
-	o = fopen(out, "w");
-	if (!o)
+	/* never blocks (a FIFO put there meanwhile): a regular file only */
+	fd = open(out, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+		  0644);
+	if (fd >= 0 && (fstat(fd, &fst) || !S_ISREG(fst.st_mode))) {
+		close(fd);
+		return cli_error("learn: %s: not a regular file", out);
+	}
+	o = fd >= 0 && !ftruncate(fd, 0) ? fdopen(fd, "w") : NULL;
+	if (!o) {
+		if (fd >= 0)
+			close(fd);
 		return cli_error("learn: %s: %s", out, strerror(errno));
+	}
 	fprintf(o, "# pmguard learn: %zu site(s): MODULE+0xOFFSET COUNT "
 		   "SYMBOL\n", ns);
 	for (i = 0; i < ns; i++) {
@@ -428,14 +532,133 @@ static int merge(const char *raw, const char *out)
 /* ------------------------------------------------ PROG as a child */
 
 static pid_t child = -1;
+static pid_t parent0; /* pmguard's parent when the run began */
+static struct sigaction saved[NSIG]; /* the dispositions pmguard got */
+static bool caught[NSIG];
 
-/* A signal sent to pmguard (kill, timeout(1)) goes on to PROG; one the
- * terminal sent (SI_KERNEL) reached PROG's process group already. */
+/* Every signal a process may send is passed on, except those that
+ * cannot be caught, SIGCHLD (pmguard's own) and the synchronous faults. */
+static bool passed_on(int sig)
+{
+	switch (sig) {
+	case SIGKILL:
+	case SIGSTOP:
+	case SIGCHLD:
+	case SIGSEGV:
+	case SIGBUS:
+	case SIGFPE:
+	case SIGILL:
+	case SIGTRAP:
+	case SIGSYS:
+	case SIGABRT:
+		return false;
+	}
+	return true;
+}
+
+/*
+ * A signal sent to pmguard (kill, timeout(1), sigqueue) goes on to PROG;
+ * one the kernel or the terminal sent (SI_KERNEL: ^C, ^Z, hangup, window
+ * size) reached PROG's process group already.  One PROG sent is never
+ * sent back to it: from PROG in a process group of its own it was meant
+ * for PROG's parent (a readiness notice, SIGUSR1 to getppid()) and goes
+ * on to pmguard's parent; from PROG in pmguard's group it may as well
+ * have been sent to the whole group (kill(0, sig), `trap 'kill 0' EXIT`),
+ * which PROG got itself and pmguard's parent, in another group, must not
+ * get: it is passed nowhere.
+ */
 static void forward(int sig, siginfo_t *si, void *uc)
 {
+	int e = errno;
+
 	(void)uc;
-	if (child > 0 && si->si_code != SI_KERNEL)
+	if (child <= 0 || si->si_pid == getpid() ||
+	    (si->si_code != SI_USER && si->si_code != SI_QUEUE &&
+	     si->si_code != SI_TKILL)) {
+		errno = e;
+		return;
+	}
+	if (si->si_pid == child) {
+		/* PROG in pmguard's group may have signalled the group
+		 * (kill(0, sig): it has its copy): passed nowhere; PROG in a
+		 * group of its own meant pmguard, its parent */
+		if (getpgid(child) != getpgrp() && parent0 > 1 &&
+		    getppid() == parent0)
+			kill(parent0, sig);
+	} else if (si->si_code == SI_QUEUE) {
+		sigqueue(child, sig, si->si_value);
+	} else {
 		kill(child, sig);
+	}
+	errno = e;
+}
+
+static void forward_all(void)
+{
+	struct sigaction sa;
+	int sig;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (sig = 1; sig < NSIG; sig++)
+		caught[sig] = passed_on(sig) &&
+			      !sigaction(sig, &sa, &saved[sig]);
+}
+
+/* Back to the dispositions pmguard was given (before it writes anything:
+ * a caught SIGTTOU would make a background write retry forever). */
+static void forward_none(void)
+{
+	int sig;
+
+	for (sig = 1; sig < NSIG; sig++)
+		if (caught[sig])
+			sigaction(sig, &saved[sig], NULL);
+	memset(caught, 0, sizeof(caught));
+}
+
+/* pmguard's process group is the terminal's foreground job. */
+static bool foreground_job(void)
+{
+	int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	pid_t pg = fd >= 0 ? tcgetpgrp(fd) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return pg > 0 && pg == getpgrp();
+}
+
+/*
+ * PROG stopped: stop the same way, so that the shell sees the job
+ * stopped; SIGCONT to pmguard (fg, kill -CONT) goes on to PROG.  Only a
+ * job-control stop (^Z, SIGTSTP, SIGTTIN, SIGTTOU: the terminal's, or
+ * PROG stopping itself as less and vi do), or a SIGSTOP while pmguard is
+ * the terminal's foreground job: a SIGSTOP someone sent to PROG alone
+ * (a debugger, a scheduler) is theirs to undo with a SIGCONT to PROG,
+ * and a pmguard stopped then would never be continued nor reap PROG.
+ * Returns whether pmguard stopped.
+ */
+static bool stop_like(int sig)
+{
+	struct sigaction dfl, old;
+	sigset_t set;
+
+	if (sig == SIGSTOP && !foreground_job())
+		return false;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	if (sig != SIGSTOP && sigaction(sig, &dfl, &old))
+		sig = SIGSTOP;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	if (sig != SIGSTOP)
+		sigaction(sig, &old, NULL);
+	return true;
 }
 
 /* Die of @sig as PROG did (no core file of our own), else 128 + sig. */
@@ -454,33 +677,148 @@ static int die_like(int sig)
 	return 128 + sig;
 }
 
-/* Wait up to CONFIRM_S seconds for the preload's byte on @fd. */
-static bool confirmed(int fd)
+static long ms_since(const struct timespec *t0)
 {
-	struct timespec t0, t;
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000L +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
+/* @lib is mapped into PROG: ld.so took it, its constructor will answer. */
+static bool lib_mapped(const char *lib)
+{
+	char path[64], line[PATH_MAX + 128], real[PATH_MAX];
+	bool found = false;
+	FILE *f;
+
+	if (!realpath(lib, real))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)child);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/'), *nl;
+
+		if (!p)
+			continue;
+		nl = strchr(p, '\n');
+		if (nl)
+			*nl = 0;
+		found = !strcmp(p, real);
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * Wait for the preload's byte on @fd: up to confirm_s seconds of PROG not
+ * stopped, or for as long as it takes once ld.so mapped the library (a
+ * slow machine, long constructors).  PROG may stop meanwhile (^Z): then
+ * pmguard stops too, and that time does not count.  If PROG ends without
+ * the byte, its status is in *@st and *@reaped is set.
+ */
+static bool confirmed(int fd, const char *lib, int *st, bool *reaped)
+{
+	sigset_t all, old;
+	struct timespec t0, s0;
+	long stopped_ms = 0;
+	bool mapped = false, stopped = false;
 	char c;
 
+	sigfillset(&all);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		struct pollfd p = { fd, POLLIN, 0 };
-		long left;
+		long left = confirm_s * 1000L - ms_since(&t0) + stopped_ms;
 		int r;
 
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		left = CONFIRM_S * 1000L - (t.tv_sec - t0.tv_sec) * 1000L -
-		       (t.tv_nsec - t0.tv_nsec) / 1000000L;
-		if (left <= 0)
+		if (left <= 0 && !stopped && !mapped &&
+		    !(mapped = lib_mapped(lib)))
 			return false;
-		r = poll(&p, 1, (int)left);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
+		r = poll(&p, 1, 100);
+		if (r < 0 && errno != EINTR)
 			return false;
-		r = (int)read(fd, &c, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		return r == 1;
+		if (r > 0) {
+			r = (int)read(fd, &c, 1);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r == 1)
+				return true;
+			if (r < 0)
+				return false;
+			/* no writer left, PROG maybe alive: a constructor
+			 * that ran before the library's closed the pipe; the
+			 * library then writes through /proc/PID/fd/RFD */
+			poll(NULL, 0, 100);
+		}
+		/* signals held while PROG may be reaped: none is passed to
+		 * a process that got its pid */
+		sigprocmask(SIG_BLOCK, &all, &old);
+		r = waitpid(child, st, WUNTRACED | WCONTINUED | WNOHANG);
+		if (r == child && !WIFSTOPPED(*st) && !WIFCONTINUED(*st))
+			child = -1; /* reaped: forward() passes nothing on */
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		if (r == child && WIFSTOPPED(*st)) {
+			/* the time PROG is stopped does not count */
+			clock_gettime(CLOCK_MONOTONIC, &s0);
+			stopped = !stop_like(WSTOPSIG(*st));
+			if (!stopped)
+				stopped_ms += ms_since(&s0);
+		} else if (r == child && WIFCONTINUED(*st)) {
+			if (stopped)
+				stopped_ms += ms_since(&s0);
+			stopped = false;
+		} else if (r > 0) {
+			*reaped = true;
+			/* its byte may be in the pipe still */
+			p.revents = 0;
+			return poll(&p, 1, 0) == 1 && read(fd, &c, 1) == 1;
+		}
 	}
+}
+
+/* Reap PROG with signals held, and forget it before they are let
+ * through: a signal passed on after that would go to whatever process
+ * got its pid. */
+static void reap(int *st)
+{
+	sigset_t all, old;
+
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	while (waitpid(child, st, 0) < 0 && errno == EINTR)
+		;
+	child = -1;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
+ * Wait for PROG to end, stopping with it (job control); its end is seen
+ * with waitid(WNOWAIT), then it is reaped by reap().
+ */
+static void wait_child(int *st)
+{
+	siginfo_t si;
+
+	for (;;) {
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)child, &si,
+			   WEXITED | WSTOPPED | WNOWAIT) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (si.si_code == CLD_STOPPED) {
+			waitpid(child, st, WUNTRACED | WNOHANG);
+			(void)stop_like(si.si_status);
+			continue;
+		}
+		break;
+	}
+	reap(st);
 }
 
 /*
@@ -492,22 +830,36 @@ static bool confirmed(int fd)
 static int spawn(char **argv, const char *verb, const char *lib,
 		 const char *status, int *st)
 {
-	static const int fwd[] = { SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,
-				   SIGUSR1, SIGUSR2, SIGCONT, SIGWINCH };
-	struct sigaction sa;
+	struct sigaction dfl, chld;
+	sigset_t all, mask;
 	pid_t parent;
 	int cp[2], ep[2], err = 0;
-	size_t i;
+	bool reaped = false;
 	ssize_t r;
 
 	if (pipe2(cp, O_CLOEXEC) || pipe2(ep, O_CLOEXEC))
 		return cli_error("%s: pipe: %s", verb, strerror(errno));
 	setenv("PMGUARD_RUN_STATUS", status, 1);
+	/* pmguard must reap PROG itself: with SIGCHLD ignored (or
+	 * SA_NOCLDWAIT), inherited from the caller, the kernel would, and
+	 * waitpid() would give no status (exit 0 for a PROG that aborted);
+	 * PROG gets the caller's disposition back */
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGCHLD, &dfl, &chld);
+	/* no signal lost between fork and the handlers: blocked, then
+	 * delivered to forward() (the child starts with none pending) */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &mask);
 	fflush(NULL);
 	parent = getpid();
+	parent0 = getppid();
 	child = fork();
-	if (child < 0)
+	if (child < 0) {
+		sigprocmask(SIG_SETMASK, &mask, NULL);
 		return cli_error("%s: fork: %s", verb, strerror(errno));
+	}
 	if (child == 0) {
 		/* the write end without close-on-exec, named with its
 		 * identity: the preload writes only to that pipe */
@@ -520,9 +872,11 @@ static int spawn(char **argv, const char *verb, const char *lib,
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent || fd < 0 || fstat(fd, &ps))
 			_exit(127);
-		snprintf(v, sizeof(v), "%d:%llu:%llu", fd,
+		sigaction(SIGCHLD, &chld, NULL);
+		sigprocmask(SIG_SETMASK, &mask, NULL);
+		snprintf(v, sizeof(v), "%d:%llu:%llu:%d:%d", fd,
 			 (unsigned long long)ps.st_dev,
-			 (unsigned long long)ps.st_ino);
+			 (unsigned long long)ps.st_ino, (int)parent, cp[0]);
 		setenv("PMGUARD_RUN_CONFIRM", v, 1);
 		execvp(argv[0], argv);
 		err = errno;
@@ -532,81 +886,134 @@ static int spawn(char **argv, const char *verb, const char *lib,
 	}
 	close(cp[1]);
 	close(ep[1]);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = forward;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
-		sigaction(fwd[i], &sa, NULL);
+	forward_all();
+	sigprocmask(SIG_SETMASK, &mask, NULL);
 	while ((r = read(ep[0], &err, sizeof(err))) < 0 && errno == EINTR)
 		;
 	close(ep[0]);
 	if (r == sizeof(err)) {
 		close(cp[0]);
-		while (waitpid(child, st, 0) < 0 && errno == EINTR)
-			;
+		reap(st);
+		forward_none();
 		cli_error("%s: %s: %s", verb, argv[0], strerror(err));
 		return 127;
 	}
-	if (!confirmed(cp[0])) {
-		kill(child, SIGKILL);
+	if (!confirmed(cp[0], lib, st, &reaped)) {
+		if (reaped && WIFSIGNALED(*st)) {
+			/* killed (^C at start-up) before the library said it
+			 * loaded: said, and pmguard dies the same way */
+			close(cp[0]);
+			forward_none();
+			cli_error("%s: %s was killed by signal %d before the "
+				  "interposition library %s said it loaded",
+				  verb, argv[0], WTERMSIG(*st), lib);
+			return die_like(WTERMSIG(*st));
+		}
+		if (!reaped) {
+			kill(child, SIGKILL);
+			reap(st);
+		}
 		close(cp[0]);
-		while (waitpid(child, st, 0) < 0 && errno == EINTR)
-			;
+		forward_none();
 		cli_error("%s: the interposition library %s did not load into "
 			  "%s (ld.so ignores it for a set-user-ID program, a "
 			  "program of another architecture, or a library "
 			  "that is not pmguard's) or did not say so within "
-			  "%d s: %s may have run unprotected and was stopped",
-			  verb, lib, argv[0], CONFIRM_S, argv[0]);
+			  "%ld s: %s may have run unprotected and was stopped",
+			  verb, lib, argv[0], confirm_s, argv[0]);
 		return 127;
 	}
 	close(cp[0]);
-	while (waitpid(child, st, 0) < 0 && errno == EINTR)
-		;
+	if (!reaped)
+		wait_child(st);
+	forward_none();
 	return 0;
+}
+
+/*
+ * A scratch file the processes of the run append to by path (the status
+ * byte, learn's sites): a memfd, named /proc/PID/fd/N, so that nothing is
+ * left on disk whatever ends pmguard (SIGKILL included) and no directory
+ * matters (a relative TMPDIR, a PROG that changes directory); a file
+ * under $TMPDIR, made absolute and removed at the end, where /proc is
+ * not there.  The processes get PATH:DEV:INO and append only to a file
+ * with that identity (never to a file of a process that reused our pid).
+ */
+struct scratch {
+	int fd;
+	char tmp[PATH_MAX]; /* the temporary file, or "" */
+	char spec[PATH_MAX + 64]; /* PATH:DEV:INO */
+};
+
+static int scratch_new(const char *verb, const char *name, struct scratch *s)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[PATH_MAX], abs[PATH_MAX];
+	struct stat st;
+	int t;
+
+	s->tmp[0] = 0;
+	s->fd = memfd_create(name, MFD_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getpid(), s->fd);
+	if (s->fd >= 0 &&
+	    (t = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)) >= 0) {
+		close(t);
+	} else {
+		if (s->fd >= 0)
+			close(s->fd);
+		if (!realpath(dir && *dir ? dir : "/tmp", abs))
+			return cli_error("%s: TMPDIR %s: %s", verb, dir,
+					 strerror(errno));
+		snprintf(s->tmp, sizeof(s->tmp), "%.4000s/%s.XXXXXX", abs,
+			 name);
+		s->fd = mkostemp(s->tmp, O_CLOEXEC);
+		if (s->fd < 0)
+			return cli_error("%s: temporary file %s: %s", verb,
+					 s->tmp, strerror(errno));
+		snprintf(path, sizeof(path), "%s", s->tmp);
+	}
+	fstat(s->fd, &st);
+	snprintf(s->spec, sizeof(s->spec), "%s:%llu:%llu", path,
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	return 0;
+}
+
+static void scratch_end(struct scratch *s)
+{
+	if (s->tmp[0])
+		unlink(s->tmp);
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
 }
 
 /* Say once for the whole run if no process of it protected anything. */
 static void nothing_said(const struct run_opts *o, const char *verb,
-			 const char *status)
+			 const char *prog, const struct scratch *status)
 {
 	struct stat st;
 	FILE *f;
 
-	if (stat(status, &st) || st.st_size > 0)
+	if (fstat(status->fd, &st) || st.st_size > 0)
 		return;
 	f = o->report ? fopen(o->report, "ae") : NULL;
 	fprintf(f ? f : stderr,
 		"pmguard %s: nothing was protected: no process of this run "
 		"opened an LMDB environment with MDB_WRITEMAP or a libpmem "
-		"mapping through the dynamic linker (a copy linked into the "
-		"program itself, as in Debian's lmdb-utils, cannot be "
-		"interposed)\n",
-		verb);
+		"mapping through the dynamic linker before %s ended (a copy "
+		"linked into the program itself, as in Debian's lmdb-utils, "
+		"cannot be interposed; a process left running, a daemon, is "
+		"not counted after that)\n",
+		verb, prog);
 	if (f)
 		fclose(f);
-}
-
-/* A file under $TMPDIR for the run's status; 0 or the exit status. */
-static int status_file(const char *verb, char *path, size_t n)
-{
-	const char *tmp = getenv("TMPDIR");
-	int fd;
-
-	snprintf(path, n, "%s/pmguard-run.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	fd = mkstemp(path);
-	if (fd < 0)
-		return cli_error("%s: temporary file %s: %s", verb, path,
-				 strerror(errno));
-	close(fd);
-	return 0;
 }
 
 int cmd_run(int argc, char **argv)
 {
 	struct run_opts o;
-	char lib[PATH_MAX], status[PATH_MAX];
+	struct scratch status;
+	char lib[PATH_MAX];
 	int rc = parse(argc, argv, "run", &o), st = 0;
 
 	if (rc)
@@ -614,13 +1021,13 @@ int cmd_run(int argc, char **argv)
 	rc = setup(&o, argv, lib, sizeof(lib));
 	if (rc)
 		return rc;
-	rc = status_file("run", status, sizeof(status));
+	rc = scratch_new("run", "pmguard-run", &status);
 	if (rc)
 		return rc;
-	rc = spawn(argv + o.argi, "run", lib, status, &st);
+	rc = spawn(argv + o.argi, "run", lib, status.spec, &st);
 	if (!rc)
-		nothing_said(&o, "run", status);
-	unlink(status);
+		nothing_said(&o, "run", argv[o.argi], &status);
+	scratch_end(&status);
 	if (rc)
 		return rc;
 	if (WIFSIGNALED(st))
@@ -637,6 +1044,11 @@ static int out_writable(const char *out)
 	if (!stat(out, &st)) {
 		if (S_ISDIR(st.st_mode))
 			return cli_error("learn: -o %s: is a directory", out);
+		/* a FIFO would block the open at the end, a device is no
+		 * sites file */
+		if (!S_ISREG(st.st_mode))
+			return cli_error("learn: -o %s: not a regular file",
+					 out);
 		if (access(out, W_OK))
 			return cli_error("learn: -o %s: %s", out,
 					 strerror(errno));
@@ -661,9 +1073,9 @@ static int out_writable(const char *out)
 int cmd_learn(int argc, char **argv)
 {
 	struct run_opts o;
-	char lib[PATH_MAX], raw[] = "/tmp/pmguard-learn.XXXXXX";
-	char status[PATH_MAX];
-	int rc = parse(argc, argv, "learn", &o), st = 0, fd;
+	struct scratch raw, status;
+	char lib[PATH_MAX], path[64];
+	int rc = parse(argc, argv, "learn", &o), st = 0;
 
 	if (rc)
 		return rc;
@@ -671,30 +1083,29 @@ int cmd_learn(int argc, char **argv)
 	if (rc)
 		return rc;
 	o.mode = "audit";
-	fd = mkstemp(raw);
-	if (fd < 0)
-		return cli_error("learn: temporary file: %s", strerror(errno));
-	close(fd);
 	rc = setup(&o, argv, lib, sizeof(lib));
-	if (!rc)
-		rc = status_file("learn", status, sizeof(status));
+	if (rc)
+		return rc;
+	rc = scratch_new("learn", "pmguard-learn", &raw);
+	if (rc)
+		return rc;
+	rc = scratch_new("learn", "pmguard-run", &status);
 	if (rc) {
-		unlink(raw);
+		scratch_end(&raw);
 		return rc;
 	}
-	setenv("PMGUARD_RUN_LEARN", raw, 1);
+	setenv("PMGUARD_RUN_LEARN", raw.spec, 1);
 	if (!o.report)
 		setenv("PMGUARD_REPORT_FD", "-1", 1);
-	rc = spawn(argv + o.argi, "learn", lib, status, &st);
+	rc = spawn(argv + o.argi, "learn", lib, status.spec, &st);
 	if (!rc)
-		nothing_said(&o, "learn", status);
-	unlink(status);
-	if (rc) {
-		unlink(raw);
-		return rc;
+		nothing_said(&o, "learn", argv[o.argi], &status);
+	scratch_end(&status);
+	if (!rc) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", raw.fd);
+		rc = merge(raw.tmp[0] ? raw.tmp : path, o.out);
 	}
-	rc = merge(raw, o.out);
-	unlink(raw);
+	scratch_end(&raw);
 	if (rc)
 		return rc;
 	if (WIFSIGNALED(st)) {

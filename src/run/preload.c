@@ -19,17 +19,24 @@
  *
  * Environment (set by `pmguard run` / `pmguard learn`):
  *   PMGUARD_RUN_ALLOW=FILE        grant the sites of FILE (sites.c)
- *   PMGUARD_RUN_LEARN=FILE        append the audit sites to FILE at exit
+ *   PMGUARD_RUN_LEARN=PATH:DEV:INO  append the audit sites to PATH at
+ *                                 exit, if it is still that file (the
+ *                                 launcher's memfd, /proc/PID/fd/N)
  *   PMGUARD_RUN_LMDB_WRITEMAP=1   add MDB_WRITEMAP to every mdb_env_open()
- *   PMGUARD_RUN_REPORT=FILE       fault reports (and module lines) to FILE,
+ *   PMGUARD_RUN_REPORT=FILE       fault reports (and module lines) to FILE
+ *                                 (stderr, said, in a process that cannot
+ *                                 open it),
  *                                 opened by each process itself
  *                                 (close-on-exec, a high fd, verified
  *                                 before each report, reopened if the
  *                                 program closed it)
- *   PMGUARD_RUN_STATUS=FILE       a byte appended by each process that
+ *   PMGUARD_RUN_STATUS=PATH:DEV:INO  a byte appended to PATH (if still
+ *                                 that file) by each process that
  *                                 protected something (the launcher says
  *                                 "nothing was protected" once if none did)
- *   PMGUARD_RUN_CONFIRM=FD:DEV:INO  the launcher's pipe: one byte once the
+ *   PMGUARD_RUN_CONFIRM=FD:DEV:INO:PID:RFD  the launcher's pipe (FD, or
+ *                                 /proc/PID/fd/RFD if FD was closed): one
+ *                                 byte once the
  *                                 library is loaded and initialised (the
  *                                 launcher refuses a run that never says
  *                                 so); then closed and unset
@@ -97,6 +104,52 @@ static void say(const char *fmt, ...)
 	dprintf(fd, "pmguard-run: %.*s", n, buf);
 }
 
+/*
+ * PATH:DEV:INO, the launcher's scratch file (a memfd as /proc/PID/fd/N,
+ * or a temporary file): false if malformed.
+ */
+static bool spec_parse(const char *spec, char *path, size_t n,
+		       unsigned long long *dev, unsigned long long *ino)
+{
+	const char *c2 = strrchr(spec, ':'), *c1;
+	int end = 0;
+
+	if (!c2 || c2 == spec)
+		return false;
+	for (c1 = c2 - 1; c1 > spec && *c1 != ':'; c1--)
+		;
+	if (c1 == spec || (size_t)(c1 - spec) >= n)
+		return false;
+	if (sscanf(c1 + 1, "%llu:%llu%n", dev, ino, &end) != 2 || c1[1 + end])
+		return false;
+	memcpy(path, spec, (size_t)(c1 - spec));
+	path[c1 - spec] = 0;
+	return path[0] == '/';
+}
+
+/* The scratch file @spec opened for appending, if it is still that file
+ * (never a file of a process that reused the launcher's pid), else -1. */
+static int spec_open(const char *spec)
+{
+	unsigned long long dev, ino;
+	char path[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	if (!spec_parse(spec, path, sizeof(path), &dev, &ino))
+		return -1;
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK |
+				O_NOCTTY);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || st.st_dev != (dev_t)dev ||
+	    st.st_ino != (ino_t)ino) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Something was protected: tell the launcher once (PMGUARD_RUN_STATUS). */
 static void protected_one(void)
 {
@@ -105,7 +158,7 @@ static void protected_one(void)
 	if (status_done || !status_path[0])
 		return;
 	status_done = true;
-	fd = open(status_path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	fd = spec_open(status_path);
 	if (fd < 0)
 		return;
 	if (write(fd, "p", 1) < 0) {
@@ -702,10 +755,12 @@ static void learn_write(const char *file)
 
 	if (mfd < 0)
 		return;
+	int ofd = spec_open(file);
+
 	pmg_audit_dump(mfd);
 	lseek(mfd, 0, SEEK_SET);
 	in = fdopen(mfd, "r");
-	out = fopen(file, "ae");
+	out = ofd >= 0 ? fdopen(ofd, "a") : NULL;
 	if (!in || !out) {
 		say("learn: cannot write %s: %s\n", file, strerror(errno));
 		if (in)
@@ -714,8 +769,14 @@ static void learn_write(const char *file)
 			close(mfd);
 		if (out)
 			fclose(out);
+		else if (ofd >= 0)
+			close(ofd);
 		return;
 	}
+	/* one write(2) per line, appended: the processes of a run that
+	 * end together never interleave inside a line (a full buffer would
+	 * be written at any byte) */
+	setvbuf(out, NULL, _IOLBF, PATH_MAX + 512);
 	_pmg_modules_refresh(-1);
 	/* "pmguard: audit site 0xIP: N stray access(es), domain 'D'" */
 	while (fgets(line, sizeof(line), in)) {
@@ -785,23 +846,40 @@ static void bad_env(const char *msg, void *arg)
 	fatal("%s", msg);
 }
 
-/* PMGUARD_RUN_CONFIRM=FD:DEV:INO: the launcher's pipe, if it is that. */
+/*
+ * PMGUARD_RUN_CONFIRM=FD:DEV:INO:PID:RFD: the launcher's pipe, if FD is
+ * still that pipe; else (a constructor that ran before this one closed
+ * the descriptors it inherited) the pipe opened again through the
+ * launcher's read end, /proc/PID/fd/RFD, if that is the pipe.
+ */
 static void confirm(void)
 {
 	const char *v = getenv("PMGUARD_RUN_CONFIRM");
 	unsigned long long dev, ino;
 	struct stat st;
-	int fd, end = 0;
+	char path[64];
+	int fd, pid, rfd, end = 0;
 
 	if (!v)
 		return;
-	if (sscanf(v, "%d:%llu:%llu%n", &fd, &dev, &ino, &end) != 3 ||
-	    v[end] || fd < 0)
+	if (sscanf(v, "%d:%llu:%llu:%d:%d%n", &fd, &dev, &ino, &pid, &rfd,
+		   &end) != 5 ||
+	    v[end] || fd < 0 || pid <= 0 || rfd < 0)
 		fatal("PMGUARD_RUN_CONFIRM='%.64s' is not valid: expected "
-		      "FD:DEV:INO", v);
+		      "FD:DEV:INO:PID:RFD", v);
 	/* only the launcher's pipe, never a file the number now names */
-	if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
-	    st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino) {
+	if (!(fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
+	      st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino)) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, rfd);
+		fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0 && !(fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
+				 st.st_dev == (dev_t)dev &&
+				 st.st_ino == (ino_t)ino)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd >= 0) {
 		if (write(fd, "1", 1) != 1)
 			fatal("cannot confirm to pmguard run: %s",
 			      strerror(errno));
@@ -816,6 +894,7 @@ __attribute__((constructor)) static void run_init(void)
 	const char *allow = getenv("PMGUARD_RUN_ALLOW");
 	const char *wm = getenv("PMGUARD_RUN_LMDB_WRITEMAP");
 	const char *st = getenv("PMGUARD_RUN_STATUS");
+	const char *learn = getenv("PMGUARD_RUN_LEARN");
 	struct _pmg_opts o;
 	int rc;
 
@@ -826,15 +905,35 @@ __attribute__((constructor)) static void run_init(void)
 		fatal("PMGUARD_RUN_LMDB_WRITEMAP='%.64s' is not valid: "
 		      "expected 0 or 1", wm);
 	if (st && *st) {
-		if (strlen(st) >= sizeof(status_path))
-			fatal("PMGUARD_RUN_STATUS: path too long");
+		char p[PATH_MAX];
+		unsigned long long d, i;
+
+		if (strlen(st) >= sizeof(status_path) ||
+		    !spec_parse(st, p, sizeof(p), &d, &i))
+			fatal("PMGUARD_RUN_STATUS='%.64s' is not valid: "
+			      "expected /PATH:DEV:INO", st);
 		pmg_strlcpy(status_path, st, sizeof(status_path));
+	}
+	if (learn && *learn) {
+		char p[PATH_MAX];
+		unsigned long long d, i;
+
+		if (!spec_parse(learn, p, sizeof(p), &d, &i))
+			fatal("PMGUARD_RUN_LEARN='%.64s' is not valid: "
+			      "expected /PATH:DEV:INO", learn);
 	}
 	if (rep && *rep) {
 		rc = _pmg_report_open(rep);
-		if (rc < 0)
+		if (rc == -EINVAL)
 			fatal("PMGUARD_RUN_REPORT: %s", pmg_errormsg());
-		rep_file = true;
+		rep_file = rc >= 0;
+		/* this process cannot open it (it dropped privileges, went
+		 * into a chroot, lost its terminal): protected all the same,
+		 * its reports on stderr, said there */
+		if (rc < 0)
+			dprintf(2, "pmguard-run: %s: this process (%s, pid %d) "
+				"reports on stderr instead\n", pmg_errormsg(),
+				program_invocation_short_name, (int)getpid());
 	} else if (getenv("PMGUARD_REPORT_FD")) {
 		rep_file = true;
 	}

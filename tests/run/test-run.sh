@@ -7,8 +7,10 @@
 # and without the wild-write injector (tests/run/wild.c).  TAP.
 #
 # Paths (override for the guest): PMG (pmguard), WILD (libwild.so),
-# LMDBPROG, PMEMPROG, SCRIPT (lmdb-script.py), PY (python3 with the lmdb
-# module; tests that need it skip without it), MDB_DIR (where mdb_* are).
+# LMDBPROG, PMEMPROG, STOPPROG (stopinit-prog), SCRIPT (lmdb-script.py),
+# SIGNALS (signals.py), PY
+# (python3 with the lmdb module; tests that need it skip without it),
+# MDB_DIR (where mdb_* are).
 # The backend is the environment's (the host: PMGUARD_BACKEND=mprotect,
 # where windows are process-wide: a wild write from another thread while
 # a write transaction is open is not caught there, by design; the
@@ -21,6 +23,8 @@ LMDBPROG=${LMDBPROG:-$O/tests/run/lmdb-prog}
 PMEMPROG=${PMEMPROG:-$O/tests/run/pmem-prog}
 LMDBEARLY=${LMDBEARLY:-$O/tests/run/lmdb-early}
 SCRIPT=${SCRIPT:-$(dirname "$0")/lmdb-script.py}
+SIGNALS=${SIGNALS:-$(dirname "$0")/signals.py}
+STOPPROG=${STOPPROG:-$O/tests/run/stopinit-prog}
 PY=${PY:-/usr/bin/python3}
 MDB_DIR=${MDB_DIR:-/usr/bin}
 case $WILD in /*) ;; *) WILD=$(pwd)/$WILD ;; esac
@@ -419,6 +423,238 @@ else
 	skip "N15: said once" "no $PY"
 	skip "N15: not said" "no $PY"
 fi
+
+# ---- third hostile pass (issue 21): pmguard run as PROG's parent ----
+# signals and job control as without pmguard (tests/run/signals.py)
+if [ -x "$PY" ]; then
+	for s in forward-alrm forward-rtmin self-stop tstp parent \
+		 parent-same-group group stop-cont-prog stopped-start \
+		 slow-start int-at-start; do
+		timeout 120 $PY "$SIGNALS" $s "$PMG" "$PY" "$STOPPROG" \
+			>"$T/out" 2>&1; rc=$?
+		check "signals: $s as without pmguard (tests/run/signals.py)" \
+			[ $rc = 0 ]
+		[ $rc = 0 ] || diag "$T/out"
+	done
+else
+	for s in forward-alrm forward-rtmin self-stop tstp parent \
+		 parent-same-group group stop-cont-prog stopped-start \
+		 slow-start int-at-start; do
+		skip "signals: $s" "no $PY"
+	done
+fi
+
+# PMGUARD_RUN_* left in the caller's environment (a nested run, a shell
+# that exported them) are pmguard run's own: its options decide, never
+# an inherited allow list, report path, learn file or MDB_WRITEMAP
+rm -f "$T/e1"
+PMGUARD_RUN_ALLOW=$T/sites $PMG run --report "$T/e1.rep" -- $PMEMPROG \
+	write "$T/e1" 100 --plain >"$T/out" 2>&1; rc=$?
+check "env: an inherited PMGUARD_RUN_ALLOW allows nothing (strict aborts)" \
+	sh -c "[ $rc = 134 ] && grep -q 'strict (aborting)' '$T/e1.rep'"
+[ $rc = 134 ] || diag "$T/out" "$T/e1.rep"
+rm -f "$T/e2"
+PMGUARD_RUN_REPORT=$T/e2.rep PMGUARD_RUN_LEARN=$T/e2.learn $PMG run \
+	--mode audit -- $PMEMPROG write "$T/e2" 100 --plain >"$T/out" 2>&1
+rc=$?
+check "env: inherited PMGUARD_RUN_REPORT/LEARN ignored (report on stderr)" \
+	sh -c "[ $rc = 0 ] && grep -q 'audit: stray write' '$T/out' && \
+	[ ! -e '$T/e2.rep' ] && [ ! -e '$T/e2.learn' ]"
+[ $rc = 0 ] || diag "$T/out"
+
+# programs ld.so runs without the preload (secure-execution mode, another
+# architecture) are refused before they run, never run unprotected until
+# the confirmation times out
+if [ "$(id -u)" = 0 ]; then
+	mkdir -p "$T/suid" && chmod 1777 "$T/suid" && chmod 711 "$T"
+	for m in 4755 2755; do
+		cp "$PMEMPROG" "$T/suid/prog$m"
+		chown 65534:65534 "$T/suid/prog$m" && chmod $m "$T/suid/prog$m"
+		rm -f "$T/suid/x"
+		$PMG run -- "$T/suid/prog$m" write "$T/suid/x" 10 \
+			>"$T/out" 2>&1; rc=$?
+		check "set-user/group-ID PROG (mode $m, another owner): refused before it ran" \
+			sh -c "[ $rc = 2 ] && [ ! -e '$T/suid/x' ] && \
+			grep -q 'set-.*-ID' '$T/out'"
+		[ $rc = 2 ] || diag "$T/out"
+	done
+else
+	skip "set-user-ID PROG refused" "not root (chown)"
+	skip "set-group-ID PROG refused" "not root (chown)"
+fi
+# a 32-bit PROG: its ld.so cannot load the 64-bit library
+if [ -e /lib/ld-linux.so.2 ] && printf '.globl _start\n_start: mov $4,%%eax\nmov $1,%%ebx\nlea m,%%ecx\nmov $4,%%edx\nint $0x80\nmov $1,%%eax\nxor %%ebx,%%ebx\nint $0x80\n.data\nm: .ascii "ran\\n"\n' >"$T/m32.S" &&
+   cc -m32 -nostdlib -no-pie -o "$T/m32" "$T/m32.S" \
+	-Wl,-dynamic-linker,/lib/ld-linux.so.2 -Wl,--no-as-needed \
+	/usr/lib32/libc.so.6 >/dev/null 2>&1 && "$T/m32" | grep -q ran; then
+	$PMG run -- "$T/m32" >"$T/out" 2>&1; rc=$?
+	check "32-bit PROG: refused before it ran (exit 2, says why)" \
+		sh -c "[ $rc = 2 ] && ! grep -q '^ran' '$T/out' && \
+		grep -q '32-bit' '$T/out'"
+	[ $rc = 2 ] || diag "$T/out"
+else
+	skip "32-bit PROG refused" "cannot build or run a 32-bit program here"
+fi
+
+# the run's bookkeeping leaves no file behind, even when pmguard is
+# killed with SIGKILL (here by PROG itself), and does not depend on the
+# directory (a relative TMPDIR, a PROG that changes directory)
+if [ -x "$PY" ]; then
+	mkdir -p "$T/tmpd"
+	TMPDIR=$T/tmpd $PMG run -- $PY -c 'import os; os.kill(os.getppid(), 9)' \
+		>"$T/out" 2>&1
+	TMPDIR=$T/tmpd $PMG learn -o "$T/k.sites" -- $PY -c \
+		'import os; os.kill(os.getppid(), 9)' >>"$T/out" 2>&1
+	check "pmguard run/learn SIGKILLed: no file left in TMPDIR ($(ls "$T/tmpd" | wc -l))" \
+		sh -c "[ -z \"\$(ls '$T/tmpd')\" ]"
+	mkdir -p "$T/rel/a/b/c/d/e/f/g/h/i/j"
+	rm -f "$T/s1"
+	rel=$($PY -c 'import os, sys; print(os.path.relpath(sys.argv[1]))' \
+		"$T/rel")
+	absprog=$($PY -c 'import os, sys; print(os.path.abspath(sys.argv[1]))' \
+		"$PMEMPROG")
+	TMPDIR=$rel $PMG run -- $PY -c 'import os, subprocess, sys
+os.chdir(sys.argv[1]); sys.exit(subprocess.run(sys.argv[2:]).returncode)' \
+		"$T/rel/a/b/c/d/e/f/g/h/i/j" "$absprog" write "$T/s1" 10 \
+		>"$T/out" 2>&1; rc=$?
+	c=$(count 'nothing was protected' "$T/out")
+	check "relative TMPDIR, PROG changes directory: protected, not said ($c)" \
+		sh -c "[ $rc = 0 ] && [ '$c' = 0 ]"
+	[ "$c" = 0 ] || diag "$T/out"
+else
+	skip "SIGKILLed pmguard: no temporary file" "no $PY"
+	skip "relative TMPDIR" "no $PY"
+fi
+
+# a process of the run that drops privileges cannot open the report file
+# (root's, 0644): it runs protected and reports on stderr, said, rather
+# than being killed (exit 127) for a report file
+if [ "$(id -u)" = 0 ] && [ -x "$PY" ] && [ -d "$T/suid" ]; then
+	rm -f "$T/suid/d1"
+	$PMG run --report "$T/d.rep" -- $PY -c 'import os, subprocess, sys
+os.setgid(65534); os.setuid(65534)
+r = subprocess.run(sys.argv[1:]).returncode
+sys.exit(128 - r if r < 0 else r)' "$PMEMPROG" write \
+		"$T/suid/d1" 100 --plain >"$T/out" 2>&1; rc=$?
+	check "a child that dropped privileges: runs, strict still aborts, reports on stderr" \
+		sh -c "[ $rc = 134 ] && grep -q 'strict (aborting): stray write' '$T/out' && \
+		grep -q 'd.rep.*stderr' '$T/out'"
+	[ $rc = 134 ] || diag "$T/out"
+else
+	skip "a child that dropped privileges" "not root, or no $PY"
+fi
+
+# pmguard started with SIGCHLD ignored (inherited across exec from a
+# parent that ignores it): the children would be reaped by the kernel and
+# waitpid() fail, pmguard said exit 0 for a PROG that aborted
+if [ -x "$PY" ]; then
+	rm -f "$T/c9"
+	$PY -c 'import os, signal, sys
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+os.execvp(sys.argv[1], sys.argv[1:])' $PMG run -- $PMEMPROG write \
+		"$T/c9" 10 --plain >"$T/out" 2>&1; rc=$?
+	check "SIGCHLD ignored by the caller: strict abort still exits 134 ($rc)" \
+		[ $rc = 134 ]
+	$PY -c 'import os, signal, sys
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+os.execvp(sys.argv[1], sys.argv[1:])' $PMG run -- $PY -c \
+		'import signal, sys
+sys.exit(3 if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN else 4)' \
+		>"$T/out" 2>&1; rc=$?
+	check "SIGCHLD ignored by the caller: PROG's exit 3, and PROG still ignores it ($rc)" \
+		[ $rc = 3 ]
+else
+	skip "SIGCHLD ignored: strict abort" "no $PY"
+	skip "SIGCHLD ignored: exit status" "no $PY"
+fi
+
+# the report file deleted while the run goes on: later reports go to a
+# new file at that path, not into the deleted one (Python drives libpmem
+# through ctypes: map, stray write, delete the report, stray write)
+if [ -x "$PY" ] && $PY -c 'import ctypes; ctypes.CDLL("libpmem.so.1")' \
+	2>/dev/null; then
+	rm -f "$T/del.pm" "$T/del.rep"
+	$PMG run --mode audit --report "$T/del.rep" -- $PY -c 'import ctypes, os, sys
+ctypes.CDLL("libpmem.so.1", mode=ctypes.RTLD_GLOBAL)
+pm = ctypes.CDLL(None)
+pm.pmem_map_file.restype = ctypes.c_void_p
+pm.pmem_map_file.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int,
+                             ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
+a = pm.pmem_map_file(sys.argv[1].encode(), 1 << 20, 1, 0o600, None, None)
+ctypes.memmove(a, b"x", 1)
+os.unlink(sys.argv[2])
+ctypes.memmove(a + 4096, b"y", 1)' "$T/del.pm" "$T/del.rep" \
+		>"$T/out" 2>&1; rc=$?
+	c=$(count 'audit: stray write' "$T/del.rep")
+	check "report file deleted while running: the next report in a new file ($c)" \
+		sh -c "[ $rc = 0 ] && [ '$c' = 1 ]"
+	[ "$c" = 1 ] || diag "$T/out"
+	# ... and replaced by a FIFO: neither the reopen (in the fault
+	# handler) nor a new process's open of the path may block on it
+	rm -f "$T/fifo.pm" "$T/fifo2.rep" "$T/fifo.x"
+	timeout 30 $PMG run --mode audit --report "$T/fifo2.rep" -- $PY -c 'import ctypes, os, subprocess, sys
+ctypes.CDLL("libpmem.so.1", mode=ctypes.RTLD_GLOBAL)
+pm = ctypes.CDLL(None)
+pm.pmem_map_file.restype = ctypes.c_void_p
+pm.pmem_map_file.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int,
+                             ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
+a = pm.pmem_map_file(sys.argv[1].encode(), 1 << 20, 1, 0o600, None, None)
+ctypes.memmove(a, b"x", 1)
+os.unlink(sys.argv[2]); os.mkfifo(sys.argv[2])
+ctypes.memmove(a + 4096, b"y", 1)
+sys.exit(subprocess.run(sys.argv[3:]).returncode)' "$T/fifo.pm" \
+		"$T/fifo2.rep" "$PMEMPROG" write "$T/fifo.x" 10 >"$T/out" 2>&1
+	rc=$?
+	check "report file replaced by a FIFO: nothing blocks on it (rc $rc)" \
+		sh -c "[ $rc = 0 ] && [ -s '$T/fifo.x' ]"
+	[ $rc = 0 ] || diag "$T/out"
+else
+	skip "report file deleted while running" "no $PY with ctypes and libpmem"
+	skip "report file replaced by a FIFO" "no $PY with ctypes and libpmem"
+fi
+
+# a library constructor of PROG, run before the preload's, closes the
+# descriptors it inherited (the confirmation pipe among them): PROG is
+# not killed as "did not load" (the library is mapped: it confirmed)
+if [ -x "$STOPPROG" ]; then
+	STOPINIT=closefds $PMG run -- $STOPPROG >"$T/out" 2>&1; rc=$?
+	check "a constructor closes the confirmation pipe: PROG runs (rc $rc)" \
+		sh -c "[ $rc = 0 ] && grep -q 'main 1' '$T/out'"
+	[ $rc = 0 ] || diag "$T/out"
+else
+	skip "a constructor closes the confirmation pipe" "no $STOPPROG"
+fi
+
+# a daemon: PROG double-forks and ends at once; the daemon protects its
+# mapping after that.  The end-of-run line must not claim flatly that
+# nothing was protected: it says a process left running is not counted
+if [ -x "$PY" ]; then
+	rm -f "$T/dm"
+	$PMG run --report "$T/dm.rep" -- $PY -c 'import os, sys, time
+if os.fork(): os._exit(0)
+os.setsid()
+if os.fork(): os._exit(0)
+os.chdir("/"); time.sleep(1); os.execv(sys.argv[1], sys.argv[1:])' \
+		"$absprog" write "$T/dm" 10 >"$T/out" 2>&1; rc=$?
+	i=0
+	while [ ! -s "$T/dm" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	sleep 0.5
+	check "daemon left running: the end-of-run line says it is not counted" \
+		sh -c "[ $rc = 0 ] && grep -q 'nothing was protected.*daemon, is not counted' '$T/dm.rep'"
+	diag "$T/dm.rep" | grep -v 'module 0x' | cut -c1-200
+else
+	skip "daemon left running: end-of-run line" "no $PY"
+fi
+
+# learn -o naming a FIFO (or anything not a regular file): refused before
+# the program runs, never a learn that hangs at the end opening it
+mkfifo "$T/sites.fifo"
+rm -f "$T/h8"
+timeout 30 $PMG learn -o "$T/sites.fifo" -- $PMEMPROG write "$T/h8" 10 \
+	>"$T/out" 2>&1; rc=$?
+check "learn -o FIFO: refused before running the program (rc $rc)" \
+	sh -c "[ $rc = 2 ] && [ ! -e '$T/h8' ] && grep -q 'sites.fifo' '$T/out'"
+[ $rc = 2 ] || diag "$T/out"
 
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
