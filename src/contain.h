@@ -7,6 +7,7 @@
 #ifndef PMG_CONTAIN_H
 #define PMG_CONTAIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <ucontext.h>
@@ -49,5 +50,10 @@ struct _pmg_decoded {
 
 /* Decode the instruction at the context's RIP.  0, or -1 with d->why. */
 int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d);
+
+/* Whole rep string runs at one fault (process_vm_readv/writev usable);
+ * the test hook turns that off (per-element path) or probes again. */
+bool _pmg_rep_bulk_usable(void);
+void _pmg_test_rep_bulk(bool on);
 
 #endif /* PMG_CONTAIN_H */
