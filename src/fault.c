@@ -90,6 +90,7 @@ struct step {
 	greg_t base_orig;
 	uintptr_t delta, ea;		/* scratch = ea + delta */
 	unsigned len;
+	uint8_t snap[PMG_CT_MAXLEN]; /* the range before the step */
 	/* the step runs with asynchronous signals blocked (step_block()) */
 	bool masked;
 	uint64_t sigmask; /* the program's mask, to put back */
@@ -497,7 +498,7 @@ static void contain_strict(const struct pmg_fault *f, const ucontext_t *uc,
  */
 static int self_mem = -2;
 
-static int mem_fd(void)
+int _pmg_self_mem_fd(void)
 {
 	int fd = __atomic_load_n(&self_mem, __ATOMIC_ACQUIRE);
 
@@ -518,7 +519,7 @@ static int mem_fd(void)
 
 static void copy_out(void *dst, uintptr_t src, unsigned len, bool pku)
 {
-	int fd = pku ? -1 : mem_fd();
+	int fd = pku ? -1 : _pmg_self_mem_fd();
 
 	if (fd < 0 || pread(fd, dst, len, (off_t)src) != (ssize_t)len)
 		memcpy(dst, (const void *)src, len);
@@ -526,7 +527,7 @@ static void copy_out(void *dst, uintptr_t src, unsigned len, bool pku)
 
 static void copy_in(uintptr_t dst, const void *src, unsigned len, bool pku)
 {
-	int fd = pku ? -1 : mem_fd();
+	int fd = pku ? -1 : _pmg_self_mem_fd();
 
 	if (fd < 0 || pwrite(fd, src, len, (off_t)dst) != (ssize_t)len)
 		memcpy((void *)dst, src, len);
@@ -976,6 +977,51 @@ static bool rep_audit(const struct pmg_fault *f, ucontext_t *uc, bool pku,
 	return rep_read_bulk(f, uc, &d, pku);
 }
 
+/* Is byte @a one of the first @nsave saved (protected) pieces? */
+static bool in_saves(uintptr_t a, unsigned nsave)
+{
+	unsigned j;
+
+	for (j = 0; j < nsave; j++)
+		if (a >= pending.save[j].addr &&
+		    a < pending.save[j].addr + pending.save[j].len)
+			return true;
+	return false;
+}
+
+/*
+ * The redirect's snapshot of [@ea, +@len) into pending.snap: the saved
+ * (protected) pieces as copy_out() reads them, the other bytes through
+ * process_vm_readv() (page protection honoured: no fault here).  False
+ * when some byte outside the saved pieces cannot be read: a masked store
+ * (vmaskmov, AVX-512 {k}) whose masked-off elements lie in an unmapped or
+ * PROT_NONE page, which the CPU does not touch and does not fault on.
+ * Then no redirect: the save-and-step path runs the instruction on the
+ * real memory, where the CPU decides (issue 21, third pass).
+ */
+static bool redirect_snap(uintptr_t ea, unsigned len, unsigned nsave, bool pku)
+{
+	uint32_t all = pku ? ~(uint32_t)PMG_PKR_MASK(0) : 0;
+	unsigned k, e;
+	uint32_t cur;
+
+	for (k = 0; k < len; k = e) {
+		bool saved = in_saves(ea + k, nsave);
+
+		for (e = k + 1; e < len && in_saves(ea + e, nsave) == saved;)
+			e++;
+		if (saved) {
+			cur = open_keys(all);
+			copy_out(&pending.snap[k], ea + k, e - k, pku);
+			close_keys(all, cur);
+		} else if (vm_copy(&pending.snap[k], ea + k, e - k, false) !=
+			   e - k) {
+			return false;
+		}
+	}
+	return true;
+}
+
 /*
  * A stray access in contain mode.  Returns true when it is a write to be
  * contained (everything set up: saved bytes, rights, trap flag); false
@@ -1118,37 +1164,25 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 	pending.mask = 0;
 	pending.bits = 0;
 	pending.rd_mask = pku ? grant : 0;
-	if (d.nwr == 1 && d.wr[0].base >= 0) {
+	if (d.nwr == 1 && d.wr[0].base >= 0 &&
+	    redirect_snap(d.wr[0].addr, (unsigned)d.wr[0].len, nsave, pku)) {
 		/*
 		 * Redirect: the one written operand's base register is moved
 		 * so that the instruction writes a copy of the range in a
 		 * per-thread scratch buffer instead; memory is never granted
 		 * (no other thread can see or race anything) and the bytes
-		 * outside protected memory are copied out after the step.
+		 * outside protected memory the instruction changed are
+		 * copied out after the step (redirect_end()).
 		 */
 		uintptr_t ea = d.wr[0].addr;
-		unsigned len = (unsigned)d.wr[0].len, k;
+		unsigned len = (unsigned)d.wr[0].len;
 		uint8_t *s = scratch + PMG_CT_MAXLEN + (ea & (PMG_CT_MAXLEN - 1));
 		/* PKU: the handler runs with the default register; the bytes
 		 * outside the saved pieces may be in a domain this thread has
 		 * a window on: open every key for the copies */
 		uint32_t all = pku ? ~(uint32_t)PMG_PKR_MASK(0) : 0;
 
-		cur = open_keys(all);
-		for (k = 0; k < len; k++) {
-			unsigned j;
-
-			for (j = 0; j < nsave; j++)
-				if (ea + k >= pending.save[j].addr &&
-				    ea + k < pending.save[j].addr +
-						     pending.save[j].len)
-					break;
-			if (j < nsave)
-				copy_out(&s[k], ea + k, 1, pku);
-			else
-				s[k] = *(volatile uint8_t *)(ea + k);
-		}
-		close_keys(all, cur);
+		memcpy(s, pending.snap, len);
 		for (i = 0; i < nsave; i++)
 			memcpy(pending.save[i].old,
 			       s + (pending.save[i].addr - ea),
@@ -1191,13 +1225,22 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 	return true;
 }
 
-/* After a redirected step: fix the base register, copy out the bytes
- * the thread may write, keep the protected ones as they were. */
-static void redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
+/*
+ * After a redirected step: fix the base register, copy out the bytes
+ * outside protected memory that the instruction changed, keep the
+ * protected ones as they were.  Bytes it left as they were are not
+ * written: a masked store's masked-off elements may lie in a read-only
+ * page, where the CPU does not write (nor fault).  The copy is
+ * process_vm_writev() (page protection honoured, no fault in here): a
+ * changed byte in a page the program cannot write is a store the CPU
+ * would have faulted on: false, the caller falls back to strict.
+ */
+static bool redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
 {
 	greg_t *g = &uc->uc_mcontext.gregs[pending.base];
-	const uint8_t *s = (const uint8_t *)(pending.ea + pending.delta);
-	unsigned k, i;
+	uint8_t *s = (uint8_t *)(pending.ea + pending.delta);
+	unsigned k, i, e;
+	bool ok = true;
 
 	/* the decoder redirects only a base nothing else uses (contain.c) */
 	if (pending.base_kind == PMG_CT_BASE_STEP)
@@ -1212,9 +1255,20 @@ static void redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
 				break;
 		if (i < pending.nsave)
 			now[i][pending.ea + k - pending.save[i].addr] = s[k];
-		else
-			*(volatile uint8_t *)(pending.ea + k) = s[k];
 	}
+	for (k = 0; k < pending.len; k = e) {
+		e = k + 1;
+		if (in_saves(pending.ea + k, pending.nsave) ||
+		    s[k] == pending.snap[k])
+			continue;
+		while (e < pending.len &&
+		       !in_saves(pending.ea + e, pending.nsave) &&
+		       s[e] != pending.snap[e])
+			e++;
+		if (vm_copy(&s[k], pending.ea + k, e - k, true) != e - k)
+			ok = false;
+	}
+	return ok;
 }
 
 /* After the step: put the saved bytes back, report old -> new. */
@@ -1227,8 +1281,13 @@ static void contain_end(ucontext_t *uc)
 	unsigned i;
 	int fd = _pmg_report_fd();
 
-	if (pending.redirect)
-		redirect_end(uc, now);
+	if (pending.redirect && !redirect_end(uc, now)) {
+		close_keys(pending.rd_mask, cur);
+		contain_strict(&pending.f, uc, pending.tid, &pending.dec,
+			       "the store's bytes outside protected memory "
+			       "lie in a page the program cannot write: the "
+			       "CPU would have faulted");
+	}
 	for (i = 0; !pending.redirect && i < pending.nsave; i++) {
 		struct _pmg_save *sv = &pending.save[i];
 
@@ -1465,6 +1524,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	int saved_errno = errno;
 	ucontext_t *uc = ucv;
 	unsigned i;
+	bool had_tf;
 
 	if (!cur_step || !pending.active || si->si_code != TRAP_TRACE) {
 		errno = saved_errno;
@@ -1486,14 +1546,21 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	for (i = 0; i < pending.npages; i++)
 		protect_page(pending.page[i],
 			     _pmg_pw_prot(pending.key[i], pending.page[i]));
+	had_tf = pending.had_tf;
 #ifdef __x86_64__
-	if (!pending.had_tf)
+	if (!had_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
 #endif
 	step_unblock(uc);
 	step_release();
 	_PMG_STAT_INC(rearmed);
 	errno = saved_errno;
+	/*
+	 * The program single-steps itself (TF was set at the fault): this
+	 * trap is also the one the CPU owes it after the instruction.
+	 */
+	if (had_tf)
+		chain(sig, si, ucv, &old_trap);
 }
 
 int _pmg_fault_install(void)

@@ -1217,6 +1217,298 @@ static void t_threads(int same)
 	report_reset();
 }
 
+/* ---- third hostile pass (issue 21) ---- */
+
+/*
+ * [X: protected by da][G: PROT_NONE guard] and [X2: protected][RO: read
+ * only], and a code page followed by a guard page.  The CPU fetches only
+ * the instruction's own bytes, and a masked store (AVX {mask}, AVX-512
+ * {k}) does not touch, nor fault on, its masked-off elements.
+ */
+static char *HX, *HRO, *HCODE;
+
+static int h_setup(void)
+{
+	char *m = mmap(NULL, 6 * PAGE, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return -1;
+	memset(m, 0x44, 6 * PAGE);
+	HX = m; /* [HX][guard] */
+	HRO = m + 2 * PAGE; /* [HRO: protected][read only] */
+	HCODE = m + 4 * PAGE; /* [code][guard] */
+	if (mprotect(m + PAGE, PAGE, PROT_NONE) ||
+	    mprotect(m + 3 * PAGE, PAGE, PROT_READ) ||
+	    mprotect(m + 5 * PAGE, PAGE, PROT_NONE) ||
+	    pmg_protect(da, HX, PAGE) || pmg_protect(da, HRO, PAGE))
+		return -1;
+	return 0;
+}
+
+static bool all_44(const char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if ((uint8_t)p[i] != 0x44)
+			return false;
+	return true;
+}
+
+/*
+ * H1: the decoder read 15 bytes from rip: an instruction that ends 3
+ * bytes before an unmapped (or PROT_NONE) page made the handler fault
+ * itself, in contain and in audit mode (audit decodes for rep runs).
+ */
+struct h1 {
+	int mode;
+	int prot; /* of the code page */
+};
+
+static int h1_child(void *arg)
+{
+	const struct h1 *h = arg;
+	/* mov byte ptr [rdi], cl; ret -- the page's last 3 bytes */
+	static const uint8_t code[] = { 0x88, 0x0f, 0xc3 };
+	char *at = HCODE + PAGE - sizeof(code);
+	char *p = P0 + 0x234;
+	void (*fn)(void);
+	char want = P0[0x234];
+
+	memcpy(at, code, sizeof(code));
+	if (mprotect(HCODE, PAGE, h->prot))
+		return 10;
+	fn = (void (*)(void))(uintptr_t)at;
+	pmg_set_fault_mode(h->mode);
+	__asm__ volatile("call *%0"
+			 :
+			 : "r"(fn), "D"(p), "c"(0x5a)
+			 : "memory", "rax", "rdx", "rsi", "r8", "r9", "r10",
+			   "r11");
+	if (h->mode == PMG_FAULT_CONTAIN)
+		return P0[0x234] == want ? 0 : 1;
+	return P0[0x234] == 0x5a ? 0 : 2;
+}
+
+static void t_decode_at_mapping_end(void)
+{
+	static const struct h1 c[] = {
+		{ PMG_FAULT_CONTAIN, PROT_READ | PROT_EXEC },
+		{ PMG_FAULT_AUDIT, PROT_READ | PROT_EXEC },
+		{ PMG_FAULT_CONTAIN, PROT_EXEC },
+		{ PMG_FAULT_AUDIT, PROT_EXEC },
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		int st = tap_child(h1_child, (void *)&c[i]);
+		const char *r = report_read();
+		int ok = 1;
+
+		CHECK(ok, WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		CHECK(ok, strstr(r, c[i].mode == PMG_FAULT_CONTAIN
+					    ? ": undone"
+					    : "audit") != NULL);
+		if (!ok)
+			tap_diag("status %#x report %.400s", st, r);
+		tap_ok(ok,
+		       "%s: a stray write by the last instruction before "
+		       "an unmapped page (code %s%s) is handled, the handler "
+		       "reads no byte past it",
+		       c[i].mode == PMG_FAULT_CONTAIN ? "contain" : "audit",
+		       c[i].prot & PROT_READ ? "r-x" : "--x",
+		       c[i].prot & PROT_READ ? ""
+		       : pku		     ? ": execute-only, a pkey"
+					     : "");
+		fill();
+		report_reset();
+	}
+}
+
+/*
+ * H2: a masked store whose masked-off elements lie in a PROT_NONE or a
+ * read-only page: the CPU writes the protected elements only (no fault
+ * on the others); the redirect read and wrote back every byte of the
+ * vector and died in the handler.
+ */
+struct h2 {
+	int avx512;
+	int ro; /* the masked-off part read only, not PROT_NONE */
+};
+
+__attribute__((target("avx,avx512f,avx512bw"))) static int h2_child(void *arg)
+{
+	const struct h2 *h = arg;
+	char *x = h->ro ? HRO : HX;
+	char *p = x + PAGE - 8;
+
+	if (h->avx512) {
+		/* bytes 0..7 (in x), 8..63 masked off */
+		__asm__ volatile("vpternlogd $0xff, %%zmm0, %%zmm0, %%zmm0\n\t"
+				 "movl $0xff, %%eax\n\tkmovq %%rax, %%k1\n\t"
+				 "vmovdqu8 %%zmm0, (%0) %{%%k1%}\n\tvzeroupper"
+				 :
+				 : "r"(p)
+				 : "memory", "xmm0", "rax", "k1");
+	} else {
+		/* dwords 0, 1 (in x), 2..7 masked off */
+		__asm__ volatile("vpcmpeqb %%ymm0, %%ymm0, %%ymm0\n\t"
+				 "vpxor %%ymm1, %%ymm1, %%ymm1\n\t"
+				 "vpblendd $0x03, %%ymm0, %%ymm1, %%ymm1\n\t"
+				 "vmaskmovps %%ymm0, %%ymm1, (%0)\n\tvzeroupper"
+				 :
+				 : "r"(p)
+				 : "memory", "xmm0", "xmm1");
+	}
+	if (!all_44(p, 8))
+		return 1;
+	if (h->ro && !all_44(p + 8, 56))
+		return 2;
+	return 0;
+}
+
+/* a plain 8-byte store, 4 bytes protected, 4 in a read-only page */
+static int h3_child(void *arg)
+{
+	char *p = HRO + PAGE - 4;
+
+	(void)arg;
+	__asm__ volatile("movq %1, (%0)"
+			 :
+			 : "r"(p), "r"(0x1122334455667788ull)
+			 : "memory");
+	return 3;
+}
+
+static void t_masked_edge(void)
+{
+	static const struct h2 c[] = {
+		{ 0, 0 },
+		{ 0, 1 },
+		{ 1, 0 },
+		{ 1, 1 },
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		const char *name = c[i].avx512 ? "vmovdqu8 {k1}" : "vmaskmovps";
+		const char *next = c[i].ro ? "read-only" : "PROT_NONE";
+		const char *r;
+		int st, ok = 1;
+
+		if (c[i].avx512 ? !__builtin_cpu_supports("avx512bw")
+				: !__builtin_cpu_supports("avx2")) {
+			tap_skip("contain: masked store with masked-off part "
+				 "in an inaccessible page",
+				 "no AVX2 / AVX-512BW on this CPU");
+			continue;
+		}
+		st = tap_child(h2_child, (void *)&c[i]);
+		r = report_read();
+		CHECK(ok, WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		CHECK(ok, strstr(r, ": undone") != NULL);
+		if (!ok)
+			tap_diag("status %#x report %.400s", st, r);
+		tap_ok(ok,
+		       "contain %s: 8 bytes into a protected page, the "
+		       "masked-off rest in a %s page: undone, the rest "
+		       "untouched (as the CPU: no fault there)",
+		       name, next);
+		report_reset();
+	}
+	{
+		int st = tap_child(h3_child, NULL);
+		const char *r = report_read();
+		int ok = 1;
+
+		/* the CPU faults (SIGSEGV, when it names the read-only page
+		 * first), or pmguard falls back to strict: never a fault
+		 * inside pmguard's handler, never the store done */
+		CHECK(ok, WIFSIGNALED(st));
+		CHECK(ok, (WTERMSIG(st) == SIGSEGV && !strstr(r, "undone")) ||
+				  (WTERMSIG(st) == SIGABRT &&
+				   strstr(r, "the CPU would have faulted")));
+		CHECK(ok, all_44(HRO + PAGE - 4, 8));
+		tap_diag("straddle into read-only: status %#x report %.300s",
+			 st, r);
+		tap_ok(ok,
+		       "contain: a store straddling a protected and a "
+		       "read-only page: the CPU's SIGSEGV or strict, no byte "
+		       "written");
+		report_reset();
+	}
+}
+
+/*
+ * H4: a program that single-steps itself (TF set, its own SIGTRAP
+ * handler, installed before pmg_init()) gets one trace trap per
+ * instruction from the CPU; pmguard's own step must not swallow the one
+ * after the stray instruction.  Counted against the same code on
+ * unprotected memory.
+ */
+static volatile uint64_t prog_traps;
+
+static void prog_trap(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	if (si->si_code == TRAP_TRACE)
+		prog_traps++;
+}
+
+static uint64_t tf_run(char *p, char *q)
+{
+	prog_traps = 0;
+	/* TF on: a trap after each instruction from the movb to the last
+	 * popfq (5); below the red zone */
+	__asm__ volatile("subq $128, %%rsp\n\t"
+			 "pushfq\n\torq $0x100, (%%rsp)\n\tpopfq\n\t"
+			 "movb $0x5a, (%0)\n\t"
+			 "movb $0x5b, (%1,%1,1)\n\t"
+			 "pushfq\n\tandq $~0x100, (%%rsp)\n\tpopfq\n\t"
+			 "addq $128, %%rsp"
+			 :
+			 : "r"(p), "r"(q)
+			 : "memory", "cc");
+	return prog_traps;
+}
+
+static void t_program_tf(void)
+{
+	static const int modes[] = { PMG_FAULT_CONTAIN, PMG_FAULT_AUDIT };
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		/* [q+q]: the base is also the index, not redirected (the
+		 * save-and-step path); [p]: redirected.  Pages are even. */
+		uint64_t want = tf_run(U + 0x10,
+				       (char *)((uintptr_t)(U + 0x20) / 2)),
+			 got;
+		char *q = (char *)((uintptr_t)(P0 + 0x20) / 2);
+		int ok = 1;
+
+		pmg_set_fault_mode(modes[i]);
+		got = tf_run(P0 + 0x10, q);
+		pmg_set_fault_mode(PMG_FAULT_CONTAIN);
+		CHECK(ok, want == 5);
+		CHECK(ok, got == want);
+		if (modes[i] == PMG_FAULT_CONTAIN)
+			CHECK(ok, intact());
+		if (!ok)
+			tap_diag("traps: %llu on unprotected memory, %llu on "
+				 "protected",
+				 (unsigned long long)want,
+				 (unsigned long long)got);
+		tap_ok(ok,
+		       "%s: a program single-stepping itself (TF) gets "
+		       "every trace trap, the stray stores' too",
+		       modes[i] == PMG_FAULT_CONTAIN ? "contain" : "audit");
+		fill();
+		report_reset();
+	}
+}
+
 static char altstack[1 << 16];
 
 int main(void)
@@ -1225,7 +1517,15 @@ int main(void)
 
 	if (pmg_under_valgrind())
 		tap_skip_all(PMG_VALGRIND_WHY);
-	tap_init(56);
+	tap_init(67);
+	{
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = prog_trap;
+		sa.sa_flags = SA_SIGINFO;
+		sigaction(SIGTRAP, &sa, NULL); /* before pmguard's */
+	}
 	if (pmg_init())
 		tap_diag("pmg_init: %s", pmg_errormsg());
 	pku = pmg_backend() == PMG_BACKEND_PKU;
@@ -1300,6 +1600,13 @@ int main(void)
 	t_decoder();
 	t_fallback(0, "xsave");
 	t_fallback(1, "fxsave");
+	if (h_setup()) {
+		tap_diag("h_setup: %s", pmg_errormsg());
+		return tap_done();
+	}
+	t_decode_at_mapping_end();
+	t_masked_edge();
+	t_program_tf();
 	t_threads(0);
 	t_threads(1);
 	return tap_done();
