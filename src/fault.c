@@ -69,6 +69,7 @@ struct step {
 	int owner; /* tid holding it; 0: free */
 	bool active;
 	bool had_tf;
+	uintptr_t ip; /* the stepped instruction */
 	bool contain;			/* saved bytes to put back */
 	uint32_t mask, bits;		/* PKU: register bits to restore */
 	unsigned npages;		/* mprotect: pages to re-protect */
@@ -622,6 +623,24 @@ static size_t vm_copy(void *local, uintptr_t remote, size_t len, bool write)
 }
 
 /*
+ * Is @page backed (mapped, within its file)?  Contain skips a run of
+ * protected pages without touching them; the CPU would take SIGBUS at a
+ * page past the end of its file, SIGSEGV at a hole: such a page ends the
+ * run.  /proc/self/mem reads any mapped page (PROT_NONE, keys ignored) and
+ * fails exactly there; without it, process_vm_readv (a PROT_NONE page
+ * then also ends the run: per element, still right).  AS-safe.
+ */
+static bool page_backed(uintptr_t page)
+{
+	int fd = _pmg_self_mem_fd();
+	uint8_t b;
+
+	if (fd >= 0)
+		return pread(fd, &b, 1, (off_t)page) == 1;
+	return vm_copy(&b, page, 1, false) == 1;
+}
+
+/*
  * The report of a contained run (one line per run, as contain_end).
  */
 static void bulk_report(const struct pmg_fault *f, pid_t tid,
@@ -719,7 +738,8 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 
 			if (_pmg_reg_find(pos, &r) ||
 			    !page_denied(&r, pos & PMG_PAGE_MASK,
-					 f->saved_pkval, pku))
+					 f->saved_pkval, pku) ||
+			    (!audit && !page_backed(pos & PMG_PAGE_MASK)))
 				break;
 			if (next > r.end)
 				next = r.end;
@@ -739,7 +759,8 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 			uintptr_t next = (pos - 1) & PMG_PAGE_MASK;
 
 			if (_pmg_reg_find(pos - 1, &r) ||
-			    !page_denied(&r, next, f->saved_pkval, pku))
+			    !page_denied(&r, next, f->saved_pkval, pku) ||
+			    (!audit && !page_backed(next)))
 				break;
 			if (next < r.base)
 				next = r.base;
@@ -1145,6 +1166,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			       "a second write fault inside a "
 			       "contained step");
 	pending.active = true;
+	pending.ip = f->ip;
 	pending.contain = true;
 	pending.redirect = false;
 	pending.had_tf = uc->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF;
@@ -1339,6 +1361,38 @@ static void contain_end(ucontext_t *uc)
 	}
 }
 
+/*
+ * The stepped instruction faulted for a reason of its own (not ours: its
+ * access beyond the protected page hits an unmapped, PROT_NONE or
+ * read-only page): it wrote nothing (x86 faults are precise) and there
+ * will be no SIGTRAP.  Undo the step's setup as the trap would have
+ * (registers, rights, trap flag, mask), so that a program handler that
+ * recovers with siglongjmp() leaves protection armed and no step
+ * pending; then the fault goes to the program as from the CPU.
+ */
+static void step_cancel(ucontext_t *uc)
+{
+	unsigned i;
+
+	if (pending.contain && pending.redirect)
+		uc->uc_mcontext.gregs[pending.base] -= (greg_t)pending.delta;
+	pending.contain = false;
+	if (pending.mask) {
+		uint32_t *reg = _pmg.prim->saved_reg(uc);
+
+		if (reg)
+			*reg = (*reg & ~pending.mask) | pending.bits;
+	}
+	for (i = 0; i < pending.npages; i++)
+		protect_page(pending.page[i],
+			     _pmg_pw_prot(pending.key[i], pending.page[i]));
+	if (!pending.had_tf)
+		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
+	step_unblock(uc);
+	step_release();
+	_PMG_STAT_INC(rearmed);
+}
+
 static void segv_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
@@ -1480,6 +1534,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		}
 		if (!pending.active) {
 			pending.active = true;
+			pending.ip = f.ip;
 			pending.had_tf = uc->uc_mcontext.gregs[REG_EFL] &
 					 X86_EFLAGS_TF;
 			pending.mask = 0;
@@ -1515,6 +1570,11 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 not_ours:
 	if (reg)
 		_pmg_wrpkru(hpkru);
+#ifdef __x86_64__
+	if (cur_step && pending.active && si->si_code > 0 &&
+	    (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] == pending.ip)
+		step_cancel(uc);
+#endif
 	errno = saved_errno;
 	chain(sig, si, ucv, &old_segv);
 }

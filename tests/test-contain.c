@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include <cpuid.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <sched.h>
 #include <stdint.h>
 #include <ucontext.h>
@@ -1509,6 +1510,133 @@ static void t_program_tf(void)
 	}
 }
 
+/*
+ * H5: the stepped instruction faults for a reason of its own (a store
+ * straddling a protected page and a PROT_NONE page, not redirected: base
+ * also the index) and the program's SIGSEGV handler recovers with
+ * siglongjmp(), as the CPU lets it.  The step must not stay pending with
+ * the protected page granted: a later stray write is still caught.
+ */
+static sigjmp_buf prog_jb;
+static volatile int prog_jb_armed;
+
+static void prog_segv(int sig, siginfo_t *si, void *uc)
+{
+	(void)si;
+	(void)uc;
+	if (prog_jb_armed) {
+		prog_jb_armed = 0;
+		siglongjmp(prog_jb, 1);
+	}
+	signal(sig, SIG_DFL); /* re-executed: dies as without a handler */
+}
+
+struct h5 {
+	int mode;
+};
+
+static int h5_child(void *arg)
+{
+	const struct h5 *h = arg;
+	char *q = (char *)((uintptr_t)(HX + PAGE - 4) / 2);
+	uint64_t n0 = contained();
+
+	pmg_set_fault_mode(h->mode);
+	if (!sigsetjmp(prog_jb, 1)) {
+		prog_jb_armed = 1;
+		__asm__ volatile("movq %1, (%0,%0,1)"
+				 :
+				 : "r"(q), "r"(0x1122334455667788ull)
+				 : "memory");
+		return 5; /* the CPU faults there */
+	}
+	if (!all_44(HX + PAGE - 4, 4))
+		return 1;
+	/* protection still armed: a stray write is caught */
+	pmg_set_fault_mode(PMG_FAULT_CONTAIN);
+	*(volatile char *)(HX + 0x10) = 0x5a;
+	if (*(volatile char *)(HX + 0x10) != 0x44)
+		return 2;
+	if (contained() == n0)
+		return 3;
+	return 0;
+}
+
+static void t_step_own_fault(void)
+{
+	static const struct h5 c[] = { { PMG_FAULT_CONTAIN },
+				       { PMG_FAULT_AUDIT } };
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		int st = tap_child(h5_child, (void *)&c[i]);
+		const char *r = report_read();
+		int ok = 1;
+
+		CHECK(ok, WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		if (!ok)
+			tap_diag("status %#x (1 protected changed, 2 stray "
+				 "write landed after recovery, 3 not "
+				 "contained) report %.400s",
+				 st, r);
+		tap_ok(ok,
+		       "%s: the stepped instruction's own fault, recovered "
+		       "by the program's handler: protection re-armed",
+		       c[i].mode == PMG_FAULT_CONTAIN ? "contain" : "audit");
+		report_reset();
+	}
+}
+
+/*
+ * H6: a contained rep stos run that continues into a protected page
+ * beyond the end of its file (or a hole): the CPU takes SIGBUS/SIGSEGV
+ * there; contain must not count those iterations as done (skipping the
+ * page and going on: a third outcome).
+ */
+static int h6_child(void *arg)
+{
+	char path[] = "/tmp/pmg-h6-XXXXXX";
+	int fd = mkstemp(path);
+	char *m;
+	struct pmg_domain *d;
+	uint64_t rcx = 2 * PAGE;
+	char *di;
+
+	(void)arg;
+	if (fd < 0 || ftruncate(fd, PAGE))
+		return 10;
+	unlink(path);
+	m = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return 11;
+	memset(m, 0x44, PAGE);
+	if (pmg_domain_new(&d, "h6", 0) || pmg_protect(d, m, 2 * PAGE))
+		return 12;
+	pmg_set_fault_mode(PMG_FAULT_CONTAIN);
+	di = m;
+	__asm__ volatile("rep stosb"
+			 : "+D"(di), "+c"(rcx)
+			 : "a"(0x5a)
+			 : "memory");
+	return all_44(m, PAGE) ? 3 : 4; /* the CPU does not get here */
+}
+
+static void t_rep_past_eof(void)
+{
+	int st = tap_child(h6_child, NULL);
+	const char *r = report_read();
+	int ok = 1;
+
+	CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS);
+	if (!ok)
+		tap_diag("status %#x (exit 3: went on past the end of the "
+			 "file) report %.300s",
+			 st, r);
+	tap_ok(ok, "contain rep stosb over a protected file mapping into "
+		   "the page past its end: SIGBUS there, as from the CPU");
+	report_reset();
+}
+
 static char altstack[1 << 16];
 
 int main(void)
@@ -1517,7 +1645,7 @@ int main(void)
 
 	if (pmg_under_valgrind())
 		tap_skip_all(PMG_VALGRIND_WHY);
-	tap_init(67);
+	tap_init(70);
 	{
 		struct sigaction sa;
 
@@ -1525,6 +1653,8 @@ int main(void)
 		sa.sa_sigaction = prog_trap;
 		sa.sa_flags = SA_SIGINFO;
 		sigaction(SIGTRAP, &sa, NULL); /* before pmguard's */
+		sa.sa_sigaction = prog_segv;
+		sigaction(SIGSEGV, &sa, NULL);
 	}
 	if (pmg_init())
 		tap_diag("pmg_init: %s", pmg_errormsg());
@@ -1607,6 +1737,8 @@ int main(void)
 	t_decode_at_mapping_end();
 	t_masked_edge();
 	t_program_tf();
+	t_step_own_fault();
+	t_rep_past_eof();
 	t_threads(0);
 	t_threads(1);
 	return tap_done();
