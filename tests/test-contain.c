@@ -1637,6 +1637,69 @@ static void t_rep_past_eof(void)
 	report_reset();
 }
 
+/* Live, where this CPU has them: movdir64b and an AVX-512 scatter into
+ * protected memory fall back to strict (the decoder's refusal, run). */
+__attribute__((target("avx512f,movdir64b"))) static int live_child(void *arg)
+{
+	int what = *(int *)arg;
+	static char src[64] __attribute__((aligned(64)));
+	char *p = P0 + 0x200;	/* 64-aligned */
+
+	if (what == 0) {
+		__asm__ volatile("movdir64b (%1), %0"
+				 : : "r"(p), "r"(src) : "memory");
+	} else {
+		__asm__ volatile("vpternlogd $0xff, %%zmm0, %%zmm0, %%zmm0\n\t"
+				 "vpxord %%zmm1, %%zmm1, %%zmm1\n\t"
+				 "movl $0xffff, %%eax\n\tkmovw %%eax, %%k1\n\t"
+				 "vpscatterdd %%zmm0, (%0,%%zmm1,4) %{%%k1%}\n\t"
+				 "vzeroupper"
+				 : : "r"(p) : "memory", "xmm0", "xmm1", "eax", "k1");
+	}
+	return 4;
+}
+
+static void t_fallback_live(void)
+{
+	static const struct {
+		const char *name, *feat, *why;
+	} c[] = {
+		{ "movdir64b", "movdir64b", "not determinable" },
+		{ "vpscatterdd", "avx512f", "scatter store" },
+	};
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		int what = (int)i, st, ok = 1;
+		const char *r;
+		uint32_t a, b, cc, d;
+		bool have;
+
+		__cpuid_count(7, 0, a, b, cc, d);
+		have = i == 0 ? (cc >> 28) & 1 : (b >> 16) & 1;
+		if (!have) {
+			tap_skip("contain: live strict fallback",
+				 i == 0 ? "no movdir64b on this CPU (decoder "
+					  "refusal checked)"
+					: "no AVX-512F on this CPU (decoder "
+					  "refusal checked)");
+			continue;
+		}
+		st = tap_child(live_child, &what);
+		r = report_read();
+		CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+		CHECK(ok, strstr(r, "cannot contain") != NULL);
+		CHECK(ok, strstr(r, c[i].why) != NULL);
+		CHECK(ok, intact());
+		if (!ok)
+			tap_diag("status %#x report %.400s", st, r);
+		tap_ok(ok, "contain: %s into protected memory, live: strict "
+		       "(SIGABRT, reason reported, bytes unchanged)",
+		       c[i].name);
+		report_reset();
+	}
+}
+
 static char altstack[1 << 16];
 
 int main(void)
@@ -1645,7 +1708,7 @@ int main(void)
 
 	if (pmg_under_valgrind())
 		tap_skip_all(PMG_VALGRIND_WHY);
-	tap_init(70);
+	tap_init(72);
 	{
 		struct sigaction sa;
 
@@ -1739,6 +1802,7 @@ int main(void)
 	t_program_tf();
 	t_step_own_fault();
 	t_rep_past_eof();
+	t_fallback_live();
 	t_threads(0);
 	t_threads(1);
 	return tap_done();
