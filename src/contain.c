@@ -157,7 +157,8 @@ static bool uncontainable(ZydisMnemonic m)
  * The instruction's bytes at @ip into @buf (up to 15), never by a load
  * that could fault in the handler: process_vm_readv() on our own process
  * (a short count where the bytes after the instruction are not mapped);
- * where it fails, /proc/self/mem, which also reads execute-only code
+ * where it fails or is short, /proc/self/mem, which also reads
+ * execute-only code
  * (PROT_EXEC alone: on a PKU machine the kernel gives it a protection
  * key the handler has access-disabled, and no VM_READ).  Where both are
  * refused (seccomp), the bytes the CPU must have fetched: those up to the
@@ -170,11 +171,19 @@ static size_t fetch(uintptr_t ip, uint8_t *buf, bool *direct)
 	struct iovec r = { (void *)ip, ZYDIS_MAX_INSTRUCTION_LENGTH };
 	ssize_t n = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
 	size_t to_end = 4096 - (ip & 4095);
-
 	int fd;
 
-	if (n <= 0 && (fd = _pmg_self_mem_fd()) >= 0)
-		n = pread(fd, buf, ZYDIS_MAX_INSTRUCTION_LENGTH, (off_t)ip);
+	/* short: the rest may be execute-only (no VM_READ) code */
+	if (n < ZYDIS_MAX_INSTRUCTION_LENGTH &&
+	    (fd = _pmg_self_mem_fd()) >= 0) {
+		uint8_t more[ZYDIS_MAX_INSTRUCTION_LENGTH];
+		ssize_t m = pread(fd, more, sizeof(more), (off_t)ip);
+
+		if (m > n) {
+			memcpy(buf, more, (size_t)m);
+			n = m;
+		}
+	}
 	*direct = n <= 0;
 	if (n > 0)
 		return (size_t)n;

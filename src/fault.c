@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <ucontext.h>
@@ -497,25 +498,51 @@ static void contain_strict(const struct pmg_fault *f, const ucontext_t *uc,
  * grants it again (contain_begin()).  open(2), pread(2), pwrite(2):
  * AS-safe.
  */
-static int self_mem = -2;
+/*
+ * The descriptor is checked before each use (issue 21, third pass): it
+ * is this process's (a forked child inherits the parent's, which reads
+ * and writes the parent's memory: the child's stray write stayed and the
+ * parent's bytes were "restored"), and still /proc/self/mem (fstat(2):
+ * device and inode as opened; a program that closed it and opened a file
+ * of its own under that number got pwrite(2)s at the faulting address as
+ * offset).  Otherwise a new one is opened; the old number is left alone
+ * (it may be the program's now).  One word, pid << 32 | fd + 2 (0: none
+ * yet), so that a thread never pairs one pid with another's descriptor.
+ */
+static uint64_t self_mem;
+static dev_t self_mem_dev;
+static ino_t self_mem_ino;
 
 int _pmg_self_mem_fd(void)
 {
-	int fd = __atomic_load_n(&self_mem, __ATOMIC_ACQUIRE);
+	uint32_t pid = (uint32_t)getpid();
+	uint64_t w = __atomic_load_n(&self_mem, __ATOMIC_ACQUIRE), nw;
+	struct stat st;
+	int fd;
 
-	if (fd == -2) {
-		int want = -2;
-
-		fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-		if (!__atomic_compare_exchange_n(&self_mem, &want, fd, false,
-						 __ATOMIC_ACQ_REL,
-						 __ATOMIC_ACQUIRE)) {
-			if (fd >= 0)
-				close(fd);
-			fd = want;
-		}
+	if (w && (uint32_t)(w >> 32) == pid) {
+		fd = (int)(uint32_t)w - 2;
+		if (fd < 0 || (!fstat(fd, &st) && st.st_dev == self_mem_dev &&
+			       st.st_ino == self_mem_ino))
+			return fd;
 	}
-	return fd;
+	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0) {
+		self_mem_dev = st.st_dev;
+		self_mem_ino = st.st_ino;
+	}
+	nw = ((uint64_t)pid << 32) | (uint32_t)(fd + 2);
+	if (__atomic_compare_exchange_n(&self_mem, &w, nw, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return fd;
+	/* another thread published one meanwhile: use none this time */
+	if (fd >= 0)
+		close(fd);
+	return -1;
 }
 
 static void copy_out(void *dst, uintptr_t src, unsigned len, bool pku)
@@ -1362,6 +1389,20 @@ static void contain_end(ucontext_t *uc)
 }
 
 /*
+ * May the report unwind the interrupted stack?  Not where rsp is in
+ * protected memory: a NOACCESS domain's pages (mprotect: PROT_NONE) fault
+ * under the unwinder, inside the handler (issue 21, third pass: audit and
+ * relaxed mode died of it).  As contain_strict().
+ */
+static bool stack_unprotected(const ucontext_t *uc)
+{
+	struct _pmg_range r;
+
+	return _pmg_reg_find((uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &r) !=
+	       0;
+}
+
+/*
  * The stepped instruction faulted for a reason of its own (not ours: its
  * access beyond the protected page hits an unmapped, PROT_NONE or
  * read-only page): it wrote nothing (x86 faults are precise) and there
@@ -1484,8 +1525,10 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		notify(&f, tid, PMG_FAULT_GRANTED);
 		break;
 	case PMG_ACT_RELAX_REPORT:
-		_pmg_report_fault(&f, tid, "relaxed (reported once per domain, "
-			     "access allowed)", true);
+		_pmg_report_fault(&f, tid,
+				  "relaxed (reported once per domain, "
+				  "access allowed)",
+				  stack_unprotected(uc));
 		/* fall through */
 	case PMG_ACT_RELAX_SILENT:
 		_PMG_STAT_INC(relaxed);
@@ -1501,7 +1544,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			_pmg_report_fault(&f, tid,
 					  "strict (aborting: no "
 					  "memory for the single step)",
-					  true);
+					  stack_unprotected(uc));
 			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
 			abort();
 		}
@@ -1521,7 +1564,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 #endif
 		n = allowed ? 0 : _pmg_audit_site_hit(f.ip, key);
 		if (!allowed)
-			_pmg_report_fault(&f, tid, "audit", n == 1);
+			_pmg_report_fault(&f, tid, "audit",
+					  n == 1 && stack_unprotected(uc));
 		_PMG_STAT_INC(audited);
 		notify(&f, tid, PMG_FAULT_AUDITED);
 #ifdef __x86_64__
@@ -1554,7 +1598,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		break;
 	}
 	default:
-		_pmg_report_fault(&f, tid, "strict (aborting)", true);
+		_pmg_report_fault(&f, tid, "strict (aborting)",
+				  stack_unprotected(uc));
 		notify(&f, tid, PMG_FAULT_STRICT_ABORT);
 		abort();
 	}

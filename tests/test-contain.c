@@ -22,6 +22,7 @@
 #include <cpuid.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <sys/stat.h>
 #include <sched.h>
 #include <stdint.h>
 #include <ucontext.h>
@@ -1227,6 +1228,8 @@ static void t_threads(int same)
  * {k}) does not touch, nor fault on, its masked-off elements.
  */
 static char *HX, *HRO, *HCODE;
+static char *HCODE2; /* [r-x][--x][PROT_NONE] */
+static char *PV; /* MAP_PRIVATE, protected by da */
 
 static int h_setup(void)
 {
@@ -1238,6 +1241,18 @@ static int h_setup(void)
 	memset(m, 0x44, 6 * PAGE);
 	HX = m; /* [HX][guard] */
 	HRO = m + 2 * PAGE; /* [HRO: protected][read only] */
+	HCODE2 = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (HCODE2 == MAP_FAILED ||
+	    mprotect(HCODE2 + 2 * PAGE, PAGE, PROT_NONE))
+		return -1;
+	PV = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (PV == MAP_FAILED)
+		return -1;
+	memset(PV, 0x44, PAGE);
+	if (pmg_protect(da, PV, PAGE))
+		return -1;
 	HCODE = m + 4 * PAGE; /* [code][guard] */
 	if (mprotect(m + PAGE, PAGE, PROT_NONE) ||
 	    mprotect(m + 3 * PAGE, PAGE, PROT_READ) ||
@@ -1265,6 +1280,7 @@ static bool all_44(const char *p, size_t n)
 struct h1 {
 	int mode;
 	int prot; /* of the code page */
+	int cross; /* the instruction crosses from r-x into --x code */
 };
 
 static int h1_child(void *arg)
@@ -1277,9 +1293,17 @@ static int h1_child(void *arg)
 	void (*fn)(void);
 	char want = P0[0x234];
 
-	memcpy(at, code, sizeof(code));
-	if (mprotect(HCODE, PAGE, h->prot))
-		return 10;
+	if (h->cross) {
+		at = HCODE2 + PAGE - 1;
+		memcpy(at, code, sizeof(code));
+		if (mprotect(HCODE2, PAGE, PROT_READ | PROT_EXEC) ||
+		    mprotect(HCODE2 + PAGE, PAGE, PROT_EXEC))
+			return 10;
+	} else {
+		memcpy(at, code, sizeof(code));
+		if (mprotect(HCODE, PAGE, h->prot))
+			return 10;
+	}
 	fn = (void (*)(void))(uintptr_t)at;
 	pmg_set_fault_mode(h->mode);
 	__asm__ volatile("call *%0"
@@ -1295,10 +1319,11 @@ static int h1_child(void *arg)
 static void t_decode_at_mapping_end(void)
 {
 	static const struct h1 c[] = {
-		{ PMG_FAULT_CONTAIN, PROT_READ | PROT_EXEC },
-		{ PMG_FAULT_AUDIT, PROT_READ | PROT_EXEC },
-		{ PMG_FAULT_CONTAIN, PROT_EXEC },
-		{ PMG_FAULT_AUDIT, PROT_EXEC },
+		{ PMG_FAULT_CONTAIN, PROT_READ | PROT_EXEC, 0 },
+		{ PMG_FAULT_AUDIT, PROT_READ | PROT_EXEC, 0 },
+		{ PMG_FAULT_CONTAIN, PROT_EXEC, 0 },
+		{ PMG_FAULT_AUDIT, PROT_EXEC, 0 },
+		{ PMG_FAULT_CONTAIN, PROT_EXEC, 1 },
 	};
 	unsigned i;
 
@@ -1315,9 +1340,10 @@ static void t_decode_at_mapping_end(void)
 			tap_diag("status %#x report %.400s", st, r);
 		tap_ok(ok,
 		       "%s: a stray write by the last instruction before "
-		       "an unmapped page (code %s%s) is handled, the handler "
-		       "reads no byte past it",
+		       "an unmapped page (code %s%s%s) is handled, the "
+		       "handler reads no byte past it",
 		       c[i].mode == PMG_FAULT_CONTAIN ? "contain" : "audit",
+		       c[i].cross ? "r-x into " : "",
 		       c[i].prot & PROT_READ ? "r-x" : "--x",
 		       c[i].prot & PROT_READ ? ""
 		       : pku		     ? ": execute-only, a pkey"
@@ -1700,6 +1726,149 @@ static void t_fallback_live(void)
 	}
 }
 
+/*
+ * H8: audit or relaxed (the default) with rsp in a NOACCESS domain: the
+ * report's backtrace unwound the stack inside the handler and faulted.
+ */
+static int h8_child(void *arg)
+{
+	char *p = P0 + 0x300;
+
+	pmg_set_fault_mode(*(int *)arg);
+	__asm__ volatile("movq %%rsp, %%r12\n\tmovq %1, %%rsp\n\t"
+			 "movb $0x5a, (%0)\n\t"
+			 "movq %%r12, %%rsp"
+			 :
+			 : "r"(p), "r"(N + 0x800)
+			 : "r12", "memory");
+	return P0[0x300] == 0x5a ? 0 : 1;
+}
+
+static void t_audit_stack_noaccess(void)
+{
+	static const int modes[] = { PMG_FAULT_AUDIT, PMG_FAULT_RELAXED };
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		int st = tap_child(h8_child, (void *)&modes[i]);
+		const char *r = report_read();
+		const char *m = i ? "relaxed" : "audit";
+		int ok = 1;
+
+		CHECK(ok, WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		CHECK(ok, strstr(r, "stray write") != NULL);
+		CHECK(ok, strstr(r, m) != NULL);
+		if (!ok)
+			tap_diag("status %#x report %.400s", st, r);
+		tap_ok(ok,
+		       "%s: a stray write with the stack pointer in a "
+		       "NOACCESS domain: reported, let through, no fault in "
+		       "the handler",
+		       m);
+		fill();
+		report_reset();
+	}
+}
+
+/*
+ * H9: /proc/self/mem, which contain's save-and-restore copies use on the
+ * mprotect backend, was opened once and cached: in a forked child it is
+ * the parent's memory (the child's stray write stayed, the parent's
+ * bytes were "restored"), and a descriptor the program closed and
+ * reused got pwrite(2)s at the faulting address as offset.
+ */
+
+static bool mem_fd_number(int *fdp)
+{
+	char path[64], link[256];
+	int fd;
+
+	for (fd = 3; fd < 1024; fd++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (strstr(link, "/mem") && !strncmp(link, "/proc/", 6)) {
+			*fdp = fd;
+			return true;
+		}
+	}
+	return false;
+}
+
+static int h9_child(void *arg)
+{
+	int what = *(int *)arg, memfd = -1;
+	char *q = (char *)((uintptr_t)(PV + 0x40) / 2);
+	struct stat st;
+	int tfd = -1;
+
+	if (what == 1) {
+		/* the program closes pmguard's /proc/self/mem descriptor
+		 * and opens a file of its own under that number */
+		/* tmpfs: a sparse write at a 47-bit offset succeeds there
+		 * (ext4 refuses it: EFBIG) */
+		char path[] = "/dev/shm/pmg-h9-XXXXXX";
+
+		if (!mem_fd_number(&memfd))
+			return 20;
+		tfd = mkstemp(path);
+		if (tfd < 0) {
+			strcpy(path, "/tmp/pmg-h9-XXXXXX");
+			tfd = mkstemp(path);
+		}
+		if (tfd < 0 || dup2(tfd, memfd) != memfd)
+			return 21;
+		close(tfd);
+		tfd = memfd;
+		unlink(path);
+	}
+	pmg_set_fault_mode(PMG_FAULT_CONTAIN);
+	/* base also the index: the save-and-restore path */
+	__asm__ volatile("movb $0x5a, (%0,%0,1)" : : "r"(q) : "memory");
+	if (*(volatile char *)(PV + 0x40) != 0x44)
+		return 1;
+	if (what == 1 && (fstat(tfd, &st) || st.st_size != 0))
+		return 2;
+	return 0;
+}
+
+static void t_self_mem(void)
+{
+	static const char *const name[] = {
+		"in a forked child (MAP_PRIVATE): the child's bytes are "
+		"restored, not the parent's",
+		"after the program reused /proc/self/mem's descriptor number "
+		"for its own file: that file is not written",
+	};
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		int st, ok = 1, fd;
+		const char *r;
+
+		if (i == 1 && (pku || !mem_fd_number(&fd))) {
+			tap_skip("contain: /proc/self/mem descriptor reused",
+				 "PKU: contain does not use /proc/self/mem");
+			continue;
+		}
+		st = tap_child(h9_child, &i);
+		r = report_read();
+		CHECK(ok, WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		CHECK(ok, all_44(PV, PAGE));
+		if (!ok)
+			tap_diag("status %#x (1: the child's protected byte "
+				 "changed, 2: the program's file written) "
+				 "report %.300s",
+				 st, r);
+		tap_ok(ok, "contain %s", name[i]);
+		report_reset();
+	}
+}
+
 static char altstack[1 << 16];
 
 int main(void)
@@ -1708,7 +1877,7 @@ int main(void)
 
 	if (pmg_under_valgrind())
 		tap_skip_all(PMG_VALGRIND_WHY);
-	tap_init(72);
+	tap_init(77);
 	{
 		struct sigaction sa;
 
@@ -1803,6 +1972,8 @@ int main(void)
 	t_step_own_fault();
 	t_rep_past_eof();
 	t_fallback_live();
+	t_audit_stack_noaccess();
+	t_self_mem();
 	t_threads(0);
 	t_threads(1);
 	return tap_done();
