@@ -17,6 +17,15 @@
  * offset take the bit-string range; pop [rsp], RIP-relative and fs-relative
  * stores; rep stos/movs over 64 protected pages cost one fault, in contain
  * and audit mode (the fault counter, not the clock, is the check).
+ *
+ * Issue 21, third pass: masked stores whose masked-off part lies in a
+ * PROT_NONE or read-only page; a store straddling into a read-only page;
+ * the last instruction before an unmapped page, execute-only code; a
+ * program single-stepping itself (TF); the stepped instruction's own
+ * fault recovered by the program; a rep run into a page past its file's
+ * end; reports with the stack in a NOACCESS domain; /proc/self/mem in a
+ * forked child and after the program reused its number; movdir64b and
+ * scatter live.
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
