@@ -2,7 +2,8 @@
 /*
  * Contain mode's decoder: which bytes does the faulting instruction write?
  *
- * Zydis 4 decodes the instruction at RIP; every memory operand it writes
+ * Zydis 4 decodes the instruction at RIP (its bytes read without a load
+ * that could fault: fetch()); every memory operand it writes
  * (explicit or hidden, conditional writes included) gets its effective
  * address from the interrupted registers: segment base (fs/gs only, as in
  * 64-bit mode) + base + index * scale + displacement, truncated to the
@@ -10,7 +11,9 @@
  * instruction; push/call (hidden writes through rsp) write below rsp.
  * Sizes are the operand's: for a masked vector store (AVX-512 {k}) the
  * whole vector width, though the mask may leave some elements unwritten;
- * saving and restoring those unwritten bytes changes nothing.  rep
+ * saving and restoring those unwritten bytes changes nothing (fault.c
+ * does not touch the unprotected ones it cannot read, and writes back
+ * only the bytes the instruction changed).  rep
  * movs/stos write one element per iteration, and the trap flag stops after
  * each iteration, so one element is the range; d->rep and d->elem let the
  * fault path handle a run of iterations at once instead.  bts/btr/btc with
@@ -33,7 +36,8 @@
  * fall back to strict in fault.c when they hit protected memory.
  *
  * Everything here is async-signal-safe: no allocation, no locks, the
- * only system call is arch_prctl for an fs/gs base.
+ * system calls are arch_prctl for an fs/gs base and process_vm_readv or
+ * pread (/proc/self/mem) for the instruction's bytes.
  */
 #define _GNU_SOURCE
 #include <Zydis/Zydis.h>
@@ -41,6 +45,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "contain.h"
@@ -148,6 +153,46 @@ static bool uncontainable(ZydisMnemonic m)
 	}
 }
 
+/*
+ * The instruction's bytes at @ip into @buf (up to 15), never by a load
+ * that could fault in the handler: process_vm_readv() on our own process
+ * (a short count where the bytes after the instruction are not mapped);
+ * where it fails or is short, /proc/self/mem, which also reads
+ * execute-only code
+ * (PROT_EXEC alone: on a PKU machine the kernel gives it a protection
+ * key the handler has access-disabled, and no VM_READ).  Where both are
+ * refused (seccomp), the bytes the CPU must have fetched: those up to the
+ * page's end, the next page's only when the instruction crosses into it
+ * (@direct).  The count read.
+ */
+static size_t fetch(uintptr_t ip, uint8_t *buf, bool *direct)
+{
+	struct iovec l = { buf, ZYDIS_MAX_INSTRUCTION_LENGTH };
+	struct iovec r = { (void *)ip, ZYDIS_MAX_INSTRUCTION_LENGTH };
+	ssize_t n = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+	size_t to_end = 4096 - (ip & 4095);
+	int fd;
+
+	/* short: the rest may be execute-only (no VM_READ) code */
+	if (n < ZYDIS_MAX_INSTRUCTION_LENGTH &&
+	    (fd = _pmg_self_mem_fd()) >= 0) {
+		uint8_t more[ZYDIS_MAX_INSTRUCTION_LENGTH];
+		ssize_t m = pread(fd, more, sizeof(more), (off_t)ip);
+
+		if (m > n) {
+			memcpy(buf, more, (size_t)m);
+			n = m;
+		}
+	}
+	*direct = n <= 0;
+	if (n > 0)
+		return (size_t)n;
+	if (to_end > ZYDIS_MAX_INSTRUCTION_LENGTH)
+		to_end = ZYDIS_MAX_INSTRUCTION_LENGTH;
+	memcpy(buf, (const void *)ip, to_end);
+	return to_end;
+}
+
 int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 {
 	ZydisDecoder dec;
@@ -155,6 +200,10 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 	ZydisDecodedInstruction in;
 	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
 	uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	uint8_t code[ZYDIS_MAX_INSTRUCTION_LENGTH];
+	bool direct;
+	size_t ncode = fetch(ip, code, &direct);
+	ZyanStatus st;
 	unsigned i;
 
 	d->nwr = 0;
@@ -164,10 +213,20 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 	d->why = NULL;
 	memcpy(d->text, "(undecoded)", sizeof("(undecoded)"));
 	if (!ZYAN_SUCCESS(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
-					   ZYDIS_STACK_WIDTH_64)) ||
-	    !ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, (const void *)ip,
-					ZYDIS_MAX_INSTRUCTION_LENGTH, &in,
-					op))) {
+					   ZYDIS_STACK_WIDTH_64))) {
+		d->why = "the instruction could not be decoded";
+		return -1;
+	}
+	st = ZydisDecoderDecodeFull(&dec, code, ncode, &in, op);
+	if (st == ZYDIS_STATUS_NO_MORE_DATA && direct &&
+	    ncode < ZYDIS_MAX_INSTRUCTION_LENGTH) {
+		/* fetch()'s fallback: the instruction crosses the page end,
+		 * so the CPU fetched the next page too */
+		memcpy(code, (const void *)ip, ZYDIS_MAX_INSTRUCTION_LENGTH);
+		ncode = ZYDIS_MAX_INSTRUCTION_LENGTH;
+		st = ZydisDecoderDecodeFull(&dec, code, ncode, &in, op);
+	}
+	if (!ZYAN_SUCCESS(st)) {
 		d->why = "the instruction could not be decoded";
 		return -1;
 	}

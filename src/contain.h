@@ -48,6 +48,9 @@ struct _pmg_decoded {
 	char text[PMG_CT_TEXT];		/* "mov byte ptr [rax+0x10], 0x5a" */
 };
 
+/* /proc/self/mem opened once (O_RDWR), or -1 (fault.c).  AS-safe. */
+int _pmg_self_mem_fd(void);
+
 /* Decode the instruction at the context's RIP.  0, or -1 with d->why. */
 int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d);
 

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <ucontext.h>
@@ -69,6 +70,7 @@ struct step {
 	int owner; /* tid holding it; 0: free */
 	bool active;
 	bool had_tf;
+	uintptr_t ip; /* the stepped instruction */
 	bool contain;			/* saved bytes to put back */
 	uint32_t mask, bits;		/* PKU: register bits to restore */
 	unsigned npages;		/* mprotect: pages to re-protect */
@@ -90,6 +92,7 @@ struct step {
 	greg_t base_orig;
 	uintptr_t delta, ea;		/* scratch = ea + delta */
 	unsigned len;
+	uint8_t snap[PMG_CT_MAXLEN]; /* the range before the step */
 	/* the step runs with asynchronous signals blocked (step_block()) */
 	bool masked;
 	uint64_t sigmask; /* the program's mask, to put back */
@@ -495,30 +498,56 @@ static void contain_strict(const struct pmg_fault *f, const ucontext_t *uc,
  * grants it again (contain_begin()).  open(2), pread(2), pwrite(2):
  * AS-safe.
  */
-static int self_mem = -2;
+/*
+ * The descriptor is checked before each use (issue 21, third pass): it
+ * is this process's (a forked child inherits the parent's, which reads
+ * and writes the parent's memory: the child's stray write stayed and the
+ * parent's bytes were "restored"), and still /proc/self/mem (fstat(2):
+ * device and inode as opened; a program that closed it and opened a file
+ * of its own under that number got pwrite(2)s at the faulting address as
+ * offset).  Otherwise a new one is opened; the old number is left alone
+ * (it may be the program's now).  One word, pid << 32 | fd + 2 (0: none
+ * yet), so that a thread never pairs one pid with another's descriptor.
+ */
+static uint64_t self_mem;
+static dev_t self_mem_dev;
+static ino_t self_mem_ino;
 
-static int mem_fd(void)
+int _pmg_self_mem_fd(void)
 {
-	int fd = __atomic_load_n(&self_mem, __ATOMIC_ACQUIRE);
+	uint32_t pid = (uint32_t)getpid();
+	uint64_t w = __atomic_load_n(&self_mem, __ATOMIC_ACQUIRE), nw;
+	struct stat st;
+	int fd;
 
-	if (fd == -2) {
-		int want = -2;
-
-		fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-		if (!__atomic_compare_exchange_n(&self_mem, &want, fd, false,
-						 __ATOMIC_ACQ_REL,
-						 __ATOMIC_ACQUIRE)) {
-			if (fd >= 0)
-				close(fd);
-			fd = want;
-		}
+	if (w && (uint32_t)(w >> 32) == pid) {
+		fd = (int)(uint32_t)w - 2;
+		if (fd < 0 || (!fstat(fd, &st) && st.st_dev == self_mem_dev &&
+			       st.st_ino == self_mem_ino))
+			return fd;
 	}
-	return fd;
+	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0) {
+		self_mem_dev = st.st_dev;
+		self_mem_ino = st.st_ino;
+	}
+	nw = ((uint64_t)pid << 32) | (uint32_t)(fd + 2);
+	if (__atomic_compare_exchange_n(&self_mem, &w, nw, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return fd;
+	/* another thread published one meanwhile: use none this time */
+	if (fd >= 0)
+		close(fd);
+	return -1;
 }
 
 static void copy_out(void *dst, uintptr_t src, unsigned len, bool pku)
 {
-	int fd = pku ? -1 : mem_fd();
+	int fd = pku ? -1 : _pmg_self_mem_fd();
 
 	if (fd < 0 || pread(fd, dst, len, (off_t)src) != (ssize_t)len)
 		memcpy(dst, (const void *)src, len);
@@ -526,7 +555,7 @@ static void copy_out(void *dst, uintptr_t src, unsigned len, bool pku)
 
 static void copy_in(uintptr_t dst, const void *src, unsigned len, bool pku)
 {
-	int fd = pku ? -1 : mem_fd();
+	int fd = pku ? -1 : _pmg_self_mem_fd();
 
 	if (fd < 0 || pwrite(fd, src, len, (off_t)dst) != (ssize_t)len)
 		memcpy((void *)dst, src, len);
@@ -659,6 +688,24 @@ static size_t vm_copy(void *local, uintptr_t remote, size_t len, bool write)
 }
 
 /*
+ * Is @page backed (mapped, within its file)?  Contain skips a run of
+ * protected pages without touching them; the CPU would take SIGBUS at a
+ * page past the end of its file, SIGSEGV at a hole: such a page ends the
+ * run.  /proc/self/mem reads any mapped page (PROT_NONE, keys ignored) and
+ * fails exactly there; without it, process_vm_readv (a PROT_NONE page
+ * then also ends the run: per element, still right).  AS-safe.
+ */
+static bool page_backed(uintptr_t page)
+{
+	int fd = _pmg_self_mem_fd();
+	uint8_t b;
+
+	if (fd >= 0)
+		return pread(fd, &b, 1, (off_t)page) == 1;
+	return vm_copy(&b, page, 1, false) == 1;
+}
+
+/*
  * The report of a contained run (one line per run, as contain_end).
  */
 static void bulk_report(const struct pmg_fault *f, pid_t tid,
@@ -756,7 +803,8 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 
 			if (_pmg_reg_find(pos, &r) ||
 			    !page_denied(&r, pos & PMG_PAGE_MASK,
-					 f->saved_pkval, pku))
+					 f->saved_pkval, pku) ||
+			    (!audit && !page_backed(pos & PMG_PAGE_MASK)))
 				break;
 			if (next > r.end)
 				next = r.end;
@@ -776,7 +824,8 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 			uintptr_t next = (pos - 1) & PMG_PAGE_MASK;
 
 			if (_pmg_reg_find(pos - 1, &r) ||
-			    !page_denied(&r, next, f->saved_pkval, pku))
+			    !page_denied(&r, next, f->saved_pkval, pku) ||
+			    (!audit && !page_backed(next)))
 				break;
 			if (next < r.base)
 				next = r.base;
@@ -1014,6 +1063,51 @@ static bool rep_audit(const struct pmg_fault *f, ucontext_t *uc, bool pku,
 	return rep_read_bulk(f, uc, &d, pku);
 }
 
+/* Is byte @a one of the first @nsave saved (protected) pieces? */
+static bool in_saves(uintptr_t a, unsigned nsave)
+{
+	unsigned j;
+
+	for (j = 0; j < nsave; j++)
+		if (a >= pending.save[j].addr &&
+		    a < pending.save[j].addr + pending.save[j].len)
+			return true;
+	return false;
+}
+
+/*
+ * The redirect's snapshot of [@ea, +@len) into pending.snap: the saved
+ * (protected) pieces as copy_out() reads them, the other bytes through
+ * process_vm_readv() (page protection honoured: no fault here).  False
+ * when some byte outside the saved pieces cannot be read: a masked store
+ * (vmaskmov, AVX-512 {k}) whose masked-off elements lie in an unmapped or
+ * PROT_NONE page, which the CPU does not touch and does not fault on.
+ * Then no redirect: the save-and-step path runs the instruction on the
+ * real memory, where the CPU decides (issue 21, third pass).
+ */
+static bool redirect_snap(uintptr_t ea, unsigned len, unsigned nsave, bool pku)
+{
+	uint32_t all = pku ? ~(uint32_t)PMG_PKR_MASK(0) : 0;
+	unsigned k, e;
+	uint32_t cur;
+
+	for (k = 0; k < len; k = e) {
+		bool saved = in_saves(ea + k, nsave);
+
+		for (e = k + 1; e < len && in_saves(ea + e, nsave) == saved;)
+			e++;
+		if (saved) {
+			cur = open_keys(all);
+			copy_out(&pending.snap[k], ea + k, e - k, pku);
+			close_keys(all, cur);
+		} else if (vm_copy(&pending.snap[k], ea + k, e - k, false) !=
+			   e - k) {
+			return false;
+		}
+	}
+	return true;
+}
+
 /*
  * A stray access in contain mode.  Returns true when it is a write to be
  * contained (everything set up: saved bytes, rights, trap flag); false
@@ -1137,6 +1231,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			       "a second write fault inside a "
 			       "contained step");
 	pending.active = true;
+	pending.ip = f->ip;
 	pending.contain = true;
 	pending.redirect = false;
 	pending.had_tf = uc->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF;
@@ -1156,37 +1251,25 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 	pending.mask = 0;
 	pending.bits = 0;
 	pending.rd_mask = pku ? grant : 0;
-	if (d.nwr == 1 && d.wr[0].base >= 0) {
+	if (d.nwr == 1 && d.wr[0].base >= 0 &&
+	    redirect_snap(d.wr[0].addr, (unsigned)d.wr[0].len, nsave, pku)) {
 		/*
 		 * Redirect: the one written operand's base register is moved
 		 * so that the instruction writes a copy of the range in a
 		 * per-thread scratch buffer instead; memory is never granted
 		 * (no other thread can see or race anything) and the bytes
-		 * outside protected memory are copied out after the step.
+		 * outside protected memory the instruction changed are
+		 * copied out after the step (redirect_end()).
 		 */
 		uintptr_t ea = d.wr[0].addr;
-		unsigned len = (unsigned)d.wr[0].len, k;
+		unsigned len = (unsigned)d.wr[0].len;
 		uint8_t *s = scratch + PMG_CT_MAXLEN + (ea & (PMG_CT_MAXLEN - 1));
 		/* PKU: the handler runs with the default register; the bytes
 		 * outside the saved pieces may be in a domain this thread has
 		 * a window on: open every key for the copies */
 		uint32_t all = pku ? ~(uint32_t)PMG_PKR_MASK(0) : 0;
 
-		cur = open_keys(all);
-		for (k = 0; k < len; k++) {
-			unsigned j;
-
-			for (j = 0; j < nsave; j++)
-				if (ea + k >= pending.save[j].addr &&
-				    ea + k < pending.save[j].addr +
-						     pending.save[j].len)
-					break;
-			if (j < nsave)
-				copy_out(&s[k], ea + k, 1, pku);
-			else
-				s[k] = *(volatile uint8_t *)(ea + k);
-		}
-		close_keys(all, cur);
+		memcpy(s, pending.snap, len);
 		for (i = 0; i < nsave; i++)
 			memcpy(pending.save[i].old,
 			       s + (pending.save[i].addr - ea),
@@ -1229,13 +1312,22 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 	return true;
 }
 
-/* After a redirected step: fix the base register, copy out the bytes
- * the thread may write, keep the protected ones as they were. */
-static void redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
+/*
+ * After a redirected step: fix the base register, copy out the bytes
+ * outside protected memory that the instruction changed, keep the
+ * protected ones as they were.  Bytes it left as they were are not
+ * written: a masked store's masked-off elements may lie in a read-only
+ * page, where the CPU does not write (nor fault).  The copy is
+ * process_vm_writev() (page protection honoured, no fault in here): a
+ * changed byte in a page the program cannot write is a store the CPU
+ * would have faulted on: false, the caller falls back to strict.
+ */
+static bool redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
 {
 	greg_t *g = &uc->uc_mcontext.gregs[pending.base];
-	const uint8_t *s = (const uint8_t *)(pending.ea + pending.delta);
-	unsigned k, i;
+	uint8_t *s = (uint8_t *)(pending.ea + pending.delta);
+	unsigned k, i, e;
+	bool ok = true;
 
 	/* the decoder redirects only a base nothing else uses (contain.c) */
 	if (pending.base_kind == PMG_CT_BASE_STEP)
@@ -1250,9 +1342,20 @@ static void redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
 				break;
 		if (i < pending.nsave)
 			now[i][pending.ea + k - pending.save[i].addr] = s[k];
-		else
-			*(volatile uint8_t *)(pending.ea + k) = s[k];
 	}
+	for (k = 0; k < pending.len; k = e) {
+		e = k + 1;
+		if (in_saves(pending.ea + k, pending.nsave) ||
+		    s[k] == pending.snap[k])
+			continue;
+		while (e < pending.len &&
+		       !in_saves(pending.ea + e, pending.nsave) &&
+		       s[e] != pending.snap[e])
+			e++;
+		if (vm_copy(&s[k], pending.ea + k, e - k, true) != e - k)
+			ok = false;
+	}
+	return ok;
 }
 
 /* After the step: put the saved bytes back, report old -> new. */
@@ -1265,8 +1368,13 @@ static void contain_end(ucontext_t *uc)
 	unsigned i;
 	int fd = _pmg_report_fd();
 
-	if (pending.redirect)
-		redirect_end(uc, now);
+	if (pending.redirect && !redirect_end(uc, now)) {
+		close_keys(pending.rd_mask, cur);
+		contain_strict(&pending.f, uc, pending.tid, &pending.dec,
+			       "the store's bytes outside protected memory "
+			       "lie in a page the program cannot write: the "
+			       "CPU would have faulted");
+	}
 	for (i = 0; !pending.redirect && i < pending.nsave; i++) {
 		struct _pmg_save *sv = &pending.save[i];
 
@@ -1316,6 +1424,52 @@ static void contain_end(ucontext_t *uc)
 		_pmg_buf_flush(&b, fd);
 		_pmg_backtrace_to(fd);
 	}
+}
+
+/*
+ * May the report unwind the interrupted stack?  Not where rsp is in
+ * protected memory: a NOACCESS domain's pages (mprotect: PROT_NONE) fault
+ * under the unwinder, inside the handler (issue 21, third pass: audit and
+ * relaxed mode died of it).  As contain_strict().
+ */
+static bool stack_unprotected(const ucontext_t *uc)
+{
+	struct _pmg_range r;
+
+	return _pmg_reg_find((uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &r) !=
+	       0;
+}
+
+/*
+ * The stepped instruction faulted for a reason of its own (not ours: its
+ * access beyond the protected page hits an unmapped, PROT_NONE or
+ * read-only page): it wrote nothing (x86 faults are precise) and there
+ * will be no SIGTRAP.  Undo the step's setup as the trap would have
+ * (registers, rights, trap flag, mask), so that a program handler that
+ * recovers with siglongjmp() leaves protection armed and no step
+ * pending; then the fault goes to the program as from the CPU.
+ */
+static void step_cancel(ucontext_t *uc)
+{
+	unsigned i;
+
+	if (pending.contain && pending.redirect)
+		uc->uc_mcontext.gregs[pending.base] -= (greg_t)pending.delta;
+	pending.contain = false;
+	if (pending.mask) {
+		uint32_t *reg = _pmg.prim->saved_reg(uc);
+
+		if (reg)
+			*reg = (*reg & ~pending.mask) | pending.bits;
+	}
+	for (i = 0; i < pending.npages; i++)
+		protect_page(pending.page[i],
+			     _pmg_pw_prot(pending.key[i], pending.page[i]));
+	if (!pending.had_tf)
+		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
+	step_unblock(uc);
+	step_release();
+	_PMG_STAT_INC(rearmed);
 }
 
 static void segv_handler(int sig, siginfo_t *si, void *ucv)
@@ -1409,8 +1563,10 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		notify(&f, tid, PMG_FAULT_GRANTED);
 		break;
 	case PMG_ACT_RELAX_REPORT:
-		_pmg_report_fault(&f, tid, "relaxed (reported once per domain, "
-			     "access allowed)", true);
+		_pmg_report_fault(&f, tid,
+				  "relaxed (reported once per domain, "
+				  "access allowed)",
+				  stack_unprotected(uc));
 		/* fall through */
 	case PMG_ACT_RELAX_SILENT:
 		_PMG_STAT_INC(relaxed);
@@ -1426,7 +1582,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			_pmg_report_fault(&f, tid,
 					  "strict (aborting: no "
 					  "memory for the single step)",
-					  true);
+					  stack_unprotected(uc));
 			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
 			abort();
 		}
@@ -1446,7 +1602,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 #endif
 		n = allowed ? 0 : _pmg_audit_site_hit(f.ip, key);
 		if (!allowed)
-			_pmg_report_fault(&f, tid, "audit", n == 1);
+			_pmg_report_fault(&f, tid, "audit",
+					  n == 1 && stack_unprotected(uc));
 		_PMG_STAT_INC(audited);
 		notify(&f, tid, PMG_FAULT_AUDITED);
 #ifdef __x86_64__
@@ -1459,6 +1616,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		}
 		if (!pending.active) {
 			pending.active = true;
+			pending.ip = f.ip;
 			pending.had_tf = uc->uc_mcontext.gregs[REG_EFL] &
 					 X86_EFLAGS_TF;
 			pending.mask = 0;
@@ -1478,7 +1636,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		break;
 	}
 	default:
-		_pmg_report_fault(&f, tid, "strict (aborting)", true);
+		_pmg_report_fault(&f, tid, "strict (aborting)",
+				  stack_unprotected(uc));
 		notify(&f, tid, PMG_FAULT_STRICT_ABORT);
 		abort();
 	}
@@ -1494,6 +1653,11 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 not_ours:
 	if (reg)
 		_pmg_wrpkru(hpkru);
+#ifdef __x86_64__
+	if (cur_step && pending.active && si->si_code > 0 &&
+	    (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] == pending.ip)
+		step_cancel(uc);
+#endif
 	/* a closed pool's quarantined address: reported (strict aborts) */
 	_pmg_pool_quarantine_fault(sig, si->si_code,
 				   (uintptr_t)si->si_addr, ucv);
@@ -1506,6 +1670,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	int saved_errno = errno;
 	ucontext_t *uc = ucv;
 	unsigned i;
+	bool had_tf;
 
 	if (!cur_step || !pending.active || si->si_code != TRAP_TRACE) {
 		errno = saved_errno;
@@ -1527,14 +1692,21 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	for (i = 0; i < pending.npages; i++)
 		protect_page(pending.page[i],
 			     _pmg_pw_prot(pending.key[i], pending.page[i]));
+	had_tf = pending.had_tf;
 #ifdef __x86_64__
-	if (!pending.had_tf)
+	if (!had_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
 #endif
 	step_unblock(uc);
 	step_release();
 	_PMG_STAT_INC(rearmed);
 	errno = saved_errno;
+	/*
+	 * The program single-steps itself (TF was set at the fault): this
+	 * trap is also the one the CPU owes it after the instruction.
+	 */
+	if (had_tf)
+		chain(sig, si, ucv, &old_trap);
 }
 
 int _pmg_fault_install(void)

@@ -253,14 +253,41 @@ int _pmg_report_fd(void)
 	return fd;
 }
 
+/*
+ * Where the kernel enables PKU, PROT_EXEC alone is execute-only code: a
+ * protection key that is access-disabled in every signal handler (and in
+ * the program).  The unwinder reads the code bytes at a frame's pc that
+ * has no unwind info (its sigreturn check), so a backtrace through a
+ * stray write from execute-only code (a JIT) faulted inside pmguard's
+ * handler.  Every key but 0 readable (and write-disabled) for the walk.
+ */
+static int ospke = -1;
+
 void _pmg_backtrace_to(int fd)
 {
 	void *bt[32];
+	uint32_t pkru = 0;
 	int n;
 
 	if (fd < 0)
 		return;
+	if (ospke < 0) {
+		uint32_t r[4];
+
+		_pmg_cpuid(0, 0, r);
+		ospke = 0;
+		if (r[0] >= 7) {
+			_pmg_cpuid(7, 0, r);
+			ospke = (r[2] >> 4) & 1;
+		}
+	}
+	if (ospke) {
+		pkru = _pmg_rdpkru();
+		_pmg_wrpkru((pkru & 3u) | 0xaaaaaaa8u);
+	}
 	n = backtrace(bt, 32);
+	if (ospke)
+		_pmg_wrpkru(pkru);
 	backtrace_symbols_fd(bt, n, fd);
 }
 
