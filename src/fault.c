@@ -175,8 +175,28 @@ static void step_release(void)
 	__atomic_store_n(&s->owner, 0, __ATOMIC_RELEASE);
 }
 
+static void protect_page(uintptr_t page, int prot);
+
+/* fork child: a step another thread was in has no trap here: its pages
+ * (mprotect: open for the process) are protected again, the record
+ * freed. */
+static void step_fork_free(struct step *s)
+{
+	unsigned i;
+
+	if (s->owner && s->active)
+		for (i = 0; i < s->npages && i < PMG_PENDING_PAGES; i++)
+			protect_page(s->page[i],
+				     _pmg_pw_prot(s->key[i], s->page[i]));
+	s->active = false;
+	s->contain = false;
+	s->masked = false;
+	s->owner = 0;
+}
+
 /* fork child: only the forking thread exists, and it is not in a step
- * (fork is no single-stepped store); the others' records are free. */
+ * (fork is no single-stepped store, and a handler we chain to runs after
+ * step_abort()); the others' records are free. */
 void _pmg_fault_fork_child(void)
 {
 	struct step_chunk *c;
@@ -184,10 +204,10 @@ void _pmg_fault_fork_child(void)
 
 	cur_step = NULL;
 	for (i = 0; i < STEP_STATIC; i++)
-		step_static[i].owner = 0;
+		step_fork_free(&step_static[i]);
 	for (c = step_chunks; c; c = c->next)
 		for (i = 0; i < STEP_CHUNK; i++)
-			c->s[i].owner = 0;
+			step_fork_free(&c->s[i]);
 }
 
 /* ---- chaining to whoever was there before us ---- */
@@ -224,8 +244,17 @@ static void async_set_init(void)
 	for (s = 1; s <= 64; s++)
 		if (sigismember(&async_set, s) == 1)
 			async_bits |= 1ULL << (s - 1);
-	/* glibc's own (cancellation, setxid): never held up */
-	async_bits &= ~(3ULL << 31);
+	/*
+	 * glibc's own, which sigfillset() leaves out: cancellation (32) and
+	 * setxid (33).  Held up for one step too: an asynchronous
+	 * cancellation acted on in our handler or in the middle of the step
+	 * would end the thread with the step's pages open for everyone
+	 * (mprotect) and its record held; setxid waits for us a few
+	 * microseconds.  Into the kernel's mask directly: glibc's
+	 * sigaddset() refuses them, sigaction() passes sa_mask as is.
+	 */
+	async_bits |= 3ULL << 31;
+	memcpy(&async_set, &async_bits, sizeof(async_bits));
 }
 
 /* The frame's signal mask: the kernel's 64 bits, not glibc's sigset_t. */
@@ -243,7 +272,9 @@ static void step_block(void *ucv)
 		pending.sigmask = *m;
 		pending.masked = true;
 	}
-	*m |= async_bits;
+	/* and the step's own trap through, should the program block it
+	 * (a blocked trap kills): its mask is back at the trap */
+	*m = (*m | async_bits) & ~(1ULL << (SIGTRAP - 1));
 }
 
 /* The step ran: the program's own mask again at sigreturn. */
@@ -869,6 +900,8 @@ static void contain_end(ucontext_t *uc)
 	}
 }
 
+static void step_abort(ucontext_t *uc);
+
 static void segv_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
@@ -1036,23 +1069,23 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	return;
 
 not_ours:
+	if (p)
+		step_abort(uc);
 	if (reg)
 		_pmg_wrpkru(hpkru);
 	errno = saved_errno;
 	chain(sig, si, ucv, &old_segv);
 }
 
-static void trap_handler(int sig, siginfo_t *si, void *ucv)
+/*
+ * The step is over: put back what the SIGSEGV handler opened (contain's
+ * bytes, the PKU register bits, the mprotect pages), the trap flag and the
+ * program's signal mask, in the frame @uc, and give the record back.
+ */
+static void step_finish(ucontext_t *uc)
 {
-	int saved_errno = errno;
-	ucontext_t *uc = ucv;
 	unsigned i;
 
-	if (!cur_step || !pending.active || si->si_code != TRAP_TRACE) {
-		errno = saved_errno;
-		chain(sig, si, ucv, &old_trap);
-		return;
-	}
 	if (_pmg.prim->id == PMG_BACKEND_PKU) /* the observer may read */
 		_pmg_wrpkru(pmg_core_apply_defaults(&_pmg.core, _pmg_rdpkru()));
 	if (pending.contain) {
@@ -1074,6 +1107,45 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 #endif
 	step_unblock(uc);
 	step_release();
+}
+
+/*
+ * A signal that is not pmguard's arrives in the middle of a step: the
+ * stepped instruction's own fault on memory that is not pmguard's, say,
+ * for the program's handler.  That handler may leave by siglongjmp() (or
+ * end the thread), and the trap would never come: the pages the step
+ * opened would stay open for every thread (mprotect), the record held.
+ * End the step first, as if the instruction had not run (it has not: it
+ * faulted); should the handler return, the instruction runs again and
+ * faults on pmguard's memory again, a fresh step.
+ */
+static void step_abort(ucontext_t *uc)
+{
+	uint32_t hpkru = 0;
+	bool pku;
+
+	if (!cur_step || !pending.active)
+		return;
+	pku = _pmg.prim->id == PMG_BACKEND_PKU;
+	if (pku)
+		hpkru = _pmg_rdpkru();
+	step_finish(uc);
+	if (pku)
+		_pmg_wrpkru(hpkru);
+}
+
+static void trap_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	ucontext_t *uc = ucv;
+
+	if (!cur_step || !pending.active || si->si_code != TRAP_TRACE) {
+		step_abort(uc);
+		errno = saved_errno;
+		chain(sig, si, ucv, &old_trap);
+		return;
+	}
+	step_finish(uc);
 	_PMG_STAT_INC(rearmed);
 	errno = saved_errno;
 }
