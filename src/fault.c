@@ -49,7 +49,7 @@
 #define X86_EFLAGS_TF 0x100
 #define PF_WRITE 0x2
 
-static struct sigaction old_segv, old_trap;
+static struct sigaction old_segv, old_trap, old_bus;
 
 /*
  * Audit and contain: what the SIGTRAP after the single step must put back.
@@ -91,6 +91,7 @@ struct step {
 	unsigned len;
 	/* the step runs with asynchronous signals blocked (step_block()) */
 	bool masked;
+	greg_t step_ip; /* the stepped instruction (step_block()) */
 	uint64_t sigmask; /* the program's mask, to put back */
 	/* Redirect target: the written range at the same offset mod 64 (so
 	 * alignment-checking stores, cmpxchg16b, movntdq, still fit). */
@@ -272,6 +273,9 @@ static void step_block(void *ucv)
 		pending.sigmask = *m;
 		pending.masked = true;
 	}
+#ifdef __x86_64__
+	pending.step_ip = ((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP];
+#endif
 	/* and the step's own trap through, should the program block it
 	 * (a blocked trap kills): its mask is back at the trap */
 	*m = (*m | async_bits) & ~(1ULL << (SIGTRAP - 1));
@@ -330,12 +334,15 @@ static void chain(int sig, siginfo_t *si, void *uc, const struct sigaction *old)
 	}
 	/*
 	 * Default action.  A fault re-executes and kills with the original
-	 * siginfo; a trap or a sent signal does not recur, so raise it.
+	 * siginfo; a trap, a sent signal or a machine-check "action
+	 * optional" SIGBUS does not recur, so raise it.
 	 */
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	sigaction(sig, &dfl, NULL);
-	if (sig != SIGSEGV || si->si_code <= 0)
+	if (!((sig == SIGSEGV && si->si_code > 0) ||
+	      (sig == SIGBUS && si->si_code > 0 &&
+	       si->si_code != BUS_MCEERR_AO)))
 		raise(sig);
 }
 
@@ -1124,8 +1131,14 @@ static void step_abort(ucontext_t *uc)
 	uint32_t hpkru = 0;
 	bool pku;
 
-	if (!cur_step || !pending.active)
+	/* only the stepped instruction's own frame, the step set up: not a
+	 * fault inside pmguard's handler (contain's copies, say) */
+	if (!cur_step || !pending.active || !pending.masked)
 		return;
+#ifdef __x86_64__
+	if (uc->uc_mcontext.gregs[REG_RIP] != pending.step_ip)
+		return;
+#endif
 	pku = _pmg.prim->id == PMG_BACKEND_PKU;
 	if (pku)
 		hpkru = _pmg_rdpkru();
@@ -1148,6 +1161,22 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	step_finish(uc);
 	_PMG_STAT_INC(rearmed);
 	errno = saved_errno;
+}
+
+/*
+ * SIGBUS is not pmguard's, but the stepped instruction may raise it (a
+ * store beyond the end of a shrunk file, a machine check on a bad pmem
+ * block) and the program's handler may leave by siglongjmp(): end the
+ * step first (step_abort()), then pass it on unchanged.
+ */
+static void bus_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+
+	if (__atomic_load_n(&_pmg.prim, __ATOMIC_ACQUIRE))
+		step_abort(ucv);
+	errno = saved_errno;
+	chain(sig, si, ucv, &old_bus);
 }
 
 int _pmg_fault_install(void)
@@ -1173,5 +1202,11 @@ int _pmg_fault_install(void)
 				strerror(errno));
 	if (prev.sa_sigaction != trap_handler)
 		old_trap = prev;
+	sa.sa_sigaction = bus_handler;
+	if (sigaction(SIGBUS, &sa, &prev))
+		return _pmg_err(-errno, "installing the SIGBUS handler: %s",
+				strerror(errno));
+	if (prev.sa_sigaction != bus_handler)
+		old_bus = prev;
 	return 0;
 }

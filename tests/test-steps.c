@@ -13,6 +13,10 @@
  *    the step opened must not stay open;
  *  - the thread is cancelled (asynchronous cancellation) during the
  *    step: the same;
+ *  - the stepped store hits a page beyond the end of a shrunk file
+ *    (SIGBUS, not pmguard's signal) and the program's handler leaves by
+ *    siglongjmp() (pmem programs catch SIGBUS for bad blocks): the page
+ *    must be protected when the file grows again;
  *  - another thread forks during the step: the child's pages must be
  *    protected, although the stepping thread does not exist there, and
  *    the record that thread held must be whole again (a stale "active"
@@ -244,6 +248,60 @@ static int fork_child(void *arg)
 	return 0;
 }
 
+/* ---- the stepped store hits a truncated file: SIGBUS ---- */
+static volatile int n_bus;
+
+static void prog_bus(int sig)
+{
+	(void)sig;
+	if (!catching) {
+		signal(SIGBUS, SIG_DFL); /* a real crash: the fault again */
+		return;
+	}
+	n_bus++;
+	siglongjmp(jb, 1);
+}
+
+static int sigbus_child(void *arg)
+{
+	char path[] = "/tmp/pmg-test-steps-XXXXXX";
+	char *f;
+	int fd, rc;
+
+	rc = setup((int)(intptr_t)arg);
+	if (rc)
+		return rc;
+	fd = mkstemp(path);
+	if (fd < 0)
+		return 70;
+	unlink(path);
+	if (ftruncate(fd, 2 * PAGE))
+		return 71;
+	f = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (f == MAP_FAILED || pmg_protect(dom, f, 2 * PAGE))
+		return 72;
+	catching = 1;
+	/* the file shrinks under the mapping: the second page is gone */
+	if (ftruncate(fd, PAGE))
+		return 73;
+	n_obs = 0;
+	if (!sigsetjmp(jb, 1))
+		((volatile char *)f)[PAGE + 8] = 0x55;
+	if (n_bus != 1)
+		return 74;
+	if (pmg_get_fault_mode() == PMG_FAULT_AUDIT && n_obs != 1)
+		return 75; /* the step did not begin: nothing tested */
+	/* the file grows back: the page must be protected */
+	if (ftruncate(fd, 2 * PAGE))
+		return 76;
+	page = f + PAGE;
+	if (!armed(16) || !armed(24))
+		return 77;
+	if (f[PAGE + 8] != 0)
+		return 78;
+	return 0;
+}
+
 static const char *mode_name(int mode)
 {
 	return mode == PMG_FAULT_AUDIT ? "audit" : "contain";
@@ -268,13 +326,16 @@ int main(void)
 
 	if (pmg_under_valgrind())
 		tap_skip_all(PMG_VALGRIND_WHY);
-	tap_init(8);
-	/* the program's own SIGSEGV handler, installed before pmguard's:
-	 * pmguard chains to it */
+	tap_init(9);
+	/* the program's own SIGSEGV and SIGBUS handlers, installed before
+	 * pmguard's: pmguard chains to them */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = prog_segv;
 	sa.sa_flags = SA_SIGINFO;
 	sigaction(SIGSEGV, &sa, NULL);
+	sa.sa_handler = prog_bus;
+	sa.sa_flags = 0;
+	sigaction(SIGBUS, &sa, NULL);
 	if (pmg_init()) {
 		tap_diag("pmg_init: %s", pmg_errormsg());
 		return 1;
@@ -294,5 +355,11 @@ int main(void)
 		    "fork() while another thread steps a stray write: the "
 		    "child's page protected");
 	}
+	/* audit only: contain reads the written bytes itself, in its
+	 * handler, and takes the SIGBUS there (listed for contain mode) */
+	run(sigbus_child, PMG_FAULT_AUDIT,
+	    "the stepped store hits a truncated file (SIGBUS), the "
+	    "program's handler leaves by siglongjmp(): protection back when "
+	    "the file grows again");
 	return tap_done();
 }
