@@ -465,9 +465,10 @@ PMG_API int pmg_set_fault_mode(int mode)
 {
 	if (mode != PMG_FAULT_STRICT && mode != PMG_FAULT_RELAXED &&
 	    mode != PMG_FAULT_AUDIT && mode != PMG_FAULT_CONTAIN)
-		return _pmg_err(-EINVAL, "pmg_set_fault_mode: fault mode %d: "
-				"must be PMG_FAULT_STRICT, _RELAXED, _AUDIT or "
-				"_CONTAIN", mode);
+		/* AS-safe: a constant (formatting allocates the buffer) */
+		return _pmg_err_s(-EINVAL, "pmg_set_fault_mode: not a fault "
+				  "mode: must be PMG_FAULT_STRICT, _RELAXED, "
+				  "_AUDIT or _CONTAIN");
 	__atomic_store_n(&_pmg.mode, mode, __ATOMIC_RELAXED);
 	/* wins over PMGUARD_FAULT_MODE; atomic: AS-safe */
 	__atomic_store_n(&_pmg.mode_set, true, __ATOMIC_RELEASE);
