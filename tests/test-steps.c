@@ -22,6 +22,8 @@
  *    the record that thread held must be whole again (a stale "active"
  *    made the child's first contained write abort as "a second write
  *    fault inside a contained step").
+ * And 48 threads stepping at once (the step records are a process-wide
+ * pool: 8 static, then chunks of 16).
  * Every check runs in a forked child; "protected" is proved by one more
  * stray write that the observer must see.  Both backends (PKU: rights
  * are per thread, a cancelled thread's cannot stay open).
@@ -248,6 +250,56 @@ static int fork_child(void *arg)
 	return 0;
 }
 
+/* ---- many threads in steps at once: the record pool grows ---- */
+#define MANY 48 /* > 8 static records + 2 chunks of 16 */
+#define MANY_WRITES 200
+static char *many_pages;
+static pthread_barrier_t many_bar;
+
+static void *many_thread(void *arg)
+{
+	volatile char *p = many_pages + PAGE * (uintptr_t)arg;
+	int i;
+
+	pthread_barrier_wait(&many_bar);
+	for (i = 0; i < MANY_WRITES; i++)
+		p[i % PAGE] = (char)i;
+	return NULL;
+}
+
+static int many_child(void *arg)
+{
+	int rc = setup((int)(intptr_t)arg), i;
+	pthread_t t[MANY];
+
+	if (rc)
+		return rc;
+	many_pages = mmap(NULL, PAGE * MANY, PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (many_pages == MAP_FAILED ||
+	    pmg_protect(dom, many_pages, PAGE * MANY) ||
+	    pthread_barrier_init(&many_bar, NULL, MANY))
+		return 80;
+	n_obs = 0;
+	for (i = 0; i < MANY; i++)
+		if (pthread_create(&t[i], NULL, many_thread,
+				   (void *)(uintptr_t)i))
+			return 81;
+	for (i = 0; i < MANY; i++)
+		pthread_join(t[i], NULL);
+	if (n_obs != MANY * MANY_WRITES) {
+		fprintf(stderr, "# %ld of %d stray writes seen\n", n_obs,
+			MANY * MANY_WRITES);
+		return 82;
+	}
+	for (i = 0; i < MANY; i++) {
+		page = many_pages + PAGE * i;
+		if (!armed(PAGE - 1))
+			return 83;
+	}
+	return 0;
+}
+
 /* ---- the stepped store hits a truncated file: SIGBUS ---- */
 static volatile int n_bus;
 
@@ -326,7 +378,7 @@ int main(void)
 
 	if (pmg_under_valgrind())
 		tap_skip_all(PMG_VALGRIND_WHY);
-	tap_init(9);
+	tap_init(11);
 	/* the program's own SIGSEGV and SIGBUS handlers, installed before
 	 * pmguard's: pmguard chains to them */
 	memset(&sa, 0, sizeof(sa));
@@ -354,6 +406,10 @@ int main(void)
 		run(fork_child, modes[i],
 		    "fork() while another thread steps a stray write: the "
 		    "child's page protected");
+		run(many_child, modes[i],
+		    "48 threads in steps at once (the record pool grows past "
+		    "its static records and a chunk): every stray write seen, "
+		    "every page protected after");
 	}
 	/* audit only: contain reads the written bytes itself, in its
 	 * handler, and takes the SIGBUS there (listed for contain mode) */
