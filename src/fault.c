@@ -314,9 +314,16 @@ static void chain_mask(int sig, void *ucv, const struct sigaction *old)
 	pthread_sigmask(SIG_SETMASK, &m, NULL);
 }
 
-static void chain(int sig, siginfo_t *si, void *uc, const struct sigaction *old)
+static void chain(int sig, siginfo_t *si, void *uc, struct sigaction *saved)
 {
-	struct sigaction dfl;
+	struct sigaction dfl, copy = *saved;
+	const struct sigaction *old = &copy;
+
+	/* one-shot, as the kernel does it: the default from now on */
+	if (copy.sa_flags & SA_RESETHAND) {
+		memset(saved, 0, sizeof(*saved));
+		saved->sa_handler = SIG_DFL;
+	}
 
 	if ((old->sa_flags & SA_SIGINFO) ||
 	    (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN))
