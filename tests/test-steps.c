@@ -250,6 +250,45 @@ static int fork_child(void *arg)
 	return 0;
 }
 
+/* ---- on the alternate signal stack ---- */
+/*
+ * pmguard's handler runs there when the thread has one (SA_ONSTACK).
+ * pmguard(7) states what it needs: glibc's SIGSTKSZ (sysconf, from the
+ * CPU's signal frame size) is enough; below it, a guard page.  The
+ * high-water mark is printed (kernel frame included).
+ */
+static int altstack_child(void *arg)
+{
+	long sz = sysconf(_SC_SIGSTKSZ), i;
+	int rc = setup((int)(intptr_t)arg);
+	stack_t ss;
+	char *m;
+
+	if (rc)
+		return rc;
+	if (sz < 8192)
+		sz = 8192;
+	sz = (sz + PAGE - 1) & ~(long)(PAGE - 1);
+	m = mmap(NULL, (size_t)sz + PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED || mprotect(m, PAGE, PROT_NONE))
+		return 90;
+	memset(m + PAGE, 0xa5, (size_t)sz);
+	ss.ss_sp = m + PAGE;
+	ss.ss_size = (size_t)sz;
+	ss.ss_flags = 0;
+	if (sigaltstack(&ss, NULL))
+		return 91;
+	((volatile char *)page)[700] = 0x66; /* first time: backtrace */
+	if (n_obs != 1 || !armed(701))
+		return 92;
+	for (i = 0; i < sz && (uint8_t)m[PAGE + i] == 0xa5; i++)
+		;
+	printf("# alternate stack %ld bytes (SIGSTKSZ %ld), %ld used\n", sz,
+	       sysconf(_SC_SIGSTKSZ), sz - i);
+	return 0;
+}
+
 /* ---- many threads in steps at once: the record pool grows ---- */
 #define MANY 48 /* > 8 static records + 2 chunks of 16 */
 #define MANY_WRITES 200
@@ -378,7 +417,7 @@ int main(void)
 
 	if (pmg_under_valgrind())
 		tap_skip_all(PMG_VALGRIND_WHY);
-	tap_init(11);
+	tap_init(13);
 	/* the program's own SIGSEGV and SIGBUS handlers, installed before
 	 * pmguard's: pmguard chains to them */
 	memset(&sa, 0, sizeof(sa));
@@ -406,6 +445,10 @@ int main(void)
 		run(fork_child, modes[i],
 		    "fork() while another thread steps a stray write: the "
 		    "child's page protected");
+		run(altstack_child, modes[i],
+		    "on an alternate signal stack of glibc's SIGSTKSZ with a "
+		    "guard page below: the stray write is handled, protection "
+		    "back");
 		run(many_child, modes[i],
 		    "48 threads in steps at once (the record pool grows past "
 		    "its static records and a chunk): every stray write seen, "
