@@ -917,6 +917,32 @@ static void contain_end(ucontext_t *uc)
 
 static void step_abort(ucontext_t *uc);
 
+/*
+ * Contain decodes the instruction (Zydis), saves and reports bytes: about
+ * 5.5 KiB of stack beyond the kernel's frame, more than a fixed 8 KiB
+ * alternate signal stack (Rust's std threads') has left.  Below this,
+ * contain would overflow it (into a guard page: killed unexplained;
+ * without one: into memory below), so it falls back to strict, which
+ * needs less.  AS-safe.
+ */
+#define CONTAIN_STACK (7 * 1024)
+/* A report's backtrace (libgcc's unwinder) takes about 1.5 KiB more:
+ * below this, reports go without one.  A report itself fits. */
+#define TRACE_STACK (5 * 1024)
+
+static size_t altstack_left(void)
+{
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0), base;
+	stack_t ss;
+
+	if (sigaltstack(NULL, &ss) || !(ss.ss_flags & SS_ONSTACK))
+		return SIZE_MAX;
+	base = (uintptr_t)ss.ss_sp;
+	if (sp < base || sp - base > ss.ss_size)
+		return SIZE_MAX;
+	return sp - base;
+}
+
 static void segv_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
@@ -928,7 +954,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	uintptr_t page = 0;
 	pid_t tid;
 	int key, mode;
-	bool allowed;
+	bool allowed, trace;
 
 	if (!p)
 		goto not_ours;
@@ -994,6 +1020,9 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		goto not_ours;
 
 	tid = (pid_t)syscall(SYS_gettid);
+	trace = f.action == PMG_ACT_SYNC || f.action == PMG_ACT_GRANT ||
+		f.action == PMG_ACT_RELAX_SILENT ||
+		altstack_left() >= TRACE_STACK;
 	_PMG_STAT_INC(faults);
 	if (f.action != PMG_ACT_SYNC)
 		_PMG_STAT_INC(strays);
@@ -1008,8 +1037,13 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		notify(&f, tid, PMG_FAULT_GRANTED);
 		break;
 	case PMG_ACT_RELAX_REPORT:
-		_pmg_report_fault(&f, tid, "relaxed (reported once per domain, "
-			     "access allowed)", true);
+		_pmg_report_fault(&f, tid,
+				  trace ? "relaxed (reported once per domain, "
+					  "access allowed)"
+					: "relaxed (reported once per domain, "
+					  "access allowed; no backtrace: "
+					  "little signal stack left)",
+				  trace);
 		/* fall through */
 	case PMG_ACT_RELAX_SILENT:
 		_PMG_STAT_INC(relaxed);
@@ -1029,6 +1063,17 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
 			abort();
 		}
+		if (mode == PMG_FAULT_CONTAIN && f.acc == PMG_ACC_WRITE &&
+		    !pending.active && altstack_left() < CONTAIN_STACK) {
+			_pmg_report_fault(&f, tid,
+					  "strict (aborting: contain needs "
+					  "about 7 KiB of signal stack, the "
+					  "alternate stack has less left; no "
+					  "backtrace: it needs stack too)",
+					  false);
+			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
+			abort();
+		}
 		if (mode == PMG_FAULT_CONTAIN &&
 		    !(pending.active && f.acc == PMG_ACC_READ) &&
 		    contain_begin(&f, uc, reg, tid)) {
@@ -1045,7 +1090,12 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 #endif
 		n = allowed ? 0 : _pmg_audit_site_hit(f.ip, key);
 		if (!allowed)
-			_pmg_report_fault(&f, tid, "audit", n == 1);
+			_pmg_report_fault(&f, tid,
+					  trace || n != 1
+						  ? "audit"
+						  : "audit (no backtrace: "
+						    "little signal stack left)",
+					  n == 1 && trace);
 		_PMG_STAT_INC(audited);
 		notify(&f, tid, PMG_FAULT_AUDITED);
 #ifdef __x86_64__
@@ -1070,7 +1120,11 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		break;
 	}
 	default:
-		_pmg_report_fault(&f, tid, "strict (aborting)", true);
+		_pmg_report_fault(&f, tid,
+				  trace ? "strict (aborting)"
+					: "strict (aborting; no backtrace: "
+					  "little signal stack left)",
+				  trace);
 		notify(&f, tid, PMG_FAULT_STRICT_ABORT);
 		abort();
 	}

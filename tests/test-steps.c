@@ -31,6 +31,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <setjmp.h>
+#include <sys/wait.h>
 #include <stdint.h>
 
 #include "tap.h"
@@ -289,6 +290,57 @@ static int altstack_child(void *arg)
 	return 0;
 }
 
+/*
+ * A fixed 8 KiB alternate stack (Rust's std threads'), guard page below:
+ * too small for contain (pmguard(7)).  Contain falls back to strict with
+ * the reason: SIGABRT and a report, not a SIGSEGV inside the handler.
+ * Audit fits (reports drop their backtrace when little is left).
+ */
+static int small_altstack_child(void *arg)
+{
+	int rc = setup((int)(intptr_t)arg), fd[2];
+	stack_t ss;
+	char *m, buf[2048];
+	ssize_t n;
+
+	if (rc)
+		return rc;
+	m = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED || mprotect(m, PAGE, PROT_NONE) || pipe(fd))
+		return 90;
+	ss.ss_sp = m + PAGE;
+	ss.ss_size = 2 * PAGE;
+	ss.ss_flags = 0;
+	if (sigaltstack(&ss, NULL))
+		return 91;
+	pmg_set_report_fd(fd[1]);
+	if (fork() == 0) {
+		((volatile char *)page)[800] = 0x77;
+		/* audit: handled, the page protected again */
+		_exit(pmg_get_fault_mode() == PMG_FAULT_AUDIT && armed(801)
+			      ? 0
+			      : 1);
+	}
+	close(fd[1]);
+	wait(&rc);
+	n = read(fd[0], buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = 0;
+	if (pmg_get_fault_mode() == PMG_FAULT_AUDIT) {
+		if (!WIFEXITED(rc) || WEXITSTATUS(rc) || !strstr(buf, "audit"))
+			return 94;
+		return 0;
+	}
+	if (!WIFSIGNALED(rc) || WTERMSIG(rc) != SIGABRT) {
+		printf("# child: %s %d\n", WIFEXITED(rc) ? "exit" : "signal",
+		       WIFEXITED(rc) ? WEXITSTATUS(rc) : WTERMSIG(rc));
+		return 92;
+	}
+	if (!strstr(buf, "signal stack") || page[800] == 0x77)
+		return 93;
+	return 0;
+}
+
 /* ---- many threads in steps at once: the record pool grows ---- */
 #define MANY 48 /* > 8 static records + 2 chunks of 16 */
 #define MANY_WRITES 200
@@ -417,7 +469,7 @@ int main(void)
 
 	if (pmg_under_valgrind())
 		tap_skip_all(PMG_VALGRIND_WHY);
-	tap_init(13);
+	tap_init(15);
 	/* the program's own SIGSEGV and SIGBUS handlers, installed before
 	 * pmguard's: pmguard chains to them */
 	memset(&sa, 0, sizeof(sa));
@@ -454,6 +506,13 @@ int main(void)
 		    "its static records and a chunk): every stray write seen, "
 		    "every page protected after");
 	}
+	run(small_altstack_child, PMG_FAULT_CONTAIN,
+	    "contain on a fixed 8 KiB alternate stack (guard page below): "
+	    "strict with the reason, not a crash inside the handler");
+	run(small_altstack_child, PMG_FAULT_AUDIT,
+	    "audit on a fixed 8 KiB alternate stack (guard page below): "
+	    "handled and reported (the backtrace dropped if little is "
+	    "left), protection back");
 	/* audit only: contain reads the written bytes itself, in its
 	 * handler, and takes the SIGBUS there (listed for contain mode) */
 	run(sigbus_child, PMG_FAULT_AUDIT,
