@@ -63,6 +63,7 @@ $(STATIC): $(ST_OBJ)
 $(SHARED): $(SH_OBJ) src/libpmguard.map
 	$(CC) -shared -Wl,-soname,libpmguard.so.$(SOVER) \
 		-Wl,--version-script=src/libpmguard.map -Wl,-z,defs \
+		-Wl,-z,nodelete \
 		$(CFLAGS) -o $@ $(SH_OBJ) $(LDLIBS)
 	ln -sf libpmguard.so.$(VERSION) $(O)/libpmguard.so.$(SOVER)
 	ln -sf libpmguard.so.$(SOVER) $(O)/libpmguard.so

@@ -81,6 +81,17 @@ static void describe_holders(char *buf, size_t size)
 static int reserved[PMG_NR_KEYS];
 static unsigned nreserved;
 
+/*
+ * Keys that some thread may read (PKU): a write-disabled domain's default
+ * (every thread that synced or was created since has it readable) or a
+ * reservation.  pmg_domain_delete() can reset the calling thread's
+ * register only, so such a key, freed and allocated again, is still
+ * readable in those threads: it may serve a write-disabled domain again,
+ * never a no-access one (whose memory they would read unnoticed).
+ */
+static uint32_t key_readable;
+static unsigned nskipped; /* readable keys key_get() passed over */
+
 int _pmg_keys_reserve(unsigned n)
 {
 	int k;
@@ -97,6 +108,7 @@ int _pmg_keys_reserve(unsigned n)
 			break;
 		}
 		reserved[nreserved++] = k;
+		key_readable |= 1u << k;
 	}
 	n = nreserved;
 	pthread_mutex_unlock(&_pmg.lock);
@@ -106,9 +118,23 @@ int _pmg_keys_reserve(unsigned n)
 /* A key for a new domain whose default is @dflt (lock held). */
 static int key_get(unsigned dflt)
 {
+	int held[PMG_NR_KEYS], k;
+	unsigned n = 0;
+
+	nskipped = 0;
 	if (dflt == PMG_RIGHTS_WD && nreserved)
 		return reserved[--nreserved];
-	return _pmg.prim->key_alloc(dflt);
+	for (;;) {
+		k = _pmg.prim->key_alloc(dflt);
+		if (k < 1 || k >= PMG_NR_KEYS || dflt == PMG_RIGHTS_WD ||
+		    !(key_readable & (1u << k)) || n == PMG_NR_KEYS)
+			break;
+		held[n++] = k; /* readable somewhere: not for no-access */
+	}
+	nskipped = n;
+	while (n)
+		_pmg.prim->key_free(held[--n]);
+	return k;
 }
 
 /*
@@ -160,11 +186,14 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 				      "no protection key left for "
 				      "'%s': %d of %d keys are held by "
 				      "pmguard domains [%s], %u reserved "
-				      "for write-disabled domains, the rest "
-				      "by the kernel or other code in this "
-				      "process",
+				      "for write-disabled domains, %u "
+				      "readable in some threads (a deleted "
+				      "write-disabled domain's: not for a "
+				      "no-access one), the rest by the "
+				      "kernel or other code in this process",
 				      name, pmg_core_count_used(&_pmg.core),
-				      PMG_NR_KEYS - 1, who, nreserved);
+				      PMG_NR_KEYS - 1, who, nreserved,
+				      nskipped);
 		else
 			rc = _pmg_err(key, "allocating a key for '%s': %s",
 				      name, strerror(-key));
@@ -199,6 +228,8 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 	_pmg_tls.w[key] = _pmg_tls.r[key] = 0;
 	if (_pmg.prim->thread_local)
 		_pmg.prim->set_rights(key, dflt);
+	if (_pmg.prim->thread_local && dflt == PMG_RIGHTS_WD)
+		key_readable |= 1u << key;
 	if (flags & PMG_DOMAIN_NOACCESS)
 		__atomic_add_fetch(&_pmg_noaccess_domains, 1, __ATOMIC_RELAXED);
 	_pmg_fault_cb_clear(key);

@@ -51,7 +51,7 @@
 #define X86_EFLAGS_TF 0x100
 #define PF_WRITE 0x2
 
-static struct sigaction old_segv, old_trap;
+static struct sigaction old_segv, old_trap, old_bus;
 
 /*
  * Audit and contain: what the SIGTRAP after the single step must put back.
@@ -95,6 +95,7 @@ struct step {
 	uint8_t snap[PMG_CT_MAXLEN]; /* the range before the step */
 	/* the step runs with asynchronous signals blocked (step_block()) */
 	bool masked;
+	greg_t step_ip; /* the stepped instruction (step_block()) */
 	uint64_t sigmask; /* the program's mask, to put back */
 	/* Redirect target: the written range at the same offset mod 64 (so
 	 * alignment-checking stores, cmpxchg16b, movntdq, still fit). */
@@ -179,8 +180,28 @@ static void step_release(void)
 	__atomic_store_n(&s->owner, 0, __ATOMIC_RELEASE);
 }
 
+static void protect_page(uintptr_t page, int prot);
+
+/* fork child: a step another thread was in has no trap here: its pages
+ * (mprotect: open for the process) are protected again, the record
+ * freed. */
+static void step_fork_free(struct step *s)
+{
+	unsigned i;
+
+	if (s->owner && s->active)
+		for (i = 0; i < s->npages && i < PMG_PENDING_PAGES; i++)
+			protect_page(s->page[i],
+				     _pmg_pw_prot(s->key[i], s->page[i]));
+	s->active = false;
+	s->contain = false;
+	s->masked = false;
+	s->owner = 0;
+}
+
 /* fork child: only the forking thread exists, and it is not in a step
- * (fork is no single-stepped store); the others' records are free. */
+ * (fork is no single-stepped store, and a handler we chain to runs after
+ * step_abort()); the others' records are free. */
 void _pmg_fault_fork_child(void)
 {
 	struct step_chunk *c;
@@ -188,10 +209,10 @@ void _pmg_fault_fork_child(void)
 
 	cur_step = NULL;
 	for (i = 0; i < STEP_STATIC; i++)
-		step_static[i].owner = 0;
+		step_fork_free(&step_static[i]);
 	for (c = step_chunks; c; c = c->next)
 		for (i = 0; i < STEP_CHUNK; i++)
-			c->s[i].owner = 0;
+			step_fork_free(&c->s[i]);
 }
 
 /* ---- chaining to whoever was there before us ---- */
@@ -228,8 +249,17 @@ static void async_set_init(void)
 	for (s = 1; s <= 64; s++)
 		if (sigismember(&async_set, s) == 1)
 			async_bits |= 1ULL << (s - 1);
-	/* glibc's own (cancellation, setxid): never held up */
-	async_bits &= ~(3ULL << 31);
+	/*
+	 * glibc's own, which sigfillset() leaves out: cancellation (32) and
+	 * setxid (33).  Held up for one step too: an asynchronous
+	 * cancellation acted on in our handler or in the middle of the step
+	 * would end the thread with the step's pages open for everyone
+	 * (mprotect) and its record held; setxid waits for us a few
+	 * microseconds.  Into the kernel's mask directly: glibc's
+	 * sigaddset() refuses them, sigaction() passes sa_mask as is.
+	 */
+	async_bits |= 3ULL << 31;
+	memcpy(&async_set, &async_bits, sizeof(async_bits));
 }
 
 /* The frame's signal mask: the kernel's 64 bits, not glibc's sigset_t. */
@@ -247,7 +277,12 @@ static void step_block(void *ucv)
 		pending.sigmask = *m;
 		pending.masked = true;
 	}
-	*m |= async_bits;
+#ifdef __x86_64__
+	pending.step_ip = ((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP];
+#endif
+	/* and the step's own trap through, should the program block it
+	 * (a blocked trap kills): its mask is back at the trap */
+	*m = (*m | async_bits) & ~(1ULL << (SIGTRAP - 1));
 }
 
 /* The step ran: the program's own mask again at sigreturn. */
@@ -283,9 +318,16 @@ static void chain_mask(int sig, void *ucv, const struct sigaction *old)
 	pthread_sigmask(SIG_SETMASK, &m, NULL);
 }
 
-static void chain(int sig, siginfo_t *si, void *uc, const struct sigaction *old)
+static void chain(int sig, siginfo_t *si, void *uc, struct sigaction *saved)
 {
-	struct sigaction dfl;
+	struct sigaction dfl, copy = *saved;
+	const struct sigaction *old = &copy;
+
+	/* one-shot, as the kernel does it: the default from now on */
+	if (copy.sa_flags & SA_RESETHAND) {
+		memset(saved, 0, sizeof(*saved));
+		saved->sa_handler = SIG_DFL;
+	}
 
 	if ((old->sa_flags & SA_SIGINFO) ||
 	    (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN))
@@ -303,12 +345,15 @@ static void chain(int sig, siginfo_t *si, void *uc, const struct sigaction *old)
 	}
 	/*
 	 * Default action.  A fault re-executes and kills with the original
-	 * siginfo; a trap or a sent signal does not recur, so raise it.
+	 * siginfo; a trap, a sent signal or a machine-check "action
+	 * optional" SIGBUS does not recur, so raise it.
 	 */
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	sigaction(sig, &dfl, NULL);
-	if (sig != SIGSEGV || si->si_code <= 0)
+	if (!((sig == SIGSEGV && si->si_code > 0) ||
+	      (sig == SIGBUS && si->si_code > 0 &&
+	       si->si_code != BUS_MCEERR_AO)))
 		raise(sig);
 }
 
@@ -431,9 +476,10 @@ PMG_API int pmg_set_fault_mode(int mode)
 {
 	if (mode != PMG_FAULT_STRICT && mode != PMG_FAULT_RELAXED &&
 	    mode != PMG_FAULT_AUDIT && mode != PMG_FAULT_CONTAIN)
-		return _pmg_err(-EINVAL, "pmg_set_fault_mode: fault mode %d: "
-				"must be PMG_FAULT_STRICT, _RELAXED, _AUDIT or "
-				"_CONTAIN", mode);
+		/* AS-safe: a constant (formatting allocates the buffer) */
+		return _pmg_err_s(-EINVAL, "pmg_set_fault_mode: not a fault "
+				  "mode: must be PMG_FAULT_STRICT, _RELAXED, "
+				  "_AUDIT or _CONTAIN");
 	__atomic_store_n(&_pmg.mode, mode, __ATOMIC_RELAXED);
 	/* wins over PMGUARD_FAULT_MODE; atomic: AS-safe */
 	__atomic_store_n(&_pmg.mode_set, true, __ATOMIC_RELEASE);
@@ -1440,36 +1486,32 @@ static bool stack_unprotected(const ucontext_t *uc)
 	       0;
 }
 
+static void step_abort(ucontext_t *uc);
+
 /*
- * The stepped instruction faulted for a reason of its own (not ours: its
- * access beyond the protected page hits an unmapped, PROT_NONE or
- * read-only page): it wrote nothing (x86 faults are precise) and there
- * will be no SIGTRAP.  Undo the step's setup as the trap would have
- * (registers, rights, trap flag, mask), so that a program handler that
- * recovers with siglongjmp() leaves protection armed and no step
- * pending; then the fault goes to the program as from the CPU.
+ * Contain decodes the instruction (Zydis), saves and reports bytes: about
+ * 5.5 KiB of stack beyond the kernel's frame, more than a fixed 8 KiB
+ * alternate signal stack (Rust's std threads') has left.  Below this,
+ * contain would overflow it (into a guard page: killed unexplained;
+ * without one: into memory below), so it falls back to strict, which
+ * needs less.  AS-safe.
  */
-static void step_cancel(ucontext_t *uc)
+#define CONTAIN_STACK (7 * 1024)
+/* A report's backtrace (libgcc's unwinder) takes about 1.5 KiB more:
+ * below this, reports go without one.  A report itself fits. */
+#define TRACE_STACK (5 * 1024)
+
+static size_t altstack_left(void)
 {
-	unsigned i;
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0), base;
+	stack_t ss;
 
-	if (pending.contain && pending.redirect)
-		uc->uc_mcontext.gregs[pending.base] -= (greg_t)pending.delta;
-	pending.contain = false;
-	if (pending.mask) {
-		uint32_t *reg = _pmg.prim->saved_reg(uc);
-
-		if (reg)
-			*reg = (*reg & ~pending.mask) | pending.bits;
-	}
-	for (i = 0; i < pending.npages; i++)
-		protect_page(pending.page[i],
-			     _pmg_pw_prot(pending.key[i], pending.page[i]));
-	if (!pending.had_tf)
-		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
-	step_unblock(uc);
-	step_release();
-	_PMG_STAT_INC(rearmed);
+	if (sigaltstack(NULL, &ss) || !(ss.ss_flags & SS_ONSTACK))
+		return SIZE_MAX;
+	base = (uintptr_t)ss.ss_sp;
+	if (sp < base || sp - base > ss.ss_size)
+		return SIZE_MAX;
+	return sp - base;
 }
 
 static void segv_handler(int sig, siginfo_t *si, void *ucv)
@@ -1483,7 +1525,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	uintptr_t page = 0;
 	pid_t tid;
 	int key, mode;
-	bool allowed;
+	bool allowed, trace;
 
 	if (!p)
 		goto not_ours;
@@ -1549,6 +1591,9 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		goto not_ours;
 
 	tid = (pid_t)syscall(SYS_gettid);
+	trace = f.action == PMG_ACT_SYNC || f.action == PMG_ACT_GRANT ||
+		f.action == PMG_ACT_RELAX_SILENT ||
+		altstack_left() >= TRACE_STACK;
 	_PMG_STAT_INC(faults);
 	if (f.action != PMG_ACT_SYNC)
 		_PMG_STAT_INC(strays);
@@ -1564,9 +1609,12 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		break;
 	case PMG_ACT_RELAX_REPORT:
 		_pmg_report_fault(&f, tid,
-				  "relaxed (reported once per domain, "
-				  "access allowed)",
-				  stack_unprotected(uc));
+				  trace ? "relaxed (reported once per domain, "
+					  "access allowed)"
+					: "relaxed (reported once per domain, "
+					  "access allowed; no backtrace: "
+					  "little signal stack left)",
+				  trace && stack_unprotected(uc));
 		/* fall through */
 	case PMG_ACT_RELAX_SILENT:
 		_PMG_STAT_INC(relaxed);
@@ -1586,6 +1634,17 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
 			abort();
 		}
+		if (mode == PMG_FAULT_CONTAIN && f.acc == PMG_ACC_WRITE &&
+		    !pending.active && altstack_left() < CONTAIN_STACK) {
+			_pmg_report_fault(&f, tid,
+					  "strict (aborting: contain needs "
+					  "about 7 KiB of signal stack, the "
+					  "alternate stack has less left; no "
+					  "backtrace: it needs stack too)",
+					  false);
+			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
+			abort();
+		}
 		if (mode == PMG_FAULT_CONTAIN &&
 		    !(pending.active && f.acc == PMG_ACC_READ) &&
 		    contain_begin(&f, uc, reg, tid)) {
@@ -1602,12 +1661,18 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 #endif
 		n = allowed ? 0 : _pmg_audit_site_hit(f.ip, key);
 		if (!allowed)
-			_pmg_report_fault(&f, tid, "audit",
-					  n == 1 && stack_unprotected(uc));
+			_pmg_report_fault(&f, tid,
+					  trace || n != 1
+						  ? "audit"
+						  : "audit (no backtrace: "
+						    "little signal stack left)",
+					  n == 1 && trace &&
+						  stack_unprotected(uc));
 		_PMG_STAT_INC(audited);
 		notify(&f, tid, PMG_FAULT_AUDITED);
 #ifdef __x86_64__
-		if (!pending.active &&
+		/* the decoder needs contain's stack (altstack_left()) */
+		if (!pending.active && altstack_left() >= CONTAIN_STACK &&
 		    rep_audit(&f, uc, reg != NULL, tid, mode)) {
 			if (reg)
 				*reg = f.saved_pkval;
@@ -1636,8 +1701,11 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		break;
 	}
 	default:
-		_pmg_report_fault(&f, tid, "strict (aborting)",
-				  stack_unprotected(uc));
+		_pmg_report_fault(&f, tid,
+				  trace ? "strict (aborting)"
+					: "strict (aborting; no backtrace: "
+					  "little signal stack left)",
+				  trace && stack_unprotected(uc));
 		notify(&f, tid, PMG_FAULT_STRICT_ABORT);
 		abort();
 	}
@@ -1651,13 +1719,10 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	return;
 
 not_ours:
+	if (p)
+		step_abort(uc);
 	if (reg)
 		_pmg_wrpkru(hpkru);
-#ifdef __x86_64__
-	if (cur_step && pending.active && si->si_code > 0 &&
-	    (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] == pending.ip)
-		step_cancel(uc);
-#endif
 	/* a closed pool's quarantined address: reported (strict aborts) */
 	_pmg_pool_quarantine_fault(sig, si->si_code,
 				   (uintptr_t)si->si_addr, ucv);
@@ -1665,18 +1730,16 @@ not_ours:
 	chain(sig, si, ucv, &old_segv);
 }
 
-static void trap_handler(int sig, siginfo_t *si, void *ucv)
+/*
+ * The step is over: put back what the SIGSEGV handler opened (contain's
+ * bytes, the PKU register bits, the mprotect pages), the trap flag and the
+ * program's signal mask, in the frame @uc, and give the record back.
+ */
+static void step_finish(ucontext_t *uc)
 {
-	int saved_errno = errno;
-	ucontext_t *uc = ucv;
 	unsigned i;
 	bool had_tf;
 
-	if (!cur_step || !pending.active || si->si_code != TRAP_TRACE) {
-		errno = saved_errno;
-		chain(sig, si, ucv, &old_trap);
-		return;
-	}
 	if (_pmg.prim->id == PMG_BACKEND_PKU) /* the observer may read */
 		_pmg_wrpkru(pmg_core_apply_defaults(&_pmg.core, _pmg_rdpkru()));
 	if (pending.contain) {
@@ -1699,6 +1762,53 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 #endif
 	step_unblock(uc);
 	step_release();
+}
+
+/*
+ * A signal that is not pmguard's arrives in the middle of a step: the
+ * stepped instruction's own fault on memory that is not pmguard's, say,
+ * for the program's handler.  That handler may leave by siglongjmp() (or
+ * end the thread), and the trap would never come: the pages the step
+ * opened would stay open for every thread (mprotect), the record held.
+ * End the step first, as if the instruction had not run (it has not: it
+ * faulted); should the handler return, the instruction runs again and
+ * faults on pmguard's memory again, a fresh step.
+ */
+static void step_abort(ucontext_t *uc)
+{
+	uint32_t hpkru = 0;
+	bool pku;
+
+	/* only the stepped instruction's own frame, the step set up: not a
+	 * fault inside pmguard's handler (contain's copies, say) */
+	if (!cur_step || !pending.active || !pending.masked)
+		return;
+#ifdef __x86_64__
+	if (uc->uc_mcontext.gregs[REG_RIP] != pending.step_ip)
+		return;
+#endif
+	pku = _pmg.prim->id == PMG_BACKEND_PKU;
+	if (pku)
+		hpkru = _pmg_rdpkru();
+	step_finish(uc);
+	if (pku)
+		_pmg_wrpkru(hpkru);
+}
+
+static void trap_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	ucontext_t *uc = ucv;
+	bool had_tf;
+
+	if (!cur_step || !pending.active || si->si_code != TRAP_TRACE) {
+		step_abort(uc);
+		errno = saved_errno;
+		chain(sig, si, ucv, &old_trap);
+		return;
+	}
+	had_tf = pending.had_tf;
+	step_finish(uc);
 	_PMG_STAT_INC(rearmed);
 	errno = saved_errno;
 	/*
@@ -1707,6 +1817,22 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	 */
 	if (had_tf)
 		chain(sig, si, ucv, &old_trap);
+}
+
+/*
+ * SIGBUS is not pmguard's, but the stepped instruction may raise it (a
+ * store beyond the end of a shrunk file, a machine check on a bad pmem
+ * block) and the program's handler may leave by siglongjmp(): end the
+ * step first (step_abort()), then pass it on unchanged.
+ */
+static void bus_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+
+	if (__atomic_load_n(&_pmg.prim, __ATOMIC_ACQUIRE))
+		step_abort(ucv);
+	errno = saved_errno;
+	chain(sig, si, ucv, &old_bus);
 }
 
 int _pmg_fault_install(void)
@@ -1733,5 +1859,11 @@ int _pmg_fault_install(void)
 				strerror(errno));
 	if (prev.sa_sigaction != trap_handler)
 		old_trap = prev;
+	sa.sa_sigaction = bus_handler;
+	if (sigaction(SIGBUS, &sa, &prev))
+		return _pmg_err(-errno, "installing the SIGBUS handler: %s",
+				strerror(errno));
+	if (prev.sa_sigaction != bus_handler)
+		old_bus = prev;
 	return 0;
 }

@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,12 +35,26 @@ static pthread_key_t end_key;
 static bool end_key_ok;
 static __thread bool end_armed __attribute__((tls_model("initial-exec")));
 
-/* The thread ends: close what it left open (domain.c), report it. */
+static __thread unsigned char end_rounds
+	__attribute__((tls_model("initial-exec")));
+
+/*
+ * The thread ends: close what it left open (domain.c), report it.  A
+ * destructor of the program's may run after this one (a later key) and
+ * open a window (inline on PKU: nothing arms us then) or set a message:
+ * so armed again, and glibc calls this again in its next round, up to
+ * PTHREAD_DESTRUCTOR_ITERATIONS (windows opened in the last round after
+ * this one stay: glibc stops there).
+ */
 static void thread_end(void *unused)
 {
 	(void)unused;
+	end_armed = false;
 	_pmg_release_windows();
 	_pmg_err_free();
+	if (++end_rounds < PTHREAD_DESTRUCTOR_ITERATIONS &&
+	    pthread_setspecific(end_key, (void *)1) == 0)
+		end_armed = true;
 }
 
 /* Make sure thread_end() runs when the calling thread ends. */

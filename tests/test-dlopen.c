@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdint.h>
 
 #include "tap.h"
@@ -186,8 +187,109 @@ static int child(void)
 	return 0;
 }
 
+/*
+ * dlclose(), as a plugin host or a language runtime unloads a library it
+ * is done with: pmguard's signal handlers, the thread-end destructor of a
+ * thread that has an error message, must not be left pointing into
+ * unmapped code.  The program's own SIGSEGV handler, installed before
+ * the load, must still get the program's own faults; loading again works.
+ */
+static sigjmp_buf jb;
+static volatile int prog_faults;
+
+static void prog_segv(int sig)
+{
+	(void)sig;
+	prog_faults++;
+	siglongjmp(jb, 1);
+}
+
+static void *msg_thread(void *arg)
+{
+	char c;
+
+	(void)arg;
+	if (L.protect(NULL, page, PAGE) != -EINVAL || !*L.errormsg())
+		return (void *)(intptr_t)60; /* a message: destructor armed */
+	if (read(go_fd[0], &c, 1) != 1) /* after the dlclose() */
+		return (void *)(intptr_t)61;
+	return NULL;
+}
+
+static int load(void **hp)
+{
+	void *h = dlopen(lib, RTLD_NOW);
+
+	*hp = h;
+	if (!h) {
+		printf("# dlopen %s: %s\n", lib, dlerror());
+		return 10;
+	}
+	SYM(init, "pmg_init");
+	SYM(domain_new, "pmg_domain_new");
+	SYM(protect, "pmg_protect");
+	SYM(map_local, "pmg_map_local");
+	SYM(unmap_local, "pmg_unmap_local");
+	SYM(set_mode, "pmg_set_fault_mode");
+	SYM(set_observer, "pmg_set_fault_observer");
+	SYM(set_report_fd, "pmg_set_report_fd");
+	SYM(errormsg, "pmg_errormsg");
+	SYM(backend, "pmg_backend");
+	if (L.init()) {
+		printf("# pmg_init: %s\n", L.errormsg());
+		return 11;
+	}
+	return 0;
+}
+
+static int child_dlclose(void)
+{
+	struct pmg_domain *d;
+	char *own;
+	pthread_t t;
+	void *h, *ret;
+	int rc;
+
+	signal(SIGSEGV, prog_segv);
+	own = mmap(NULL, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	page = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (own == MAP_FAILED || page == MAP_FAILED || pipe(go_fd))
+		return 2;
+	rc = load(&h);
+	if (rc)
+		return rc;
+	if (L.domain_new(&d, "dl", 0) || L.protect(d, page, PAGE))
+		return 12;
+	L.set_report_fd(-1);
+	L.set_observer(observer, NULL);
+	L.set_mode(PMG_FAULT_AUDIT);
+	if (pthread_create(&t, NULL, msg_thread, NULL))
+		return 13;
+	rc = use(20);
+	if (rc)
+		return rc;
+	if (dlclose(h))
+		return 50;
+	/* the thread ends after the unload */
+	if (write(go_fd[1], "g", 1) != 1 || pthread_join(t, &ret))
+		return 51;
+	if (ret)
+		return (int)(intptr_t)ret;
+	/* the program's own fault reaches the program's handler */
+	if (!sigsetjmp(jb, 1))
+		*(volatile char *)own = 1;
+	if (prog_faults != 1)
+		return 52;
+	/* loaded again: the page is still protected, strays caught */
+	rc = load(&h);
+	if (rc)
+		return 50 + rc;
+	return use(70);
+}
+
 /* ---- the parent ---- */
-static int run_child(const char *self)
+static int run_child(const char *self, const char *which)
 {
 	char tun[128];
 	pid_t pid;
@@ -199,7 +301,7 @@ static int run_child(const char *self)
 	pid = fork();
 	if (pid == 0) {
 		setenv("GLIBC_TUNABLES", tun, 1);
-		setenv("PMG_DLOPEN_CHILD", "1", 1);
+		setenv("PMG_DLOPEN_CHILD", which, 1);
 		execl("/proc/self/exe", self, (char *)NULL);
 		_exit(127);
 	}
@@ -242,10 +344,12 @@ int main(int argc, char **argv)
 	(void)argc;
 	find_lib();
 	if (getenv("PMG_DLOPEN_CHILD"))
-		return child();
-	tap_init(2);
+		return strcmp(getenv("PMG_DLOPEN_CHILD"), "close")
+			       ? child()
+			       : child_dlclose();
+	tap_init(3);
 	tap_diag("library: %s", lib);
-	st = run_child(argv[0]);
+	st = run_child(argv[0], "1");
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		tap_diag("child: %s %d", WIFEXITED(st) ? "exit" : "signal",
 			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
@@ -255,6 +359,14 @@ int main(int argc, char **argv)
 	       "writes caught (audit, contain) and error messages in the "
 	       "loading thread and in one that predates the load",
 	       TLS_BUDGET, TLS_MAX);
+	st = run_child(argv[0], "close");
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		tap_diag("child: %s %d", WIFEXITED(st) ? "exit" : "signal",
+			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "dlclose(): a thread with an error message ends after it, the "
+	       "program's own SIGSEGV handler still gets its faults, loading "
+	       "again works and catches stray writes");
 	ctypes_case();
 	return tap_done();
 }

@@ -8,7 +8,10 @@
  * Each case: the dead thread's nested windows, then a stray write from
  * this thread faults again (probe: address, kind, key, si_code), the data
  * written inside the window is intact, unprotect and delete succeed, and
- * exactly one report line names the thread's windows.  Both backends.
+ * exactly one report line names the thread's windows.  Also windows
+ * opened by the program's own destructor after pmguard's has run (issue
+ * 21, third pass: the thread was marked done and left them open).  Both
+ * backends.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -22,7 +25,7 @@
 
 #define PAGE 4096
 
-enum how { RETURN, EXIT, CANCEL };
+enum how { RETURN, EXIT, CANCEL, DTOR };
 
 struct job {
 	struct pmg_domain *d;
@@ -45,9 +48,8 @@ static __attribute__((noinline)) void leave(struct job *j)
 	}
 }
 
-static void *in_window(void *arg)
+static void open_windows(struct job *j)
 {
-	struct job *j = arg;
 	int i;
 
 	for (i = 0; i < j->nw; i++)
@@ -55,6 +57,32 @@ static void *in_window(void *arg)
 	for (i = 0; i < j->nr; i++)
 		pmg_open(j->d, PMG_READ);
 	j->wrote = probe(j->d, j->p + 8, PMG_WRITE) == 0;
+}
+
+/*
+ * The program's own thread-specific-data destructor, whose key was made
+ * after pmg_init(): it runs after pmguard's in the thread's end, and
+ * opens windows there (a cleanup that writes a last record, say).
+ */
+static pthread_key_t prog_key;
+
+static void prog_dtor(void *arg)
+{
+	open_windows(arg);
+}
+
+static void *in_window(void *arg)
+{
+	struct job *j = arg;
+
+	if (j->how == DTOR) {
+		/* a balanced window first: pmguard knows the thread */
+		pmg_open(j->d, PMG_WRITE);
+		pmg_close(j->d, PMG_WRITE);
+		pthread_setspecific(prog_key, j);
+		return NULL;
+	}
+	open_windows(j);
 	leave(j);
 	return NULL;
 }
@@ -122,10 +150,16 @@ static void run(const char *name, enum how how, int nw, int nr, int rep)
 			 n, want);
 		ok = 0;
 	}
-	tap_ok(ok, "thread %s inside %d write + %d read window(s): closed "
+	tap_ok(ok,
+	       "thread %s inside %d write + %d read window(s): closed "
 	       "at its end, reported once, stray write faults again, "
-	       "delete succeeds", how == RETURN ? "returns" :
-	       how == EXIT ? "calls pthread_exit()" : "is cancelled", nw, nr);
+	       "delete succeeds",
+	       how == RETURN ? "returns"
+	       : how == EXIT ? "calls pthread_exit()"
+	       : how == CANCEL
+		       ? "is cancelled"
+		       : "ends, a later destructor of its own opening them",
+	       nw, nr);
 	close(j.ready[0]);
 	close(j.ready[1]);
 	munmap(j.p, PAGE);
@@ -150,9 +184,9 @@ int main(void)
 
 	if (pmg_under_valgrind())
 		tap_skip_all(PMG_VALGRIND_WHY);
-	tap_init(6);
-	if (pmg_init() || pipe(rep) ||
-	    fcntl(rep[0], F_SETFL, O_NONBLOCK)) {
+	tap_init(7);
+	if (pmg_init() || pthread_key_create(&prog_key, prog_dtor) ||
+	    pipe(rep) || fcntl(rep[0], F_SETFL, O_NONBLOCK)) {
 		printf("Bail out! %s\n", pmg_errormsg());
 		return 1;
 	}
@@ -164,6 +198,7 @@ int main(void)
 	run("end-cancel", CANCEL, 1, 0, rep[0]);
 	run("end-nested", EXIT, 2, 2, rep[0]);
 	run("end-cancel-nested", CANCEL, 4, 1, rep[0]);
+	run("end-dtor", DTOR, 2, 1, rep[0]);
 	pmg_domain_new(&d, "end-none", 0);
 	pthread_create(&t, NULL, balanced, d);
 	pthread_join(t, NULL);

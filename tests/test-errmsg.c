@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "tap.h"
@@ -158,6 +159,52 @@ static int success_keeps(void *arg)
 	return bad ? 1 : 0;
 }
 
+/*
+ * The calls documented as async-signal-safe set a constant message,
+ * without formatting or allocating (pmg_errormsg(3)): in a thread that
+ * has no message buffer yet, each one's message must not be the buffer
+ * that the thread's first formatted message then gets.
+ */
+static void *as_safe_thread(void *arg)
+{
+	const char *m[4], *buf;
+	struct pmg_stats *st = NULL;
+	unsigned i;
+	int bad = 0;
+
+	(void)arg;
+	bad |= pmg_set_fault_mode(99) != -EINVAL;
+	m[0] = pmg_errormsg();
+	bad |= pmg_stats_get(st) != -EINVAL;
+	m[1] = pmg_errormsg();
+	bad |= pmg_dax_direct_access(NULL, 0, 1, NULL) != -EINVAL;
+	m[2] = pmg_errormsg();
+	bad |= pmg_pool_get_info(NULL, NULL) != -EINVAL;
+	m[3] = pmg_errormsg();
+	/* a formatted message: the thread's buffer */
+	bad |= pmg_unprotect((void *)4097, 5) >= 0;
+	buf = pmg_errormsg();
+	for (i = 0; i < 4; i++)
+		if (m[i] == buf || !*m[i]) {
+			snprintf(shm, 4096, "call %u: message '%s' in the "
+				 "buffer", i, m[i]);
+			bad = 1;
+		}
+	return (void *)(intptr_t)bad;
+}
+
+static int as_safe_const(void *arg)
+{
+	pthread_t t;
+	void *ret;
+
+	(void)arg;
+	if (pmg_init() || pthread_create(&t, NULL, as_safe_thread, NULL) ||
+	    pthread_join(t, &ret))
+		return 2;
+	return (int)(intptr_t)ret;
+}
+
 static void run(int (*fn)(void *), const char *what)
 {
 	int st;
@@ -173,7 +220,7 @@ int main(void)
 {
 	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
 
-	tap_init(4);
+	tap_init(5);
 	shm = tap_shared_page();
 	snprintf(dir, sizeof(dir), "%s/pmg-errmsg-XXXXXX", base);
 	if (!shm || !mkdtemp(dir)) {
@@ -190,6 +237,10 @@ int main(void)
 	    "pool close after its range went behind its "
 	    "back (its domain's delete refused): the message names the "
 	    "failed unprotect, not the domain clean-up after it");
+	run(as_safe_const, "the async-signal-safe calls' messages are "
+	    "constants (pmg_set_fault_mode, pmg_stats_get, "
+	    "pmg_dax_direct_access, pmg_pool_get_info): no buffer allocated, "
+	    "none formatted");
 	run(success_keeps, "successful create, close, open, memcpy_persist, "
 	    "domain_new, protect, open/close, unprotect, delete leave the "
 	    "message as it was");
