@@ -141,6 +141,9 @@ NOSAN PMG_API int munmap(void *addr, size_t len)
 	if (rc == 0)
 		_pmg_ranges_drop((uintptr_t)addr, pages(len), "munmap");
 	pthread_mutex_unlock(&_pmg.lock);
+	/* a quarantine there too (after the lock: pool_lock comes first) */
+	if (rc == 0)
+		_pmg_pool_quarantine_forget((uintptr_t)addr, pages(len));
 	errno = e;
 	return rc;
 }
@@ -167,6 +170,8 @@ NOSAN static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int f
 		_pmg_ranges_drop((uintptr_t)addr, pages(len),
 				 "MAP_FIXED mmap");
 	pthread_mutex_unlock(&_pmg.lock);
+	if (m != MAP_FAILED)
+		_pmg_pool_quarantine_forget((uintptr_t)addr, pages(len));
 	errno = e;
 	return m;
 }
@@ -237,6 +242,10 @@ NOSAN PMG_API void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
 			    pages(nsz));
 	}
 	pthread_mutex_unlock(&_pmg.lock);
+	if (m != MAP_FAILED) {
+		_pmg_pool_quarantine_forget((uintptr_t)old, pages(osz));
+		_pmg_pool_quarantine_forget((uintptr_t)m, pages(nsz));
+	}
 	errno = e;
 	return m;
 }
@@ -366,6 +375,13 @@ NOSAN PMG_API int mprotect(void *addr, size_t len, int prot)
 	pthread_mutex_lock(&_pmg.lock);
 	if ((uintptr_t)addr % PMG_PAGE_SIZE) {
 		rc = do_mprotect(addr, len, prot); /* EINVAL */
+	} else if (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC | 0x8)) {
+		/* what the kernel refuses (unknown bits; 0x8 is PROT_SEM,
+		 * a no-op), or PROT_GROWS*, which a protected range (never
+		 * a stack) refuses too: mprotect_split() would have
+		 * applied the known bits and returned 0 */
+		rc = -1;
+		errno = EINVAL;
 	} else if (_pmg.prim->id == PMG_BACKEND_PKU) {
 		rc = do_mprotect(addr, len, prot); /* the key stays... */
 		if (rc == 0) /* ...but for PROT_EXEC: the exec-only key */
