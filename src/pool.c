@@ -1242,16 +1242,37 @@ static void quar_trim(unsigned keep)
 		quar_release_oldest();
 }
 
-/* Give the quarantine back (ENOMEM: the address space is short). */
+/*
+ * Give the whole quarantine back (ENOMEM: the address space is short),
+ * and say so: stale pointers into those closed pools are no longer
+ * caught.  (quar_trim(0) releases only past the limits: under them it
+ * gave nothing back, and the create failed.)
+ */
 static bool quar_shed(void)
 {
-	bool any;
+	struct _pmg_buf b = { .n = 0 };
+	unsigned n;
+	size_t bytes;
+	int fd;
 
 	pthread_mutex_lock(&pool_lock);
-	any = quar_count > 0;
-	quar_trim(0);
+	n = quar_count;
+	bytes = quar_bytes;
+	while (quar_count)
+		quar_release_oldest();
 	pthread_mutex_unlock(&pool_lock);
-	return any;
+	fd = n ? _pmg_report_fd() : -1;
+	if (fd >= 0) {
+		_pmg_buf_str(&b, "pmguard: out of address space (ENOMEM): "
+			     "the quarantine of ");
+		_pmg_buf_dec(&b, n);
+		_pmg_buf_str(&b, " closed pool(s) (");
+		_pmg_buf_dec(&b, (int64_t)bytes);
+		_pmg_buf_str(&b, " bytes) released to map a pool; stale "
+			     "pointers into them are no longer caught\n");
+		_pmg_buf_flush(&b, fd);
+	}
+	return n > 0;
 }
 
 /*
