@@ -480,6 +480,69 @@ static void t_hostile(void)
 	       "program's mapping there is its own: plain SIGSEGV)");
 }
 
+/*
+ * (c) pkey_mprotect() over a protected range, racing a stray writer on
+ * another thread: the range must never be writable in between (the call
+ * was made as asked -- read-write, key -1 or 0 -- and only then
+ * protected again).  Contain mode, so that each caught write is undone
+ * and the writer goes on; a write that landed shows in the byte.
+ */
+static volatile int race_stop;
+static char *race_at;
+
+static void *race_writer(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&race_stop, __ATOMIC_RELAXED))
+		*(volatile char *)race_at = 'Z';
+	return NULL;
+}
+
+static int race_child(void *v)
+{
+	struct pmg_domain *rd = NULL;
+	int pku = pmg_backend() == PMG_BACKEND_PKU, i, key = *(int *)v;
+	pthread_t t;
+	char *m = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED || pmg_domain_new(&rd, "race", 0))
+		return 3;
+	m[0] = 'o';
+	if (pmg_protect(rd, m, PAGE))
+		return 4;
+	pmg_set_report_fd(-1);
+	pmg_set_fault_mode(PMG_FAULT_CONTAIN);
+	race_at = m;
+	if (pthread_create(&t, NULL, race_writer, NULL))
+		return 5;
+	for (i = 0; i < 20000 && m[0] == 'o'; i++)
+		if (pkey_mprotect(m, PAGE, PROT_READ | PROT_WRITE,
+				  pku ? key : -1))
+			return 6;
+	race_stop = 1;
+	pthread_join(t, NULL);
+	if (m[0] != 'o') {
+		fprintf(stderr, "# the stray write landed after %d calls\n",
+			i);
+		return 1;
+	}
+	return 0;
+}
+
+static void t_pkey_race(void)
+{
+	int st, key = 0;
+
+	st = tap_child(race_child, &key);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		tap_diag("child status %#x", st);
+	tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "pkey_mprotect(RW, %s) over a protected range, 20000 times, "
+	       "while another thread writes there (contain): no write lands",
+	       pmg_backend() == PMG_BACKEND_PKU ? "key 0" : "key -1");
+}
+
 static int ready[2];
 
 static void *end_inside(void *arg)
@@ -533,7 +596,7 @@ int main(void)
 
 	int rep[2];
 
-	tap_init(16);
+	tap_init(17);
 	pg = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int ok = pmg_domain_new(&dom, "shared", 0) == 0 &&
@@ -575,5 +638,6 @@ int main(void)
 	t_mprotect_over();
 	t_quarantine_forget();
 	t_hostile();
+	t_pkey_race();
 	return tap_done();
 }
