@@ -315,15 +315,33 @@ static int domain_get(struct pmg_pool *p, const struct pmg_pool_config *c)
 		p->noaccess = _pmg_domain_noaccess(p->dom);
 		return 0;
 	}
+	/*
+	 * Left over by a last close that could not delete it (the program
+	 * held a window on it), and deleted by the program since (no pool
+	 * used it, so pmg_domain_delete() allowed it): a new one, or every
+	 * create failed on the dead handle.  Counted first: a delete from
+	 * now on is refused.
+	 */
+	__atomic_add_fetch(&shared[i].refs, 1, __ATOMIC_ACQ_REL);
+	if (shared[i].d) {
+		char msg[PMG_ERRMSG_MAX];
+
+		_pmg_err_save(msg, sizeof(msg));
+		if (pmg_domain_key(shared[i].d) < 0)
+			__atomic_store_n(&shared[i].d, NULL, __ATOMIC_RELEASE);
+		_pmg_err_restore(msg);
+	}
 	if (!shared[i].d) {
 		rc = _pmg_domain_new_at(&shared[i].d,
 					i ? "pmem-noaccess" : "pmem",
 					i ? PMG_DOMAIN_NOACCESS : 0,
 					&shared[i].h);
-		if (rc)
+		if (rc) {
+			__atomic_sub_fetch(&shared[i].refs, 1,
+					   __ATOMIC_RELEASE);
 			return _pmg_err_prefix(rc, "creating the pool domain");
+		}
 	}
-	__atomic_add_fetch(&shared[i].refs, 1, __ATOMIC_RELEASE);
 	p->dom = shared[i].d;
 	p->shared = i;
 	p->noaccess = i;
