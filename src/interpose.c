@@ -390,6 +390,15 @@ static int refused(int prot, int pkey)
 			    pkey);
 }
 
+/* [@a, @a+@len) in pages ends above @a: else the kernel's error (ENOMEM)
+ * -- the pieces would have seen an empty range and returned 0. */
+static bool wraps_not(const void *a, size_t len)
+{
+	uintptr_t b = (uintptr_t)a, n = pages(len);
+
+	return n >= len && b + n > b;
+}
+
 NOSAN PMG_API int mprotect(void *addr, size_t len, int prot)
 {
 	int rc, e;
@@ -397,8 +406,8 @@ NOSAN PMG_API int mprotect(void *addr, size_t len, int prot)
 	if (!touches(addr, len))
 		return do_mprotect(addr, len, prot);
 	pthread_mutex_lock(&_pmg.lock);
-	if ((uintptr_t)addr % PMG_PAGE_SIZE) {
-		rc = do_mprotect(addr, len, prot); /* EINVAL */
+	if ((uintptr_t)addr % PMG_PAGE_SIZE || !wraps_not(addr, len)) {
+		rc = do_mprotect(addr, len, prot); /* EINVAL, ENOMEM */
 	} else if (refused(prot, -1)) {
 		rc = -1;
 	} else if (_pmg.prim->id == PMG_BACKEND_PKU) {
@@ -422,7 +431,7 @@ NOSAN PMG_API int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 	if (!touches(addr, len))
 		return (int)syscall(SYS_pkey_mprotect, addr, len, prot, pkey);
 	pthread_mutex_lock(&_pmg.lock);
-	if ((uintptr_t)addr % PMG_PAGE_SIZE)
+	if ((uintptr_t)addr % PMG_PAGE_SIZE || !wraps_not(addr, len))
 		rc = (int)syscall(SYS_pkey_mprotect, addr, len, prot, pkey);
 	else if (refused(prot, pkey))
 		rc = -1;

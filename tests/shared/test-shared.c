@@ -434,8 +434,16 @@ static void t_hostile(void)
 		m[8] = 'o';
 	}
 	pmg_write_end(d);
-	tap_ok(ok, "mprotect() with an unknown prot bit over a protected "
-	       "range: EINVAL, as the kernel says, nothing changed");
+	/* a length that wraps the address space: the kernel's ENOMEM */
+	errno = 0;
+	rc = ok ? mprotect(m, SIZE_MAX - 2 * PAGE, PROT_READ | PROT_WRITE) : 0;
+	e = errno;
+	tap_diag("mprotect(protected, SIZE_MAX - 2 pages, RW): %d, errno %d",
+		 rc, e);
+	CHECK(ok, rc == -1 && e == ENOMEM);
+	tap_ok(ok, "mprotect() with an unknown prot bit, or a length that "
+	       "wraps, over a protected range: EINVAL / ENOMEM, as the kernel "
+	       "says, nothing changed");
 	if (d)
 		pmg_unprotect(m, 2 * PAGE);
 	if (m != MAP_FAILED)
