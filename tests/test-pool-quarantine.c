@@ -537,11 +537,11 @@ static int shed_child(void *v)
 
 	(void)v;
 	pmg_set_report_fd(shed_rep);
-	p = create("shed-a.pool", 64 << 20, path);
+	p = create("shed-a.pool", 16 << 20, path);
 	if (!p)
 		return 10;
 	pmg_pool_close(&p);
-	if (_pmg_pool_quarantined(&bytes) < 1 || bytes < (64 << 20))
+	if (_pmg_pool_quarantined(&bytes) < 1 || bytes < (16 << 20))
 		return 11;
 	kb = vm_size();
 	if (kb < 0)
@@ -551,7 +551,7 @@ static int shed_child(void *v)
 	rl.rlim_cur = rl.rlim_max = (rlim_t)kb * 1024 + bytes / 2;
 	if (setrlimit(RLIMIT_AS, &rl))
 		return 13;
-	p = create("shed-b.pool", 64 << 20, path);
+	p = create("shed-b.pool", 16 << 20, path);
 	if (!p) {
 		tap_diag("VmSize %ld kB, then %ld kB; %u quarantined", kb,
 			 vm_size(), _pmg_pool_quarantined(&bytes));
