@@ -1282,12 +1282,12 @@ static bool quar_shed(void)
 	fd = n ? _pmg_report_fd() : -1;
 	if (fd >= 0) {
 		_pmg_buf_str(&b, "pmguard: out of address space (ENOMEM): "
-			     "the quarantine of ");
+				 "the quarantine of ");
 		_pmg_buf_dec(&b, n);
 		_pmg_buf_str(&b, " closed pool(s) (");
 		_pmg_buf_dec(&b, (int64_t)bytes);
 		_pmg_buf_str(&b, " bytes) released to map a pool; stale "
-			     "pointers into them are no longer caught\n");
+				 "pointers into them are no longer caught\n");
 		_pmg_buf_flush(&b, fd);
 	}
 	return n > 0;

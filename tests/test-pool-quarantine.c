@@ -579,10 +579,11 @@ static void t_shed(void)
 	tap_diag("child status %#x; report: %s", st, rep);
 	CHECK(ok, WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(ok, strstr(rep, "out of address space") &&
-		  strstr(rep, "quarantine of 1 closed pool") &&
-		  strstr(rep, "no longer caught"));
+			  strstr(rep, "quarantine of 1 closed pool") &&
+			  strstr(rep, "no longer caught"));
 	close(shed_rep);
-	tap_ok(ok, "out of address space (RLIMIT_AS): a create releases the "
+	tap_ok(ok,
+	       "out of address space (RLIMIT_AS): a create releases the "
 	       "quarantine and tries again, and says on the report fd that "
 	       "stale pointers into those closed pools are no longer caught");
 }

@@ -974,7 +974,8 @@ static void t_shared_domain_left(void)
 	CHECK(ok, d && pmg_write_end(d) == 0);
 	rc = pmg_domain_delete(&d);
 	tap_diag("the program's delete of the shared domain no pool uses: "
-		 "%d", rc);
+		 "%d",
+		 rc);
 	unlink(path);
 	for (i = 0; i < 2; i++) {
 		rc = pmg_pool_create(&p, path, c);
@@ -983,7 +984,7 @@ static void t_shared_domain_left(void)
 				 pmg_errormsg());
 		CHECK(ok, rc == 0);
 		CHECK(ok, p && pmg_lookup(pmg_pool_address(p), NULL, NULL) ==
-				       pmg_pool_domain(p));
+					  pmg_pool_domain(p));
 		CHECK(ok, p && !pmg_pool_get_info(p, &in) && in.guarded);
 		pmg_pool_close(&p);
 		unlink(path);
@@ -991,8 +992,8 @@ static void t_shared_domain_left(void)
 	unlink(path);
 	pmg_pool_config_delete(&c);
 	tap_ok(ok, "the shared domain left by a last close inside a window, "
-	       "then deleted by the program: later creates make a new one, "
-	       "protected");
+		   "then deleted by the program: later creates make a new one, "
+		   "protected");
 }
 
 /* ---- a pool unmapped behind the library's back (static: not seen) */
