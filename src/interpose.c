@@ -11,11 +11,12 @@
  *
  * It also interposes mprotect() and pkey_mprotect(): over a protected
  * range the program's request is applied around the protection -- on
- * the mprotect backend piece by piece (mprotect_split()), the program's
- * rights remembered (pagewin.c) so that windows never give those pages
- * more than it asked; on PKU with the range's key (mprotect(PROT_EXEC) would move
- * it to the execute-only key and a later mprotect() to key 0, and
- * pkey_mprotect() names a key of its own; that one is reported).
+ * piece by piece (mprotect_pieces()): on the mprotect backend the
+ * program's rights remembered (pagewin.c) so that windows never give
+ * those pages more than it asked; on PKU with the range's key
+ * (mprotect(PROT_EXEC) would move it to the execute-only key and a later
+ * mprotect() to key 0, and pkey_mprotect() names a key of its own; that
+ * one is reported).
  * madvise() changes neither page protections nor keys: not interposed.
  *
  * Not seen (documented in docs/api.md and pmg_protect(3)): the static
@@ -141,6 +142,9 @@ NOSAN PMG_API int munmap(void *addr, size_t len)
 	if (rc == 0)
 		_pmg_ranges_drop((uintptr_t)addr, pages(len), "munmap");
 	pthread_mutex_unlock(&_pmg.lock);
+	/* a quarantine there too (after the lock: pool_lock comes first) */
+	if (rc == 0)
+		_pmg_pool_quarantine_forget((uintptr_t)addr, pages(len));
 	errno = e;
 	return rc;
 }
@@ -167,6 +171,8 @@ NOSAN static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int f
 		_pmg_ranges_drop((uintptr_t)addr, pages(len),
 				 "MAP_FIXED mmap");
 	pthread_mutex_unlock(&_pmg.lock);
+	if (m != MAP_FAILED)
+		_pmg_pool_quarantine_forget((uintptr_t)addr, pages(len));
 	errno = e;
 	return m;
 }
@@ -237,6 +243,10 @@ NOSAN PMG_API void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
 			    pages(nsz));
 	}
 	pthread_mutex_unlock(&_pmg.lock);
+	if (m != MAP_FAILED) {
+		_pmg_pool_quarantine_forget((uintptr_t)old, pages(osz));
+		_pmg_pool_quarantine_forget((uintptr_t)m, pages(nsz));
+	}
 	errno = e;
 	return m;
 }
@@ -274,55 +284,32 @@ static void report_reprotect(const char *what, uintptr_t a, size_t n,
 	_pmg_buf_flush(&b, fd);
 }
 
-/*
- * After the program's mprotect(@prot) (pkey_mprotect() with @pkey, -1:
- * none) of [@a, @a+@n) succeeded: its protected parts protected again
- * (_pmg.lock held).
- */
-static void reprotect(const char *what, uintptr_t a, size_t n, int prot,
-		      int pkey)
+/* The program's request on a piece outside protected ranges. */
+static int plain_piece(uintptr_t a, size_t n, int prot, int pkey)
 {
-	uintptr_t at = a, e = a + n;
-	struct _pmg_range r;
-
-	while (at < e && _pmg_reg_first_overlap(at, e, &r) == 0) {
-		uintptr_t lo = r.base > at ? r.base : at;
-		uintptr_t hi = r.end < e ? r.end : e;
-
-		if (_pmg.prim->id == PMG_BACKEND_PKU) {
-			(void)syscall(SYS_pkey_mprotect, lo, hi - lo, prot,
-				      r.key);
-			if (pkey >= 0 && pkey != r.key)
-				report_reprotect(what, a, n, &r,
-						 "the range "
-						 "keeps its own key");
-		} else {
-			if (_pmg_cap_set(lo, hi, prot))
-				report_reprotect(what, a, n, &r,
-						 "applied, the "
-						 "range stays protected, but "
-						 "too many such requests are "
-						 "remembered: windows may give "
-						 "these pages read-write");
-			(void)_pmg_pw_mprotect(r.key, lo, hi,
-					       _pmg_prot_of(_pmg_process_rights(
-						       &_pmg.dom[r.key])));
-		}
-		at = hi;
-	}
+	if (pkey < 0)
+		return do_mprotect((void *)a, n, prot);
+	return (int)syscall(SYS_pkey_mprotect, a, n, prot, pkey);
 }
 
 /*
- * mprotect backend: the program's mprotect(@prot) of [@a, @a+@n) made
- * piece by piece (_pmg.lock held), so that a protected page is never
- * writable in between: the pieces outside protected ranges get @prot,
- * the protected ones our protection capped by it (never more than either:
- * pmg_protect() took only read-write mappings, so the kernel's answer for
- * them does not depend on what is asked).  As the kernel does, a failure
- * part-way leaves the pieces before it changed.  0 or -1 and errno.
+ * The program's mprotect(@prot) -- pkey_mprotect() with @pkey; -1: none
+ * -- of [@a, @a+@n) made piece by piece (_pmg.lock held), so that a
+ * protected page is never writable in between (the call made whole and
+ * the range protected again after it left it read-write, key 0 or the
+ * program's key, for a moment: another thread's stray write landed):
+ * the pieces outside protected ranges get what was asked, the protected
+ * ones our protection -- on PKU @prot with the range's key (a key of the
+ * program's own is reported, the range keeps its key); on mprotect our
+ * protection capped by @prot (never more than either: pmg_protect() took
+ * only read-write mappings, so the kernel's answer for them does not
+ * depend on what is asked).  As the kernel does, a failure part-way
+ * leaves the pieces before it changed.  0 or -1 and errno.
  */
-static int mprotect_split(uintptr_t a, size_t n, int prot)
+static int mprotect_pieces(const char *what, uintptr_t a, size_t n, int prot,
+			   int pkey)
 {
+	bool pku = _pmg.prim->id == PMG_BACKEND_PKU, told = false;
 	uintptr_t at = a, e = a + n;
 	struct _pmg_range r;
 
@@ -335,12 +322,24 @@ static int mprotect_split(uintptr_t a, size_t n, int prot)
 			lo = r.base > at ? r.base : at;
 			hi = r.end < e ? r.end : e;
 		}
-		if (lo > at && do_mprotect((void *)at, lo - at, prot))
+		if (lo > at && plain_piece(at, lo - at, prot, pkey))
 			return -1;
 		if (lo == e)
 			break;
+		if (pkey >= 0 && pkey != (pku ? r.key : 0) && !told) {
+			told = true;
+			report_reprotect(what, a, n, &r,
+					 "the range keeps its own key");
+		}
+		if (pku) {
+			if (syscall(SYS_pkey_mprotect, lo, hi - lo, prot,
+				    r.key))
+				return -1;
+			at = hi;
+			continue;
+		}
 		if (_pmg_cap_set(lo, hi, prot))
-			report_reprotect("mprotect", a, n, &r,
+			report_reprotect(what, a, n, &r,
 					 "applied, the "
 					 "range stays protected, but too many "
 					 "such requests are remembered: "
@@ -357,6 +356,49 @@ static int mprotect_split(uintptr_t a, size_t n, int prot)
 	return 0;
 }
 
+static int mprotect_split(uintptr_t a, size_t n, int prot)
+{
+	return mprotect_pieces("mprotect", a, n, prot, -1);
+}
+
+/*
+ * What the kernel would refuse before changing anything: @prot with an
+ * unknown bit (0x8 is PROT_SEM, a no-op), or PROT_GROWS*, which a
+ * protected range (never a stack) refuses too; @pkey not allocated (or
+ * PKU absent): asked of the kernel on a scratch page of our own.  The
+ * pieces would have applied the known bits, our key.  0 or -1, errno.
+ */
+static int refused(int prot, int pkey)
+{
+	static void *scratch;
+
+	if (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC | 0x8)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (pkey < 0)
+		return 0;
+	if (!scratch) {
+		void *m = do_mmap(NULL, PMG_PAGE_SIZE, PROT_NONE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED)
+			return -1;
+		scratch = m;
+	}
+	return (int)syscall(SYS_pkey_mprotect, scratch, PMG_PAGE_SIZE, prot,
+			    pkey);
+}
+
+/* [@a, @a+@len) in pages ends above @a: else the kernel's error (ENOMEM)
+ * -- the pieces would have seen an empty range and returned 0. */
+static bool wraps_not(const void *a, size_t len)
+{
+	uintptr_t b = (uintptr_t)a, n = pages(len);
+
+	return n >= len && b + n > b;
+}
+
 NOSAN PMG_API int mprotect(void *addr, size_t len, int prot)
 {
 	int rc, e;
@@ -364,13 +406,15 @@ NOSAN PMG_API int mprotect(void *addr, size_t len, int prot)
 	if (!touches(addr, len))
 		return do_mprotect(addr, len, prot);
 	pthread_mutex_lock(&_pmg.lock);
-	if ((uintptr_t)addr % PMG_PAGE_SIZE) {
-		rc = do_mprotect(addr, len, prot); /* EINVAL */
+	if ((uintptr_t)addr % PMG_PAGE_SIZE || !wraps_not(addr, len)) {
+		rc = do_mprotect(addr, len, prot); /* EINVAL, ENOMEM */
+	} else if (refused(prot, -1)) {
+		rc = -1;
 	} else if (_pmg.prim->id == PMG_BACKEND_PKU) {
-		rc = do_mprotect(addr, len, prot); /* the key stays... */
-		if (rc == 0) /* ...but for PROT_EXEC: the exec-only key */
-			reprotect("mprotect", (uintptr_t)addr, pages(len), prot,
-				  -1);
+		/* re-tagged as it goes: mprotect(PROT_EXEC) alone would
+		 * move it to the execute-only key, a later one to key 0 */
+		rc = mprotect_pieces("mprotect", (uintptr_t)addr, pages(len),
+				     prot, -1);
 	} else {
 		rc = mprotect_split((uintptr_t)addr, pages(len), prot);
 	}
@@ -387,11 +431,14 @@ NOSAN PMG_API int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 	if (!touches(addr, len))
 		return (int)syscall(SYS_pkey_mprotect, addr, len, prot, pkey);
 	pthread_mutex_lock(&_pmg.lock);
-	rc = (int)syscall(SYS_pkey_mprotect, addr, len, prot, pkey);
+	if ((uintptr_t)addr % PMG_PAGE_SIZE || !wraps_not(addr, len))
+		rc = (int)syscall(SYS_pkey_mprotect, addr, len, prot, pkey);
+	else if (refused(prot, pkey))
+		rc = -1;
+	else
+		rc = mprotect_pieces("pkey_mprotect", (uintptr_t)addr,
+				     pages(len), prot, pkey);
 	e = errno;
-	if (rc == 0)
-		reprotect("pkey_mprotect", (uintptr_t)addr, pages(len), prot,
-			  pkey);
 	pthread_mutex_unlock(&_pmg.lock);
 	errno = e;
 	return rc;

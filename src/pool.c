@@ -315,15 +315,33 @@ static int domain_get(struct pmg_pool *p, const struct pmg_pool_config *c)
 		p->noaccess = _pmg_domain_noaccess(p->dom);
 		return 0;
 	}
+	/*
+	 * Left over by a last close that could not delete it (the program
+	 * held a window on it), and deleted by the program since (no pool
+	 * used it, so pmg_domain_delete() allowed it): a new one, or every
+	 * create failed on the dead handle.  Counted first: a delete from
+	 * now on is refused.
+	 */
+	__atomic_add_fetch(&shared[i].refs, 1, __ATOMIC_ACQ_REL);
+	if (shared[i].d) {
+		char msg[PMG_ERRMSG_MAX];
+
+		_pmg_err_save(msg, sizeof(msg));
+		if (pmg_domain_key(shared[i].d) < 0)
+			__atomic_store_n(&shared[i].d, NULL, __ATOMIC_RELEASE);
+		_pmg_err_restore(msg);
+	}
 	if (!shared[i].d) {
 		rc = _pmg_domain_new_at(&shared[i].d,
 					i ? "pmem-noaccess" : "pmem",
 					i ? PMG_DOMAIN_NOACCESS : 0,
 					&shared[i].h);
-		if (rc)
+		if (rc) {
+			__atomic_sub_fetch(&shared[i].refs, 1,
+					   __ATOMIC_RELEASE);
 			return _pmg_err_prefix(rc, "creating the pool domain");
+		}
 	}
-	__atomic_add_fetch(&shared[i].refs, 1, __ATOMIC_RELEASE);
 	p->dom = shared[i].d;
 	p->shared = i;
 	p->noaccess = i;
@@ -1242,16 +1260,37 @@ static void quar_trim(unsigned keep)
 		quar_release_oldest();
 }
 
-/* Give the quarantine back (ENOMEM: the address space is short). */
+/*
+ * Give the whole quarantine back (ENOMEM: the address space is short),
+ * and say so: stale pointers into those closed pools are no longer
+ * caught.  (quar_trim(0) releases only past the limits: under them it
+ * gave nothing back, and the create failed.)
+ */
 static bool quar_shed(void)
 {
-	bool any;
+	struct _pmg_buf b = { .n = 0 };
+	unsigned n;
+	size_t bytes;
+	int fd;
 
 	pthread_mutex_lock(&pool_lock);
-	any = quar_count > 0;
-	quar_trim(0);
+	n = quar_count;
+	bytes = quar_bytes;
+	while (quar_count)
+		quar_release_oldest();
 	pthread_mutex_unlock(&pool_lock);
-	return any;
+	fd = n ? _pmg_report_fd() : -1;
+	if (fd >= 0) {
+		_pmg_buf_str(&b, "pmguard: out of address space (ENOMEM): "
+				 "the quarantine of ");
+		_pmg_buf_dec(&b, n);
+		_pmg_buf_str(&b, " closed pool(s) (");
+		_pmg_buf_dec(&b, (int64_t)bytes);
+		_pmg_buf_str(&b, " bytes) released to map a pool; stale "
+				 "pointers into them are no longer caught\n");
+		_pmg_buf_flush(&b, fd);
+	}
+	return n > 0;
 }
 
 /*

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "pmguard.h"
@@ -503,11 +504,95 @@ static void t_not_ours(void)
 		   "its close leaves the new mapping alone");
 }
 
+/*
+ * Out of address space (ENOMEM, here under RLIMIT_AS, which counts the
+ * reservations): a pool create releases the whole quarantine and tries
+ * again.  Stale pointers into those closed pools are no longer caught
+ * from then on: it says so on the report fd (it used to say nothing).
+ * In a child: the limit stays there.
+ */
+static int shed_rep = -1;
+
+static long vm_size(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+static int shed_child(void *v)
+{
+	struct pmg_pool *p;
+	struct rlimit rl;
+	char path[PATH_MAX];
+	size_t bytes;
+	long kb;
+
+	(void)v;
+	pmg_set_report_fd(shed_rep);
+	p = create("shed-a.pool", 16 << 20, path);
+	if (!p)
+		return 10;
+	pmg_pool_close(&p);
+	if (_pmg_pool_quarantined(&bytes) < 1 || bytes < (16 << 20))
+		return 11;
+	kb = vm_size();
+	if (kb < 0)
+		return 12;
+	/* room for the new pool (about as much as the closed one holds)
+	 * once the quarantine is given back, not before */
+	rl.rlim_cur = rl.rlim_max = (rlim_t)kb * 1024 + bytes / 2;
+	if (setrlimit(RLIMIT_AS, &rl))
+		return 13;
+	p = create("shed-b.pool", 16 << 20, path);
+	if (!p) {
+		tap_diag("VmSize %ld kB, then %ld kB; %u quarantined", kb,
+			 vm_size(), _pmg_pool_quarantined(&bytes));
+		return 14;
+	}
+	if (_pmg_pool_quarantined(NULL) != 0)
+		return 15;
+	pmg_pool_close(&p);
+	return 0;
+}
+
+static void t_shed(void)
+{
+	char rep[4096];
+	int st, ok = 1;
+
+	if (!_pmg_pool_quarantined) {
+		tap_ok(0, "quarantine released for address space: said");
+		return;
+	}
+	shed_rep = tmpfd();
+	CHECK(ok, shed_rep >= 0);
+	st = tap_child(shed_child, NULL);
+	slurp(shed_rep, rep, sizeof(rep));
+	tap_diag("child status %#x; report: %s", st, rep);
+	CHECK(ok, WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(ok, strstr(rep, "out of address space") &&
+			  strstr(rep, "quarantine of 1 closed pool") &&
+			  strstr(rep, "no longer caught"));
+	close(shed_rep);
+	tap_ok(ok,
+	       "out of address space (RLIMIT_AS): a create releases the "
+	       "quarantine and tries again, and says on the report fd that "
+	       "stale pointers into those closed pools are no longer caught");
+}
+
 int main(void)
 {
 	char disk[256], shm[256];
 
-	tap_init(15);
+	tap_init(16);
 	if (probe_dirs(dir, sizeof(dir), disk, shm, sizeof(disk)))
 		tap_skip_all("no temporary directory");
 	s.report = tmpfd();
@@ -520,6 +605,7 @@ int main(void)
 	t_reopen();
 	t_fifo();
 	t_not_ours();
+	t_shed();
 	probe_dirs_remove(disk, shm);
 	return tap_done();
 }

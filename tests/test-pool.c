@@ -950,6 +950,52 @@ static void t_shared_domain_delete(void)
 	       "delete refused (-EBUSY, a message), later creates protected");
 }
 
+/*
+ * N12, third pass: the last pool closed while the program holds a window
+ * on the shared domain (the layer cannot delete it then: it stays, used
+ * by no pool), then deleted by the program (allowed: no pool uses it).
+ * Later creates must make a new one: they failed, every one, with "not
+ * a live domain".
+ */
+static void t_shared_domain_left(void)
+{
+	struct pmg_pool_config *c = cfg_of(1 << 16, 0, 0);
+	struct pmg_pool *p = NULL;
+	struct pmg_pool_info in;
+	struct pmg_domain *d;
+	char path[PATH_MAX];
+	int ok = 1, rc, i;
+
+	pathof(path, "shdom4.pool");
+	CHECK(ok, pmg_pool_create(&p, path, c) == 0);
+	d = p ? pmg_pool_domain(p) : NULL;
+	CHECK(ok, d && pmg_write_begin(d) == 0);
+	CHECK(ok, pmg_pool_close(&p) == 0);
+	CHECK(ok, d && pmg_write_end(d) == 0);
+	rc = pmg_domain_delete(&d);
+	tap_diag("the program's delete of the shared domain no pool uses: "
+		 "%d",
+		 rc);
+	unlink(path);
+	for (i = 0; i < 2; i++) {
+		rc = pmg_pool_create(&p, path, c);
+		if (rc)
+			tap_diag("create %d after: %d %s", i, rc,
+				 pmg_errormsg());
+		CHECK(ok, rc == 0);
+		CHECK(ok, p && pmg_lookup(pmg_pool_address(p), NULL, NULL) ==
+					  pmg_pool_domain(p));
+		CHECK(ok, p && !pmg_pool_get_info(p, &in) && in.guarded);
+		pmg_pool_close(&p);
+		unlink(path);
+	}
+	unlink(path);
+	pmg_pool_config_delete(&c);
+	tap_ok(ok, "the shared domain left by a last close inside a window, "
+		   "then deleted by the program: later creates make a new one, "
+		   "protected");
+}
+
 /* ---- a pool unmapped behind the library's back (static: not seen) */
 static void t_unmapped_pool(void)
 {
@@ -1012,7 +1058,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "--open"))
 		return open_mode(argv[2], argv[3]);
 	self_path = argv[0];
-	tap_init(9 + 2 * FILE_TESTS);
+	tap_init(10 + 2 * FILE_TESTS);
 	seen = tap_shared_page();
 	if (!seen || probe_dirs(dir, sizeof(dir), disk, shm, sizeof(disk)))
 		tap_skip_all("no temporary directory");
@@ -1035,6 +1081,7 @@ int main(int argc, char **argv)
 	t_read_only();
 	t_reopen_leak();
 	t_shared_domain_delete();
+	t_shared_domain_left();
 	t_unmapped_pool();
 	t_enospc();
 	t_devdax();

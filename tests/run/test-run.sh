@@ -217,7 +217,6 @@ else
 		sh -c "[ $rc = 134 ] && grep -q 'strict (aborting)' '$T/p6.rep'"
 	[ $rc = 134 ] || diag "$T/out" "$T/p6.rep"
 
-
 fi
 
 # ---- libpmem ----
@@ -655,6 +654,30 @@ timeout 30 $PMG learn -o "$T/sites.fifo" -- $PMEMPROG write "$T/h8" 10 \
 check "learn -o FIFO: refused before running the program (rc $rc)" \
 	sh -c "[ $rc = 2 ] && [ ! -e '$T/h8' ] && grep -q 'sites.fifo' '$T/out'"
 [ $rc = 2 ] || diag "$T/out"
+# N11 under pmguard run: the program (here the injector) mprotect()s the
+# page it then writes read-write; the preload interposes mprotect(), the
+# page stays protected, the write is caught (before, on the mprotect
+# backend, the write landed: the preload did not export the interposers)
+mkdir "$T/q1"
+LD_PRELOAD=$WILD WILD_AFTER=50 WILD_MPROTECT=1 $PMG run --report "$T/q1.rep" \
+	-- $LMDBPROG write "$T/q1" 50 200 >"$T/out" 2>&1; rc=$?
+check "N11: lmdb-prog, wild mprotect(RW) of the map then a write: aborted" \
+	sh -c "[ $rc = 134 ] && grep -q 'mprotect(.*RW) done' '$T/out' && \
+	grep -q 'strict (aborting): stray write' '$T/q1.rep'"
+[ $rc = 134 ] || diag "$T/out" "$T/q1.rep"
+$LMDBPROG verify "$T/q1" 10000 >"$T/out" 2>&1
+check "N11: lmdb-prog, wild mprotect(RW): all 10000 records intact" [ $? = 0 ]
+rm -f "$T/q2"
+LD_PRELOAD=$WILD WILD_AFTER=50 WILD_WRITES=4 WILD_MPROTECT=1 $PMG run \
+	--report "$T/q2.rep" -- $PMEMPROG write "$T/q2" 100 >"$T/out" 2>&1
+rc=$?
+check "N11: pmem-prog, wild mprotect(RW) of the mapping then a write: aborted" \
+	sh -c "[ $rc = 134 ] && grep -q 'mprotect(.*RW) done' '$T/out' && \
+	grep -q \"strict (aborting): stray write.*'pmem-run'\" '$T/q2.rep'"
+[ $rc = 134 ] || diag "$T/out" "$T/q2.rep"
+$PMEMPROG verify "$T/q2" 50 >"$T/out" 2>&1
+check "N11: pmem-prog, wild mprotect(RW): the 50 records written intact" \
+	[ $? = 0 ]
 
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"

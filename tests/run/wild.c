@@ -11,7 +11,9 @@
  *   pmem: into the first records of the mapping (from offset 64 up).
  * With WILD_DURING=1 (LMDB) the thread writes before the WILD_AFTER-th
  * commit instead, while the program's write transaction (and its window
- * on its own thread) is open.
+ * on its own thread) is open.  With WILD_MPROTECT=1 it first makes the
+ * target's page read-write with mprotect(), as a program that manages
+ * its mapping's protection itself would (issue 21, N11 under pmguard run).
  * It prints "wild: N writes done" to stderr afterwards (a strict run never
  * gets there).  WILD_AFTER unset: the library does nothing.
  */
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
@@ -29,7 +32,7 @@
 static void *lmdb_env;
 static char *pmem_base;
 static unsigned long count, after, writes;
-static int during;
+static int during, mprot;
 
 static void *next(const char *name)
 {
@@ -125,6 +128,15 @@ static void fire(char *target)
 
 	if (!target)
 		return;
+	if (mprot) {
+		uintptr_t pg = (uintptr_t)target & ~(uintptr_t)4095;
+
+		if (mprotect((void *)pg, 4096, PROT_READ | PROT_WRITE))
+			perror("wild: mprotect");
+		else
+			fprintf(stderr, "wild: mprotect(%p, 4096, RW) done\n",
+				(void *)pg);
+	}
 	fprintf(stderr, "wild: writing %lu word(s) at %p\n", writes, target);
 	pthread_create(&t, NULL, wild_thread, target);
 	pthread_join(t, NULL);
@@ -140,9 +152,10 @@ static int tick(void)
 __attribute__((constructor)) static void wild_init(void)
 {
 	const char *a = getenv("WILD_AFTER"), *w = getenv("WILD_WRITES");
-	const char *d = getenv("WILD_DURING");
+	const char *d = getenv("WILD_DURING"), *m = getenv("WILD_MPROTECT");
 
 	during = d && !strcmp(d, "1");
+	mprot = m && !strcmp(m, "1");
 	after = a ? strtoul(a, NULL, 0) : 0;
 	writes = w ? strtoul(w, NULL, 0) : 1;
 	if (writes < 1 || writes > 256)

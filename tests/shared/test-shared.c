@@ -403,6 +403,164 @@ static void t_quarantine_forget(void)
 	       "it and mapped its own, it is the program's (plain SIGSEGV)");
 }
 
+/*
+ * Third pass (issue 21): the interposers against hostile calls.
+ * (a) mprotect() with a bit the kernel refuses, over a protected range:
+ *     EINVAL as the kernel says, nothing changed (it returned 0 and set
+ *     the pages to what the known bits asked).
+ * (b) munmap() over a protected range and a closed pool's quarantined
+ *     range at once (the locked path): the quarantine is forgotten too,
+ *     so a fault in the program's own mapping there is the program's.
+ */
+static void t_hostile(void)
+{
+	struct pmg_pool_config *c = NULL;
+	struct pmg_pool *p = NULL;
+	struct pmg_domain *d = NULL;
+	char path[64], rep[2048], *a = NULL, *m, *n = MAP_FAILED;
+	const int rw = PROT_READ | PROT_WRITE;
+	ssize_t got;
+	int ok = 1, rc, e, st, fds[2];
+
+	/* (a) */
+	m = mmap(NULL, 2 * PAGE, rw, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(ok, m != MAP_FAILED && pmg_domain_new(&d, "hm", 0) == 0);
+	if (ok) {
+		memset(m, 'o', 2 * PAGE);
+		CHECK(ok, pmg_protect(d, m, 2 * PAGE) == 0);
+	}
+	errno = 0;
+	rc = ok ? mprotect(m, 2 * PAGE, PROT_READ | 0x10000) : 0;
+	e = errno;
+	tap_diag("mprotect(protected, PROT_READ|0x10000): %d, errno %d (%s)",
+		 rc, e, perms_of(m));
+	CHECK(ok, rc == -1 && e == EINVAL);
+	CHECK(ok, pmg_write_begin(d) == 0);
+	if (ok) {
+		m[8] = 'w';	/* windows still write: nothing changed */
+		m[8] = 'o';
+	}
+	pmg_write_end(d);
+	/* a length that wraps the address space: the kernel's ENOMEM */
+	errno = 0;
+	rc = ok ? mprotect(m, SIZE_MAX - 2 * PAGE, PROT_READ | PROT_WRITE) : 0;
+	e = errno;
+	tap_diag("mprotect(protected, SIZE_MAX - 2 pages, RW): %d, errno %d",
+		 rc, e);
+	CHECK(ok, rc == -1 && e == ENOMEM);
+	tap_ok(ok, "mprotect() with an unknown prot bit, or a length that "
+	       "wraps, over a protected range: EINVAL / ENOMEM, as the kernel "
+	       "says, nothing changed");
+	if (d)
+		pmg_unprotect(m, 2 * PAGE);
+	if (m != MAP_FAILED)
+		munmap(m, 2 * PAGE);
+
+	/* (b) */
+	ok = 1;
+	snprintf(path, sizeof(path), "/tmp/pmg-shared-h-%d.pool",
+		 (int)getpid());
+	CHECK(ok, pipe(fds) == 0 && fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
+	qf_rep = fds[1];
+	CHECK(ok, pmg_pool_config_new(&c) == 0 &&
+		  pmg_pool_config_set_size(c, 4 * PAGE) == 0 &&
+		  pmg_pool_create(&p, path, c) == 0);
+	a = pmg_pool_address(p);
+	CHECK(ok, pmg_pool_close(&p) == 0);
+	/* a protected range of the program's right after it */
+	m = a ? mmap(a + 4 * PAGE, PAGE, rw, MAP_SHARED | MAP_ANONYMOUS |
+		     MAP_FIXED_NOREPLACE, -1, 0) : MAP_FAILED;
+	CHECK(ok, m == a + 4 * PAGE && pmg_protect(d, m, PAGE) == 0);
+	/* one munmap over both, the place taken by the program */
+	CHECK(ok, a && munmap(a, 5 * PAGE) == 0);
+	n = a ? mmap(a, 4 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+		     MAP_FIXED_NOREPLACE, -1, 0) : MAP_FAILED;
+	CHECK(ok, n == a);
+	st = ok ? tap_child(qf_child, a + 5) : 0;
+	got = read(fds[0], rep, sizeof(rep) - 1);
+	rep[got > 0 ? got : 0] = '\0';
+	CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV &&
+		  !strstr(rep, "closed pool"));
+	if (!ok)
+		tap_diag("status %#x, report: %s", st, rep);
+	if (n != MAP_FAILED)
+		munmap(n, 4 * PAGE);
+	unlink(path);
+	pmg_pool_config_delete(&c);
+	pmg_domain_delete(&d);
+	close(fds[0]);
+	close(fds[1]);
+	tap_ok(ok, "munmap() over a protected range and a quarantined one at "
+	       "once: the quarantine is forgotten too (a fault in the "
+	       "program's mapping there is its own: plain SIGSEGV)");
+}
+
+/*
+ * (c) pkey_mprotect() over a protected range, racing a stray writer on
+ * another thread: the range must never be writable in between (the call
+ * was made as asked -- read-write, key -1 or 0 -- and only then
+ * protected again).  Contain mode, so that each caught write is undone
+ * and the writer goes on; a write that landed shows in the byte.
+ */
+static int race_stop;
+static char *race_at;
+
+static void *race_writer(void *arg)
+{
+	(void)arg;
+	/* atomic: the sanitizers see no race on the byte (each store is
+	 * a plain mov, contained) */
+	while (!__atomic_load_n(&race_stop, __ATOMIC_RELAXED))
+		__atomic_store_n(race_at, 'Z', __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static int race_child(void *v)
+{
+	struct pmg_domain *rd = NULL;
+	int pku = pmg_backend() == PMG_BACKEND_PKU, i, key = *(int *)v;
+	pthread_t t;
+	char *m = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED || pmg_domain_new(&rd, "race", 0))
+		return 3;
+	m[0] = 'o';
+	if (pmg_protect(rd, m, PAGE))
+		return 4;
+	pmg_set_report_fd(-1);
+	pmg_set_fault_mode(PMG_FAULT_CONTAIN);
+	race_at = m;
+	if (pthread_create(&t, NULL, race_writer, NULL))
+		return 5;
+	for (i = 0; i < 20000 && __atomic_load_n(m, __ATOMIC_RELAXED) == 'o';
+	     i++)
+		if (pkey_mprotect(m, PAGE, PROT_READ | PROT_WRITE,
+				  pku ? key : -1))
+			return 6;
+	__atomic_store_n(&race_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	if (m[0] != 'o') {
+		fprintf(stderr, "# the stray write landed after %d calls\n",
+			i);
+		return 1;
+	}
+	return 0;
+}
+
+static void t_pkey_race(void)
+{
+	int st, key = 0;
+
+	st = tap_child(race_child, &key);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		tap_diag("child status %#x", st);
+	tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "pkey_mprotect(RW, %s) over a protected range, 20000 times, "
+	       "while another thread writes there (contain): no write lands",
+	       pmg_backend() == PMG_BACKEND_PKU ? "key 0" : "key -1");
+}
+
 static int ready[2];
 
 static void *end_inside(void *arg)
@@ -456,7 +614,7 @@ int main(void)
 
 	int rep[2];
 
-	tap_init(14);
+	tap_init(17);
 	pg = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int ok = pmg_domain_new(&dom, "shared", 0) == 0 &&
@@ -497,5 +655,7 @@ int main(void)
 	t_unmapped_pool();
 	t_mprotect_over();
 	t_quarantine_forget();
+	t_hostile();
+	t_pkey_race();
 	return tap_done();
 }
