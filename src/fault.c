@@ -798,6 +798,78 @@ static void bulk_report(const struct pmg_fault *f, pid_t tid,
 	}
 }
 
+/* What a page of a rep run must be: protected against this thread's
+ * writes (and, for contain, backed: RUN_WRITE_BACKED) or reads. */
+enum run_need { RUN_WRITE, RUN_WRITE_BACKED, RUN_READ };
+
+static bool page_denied(const struct _pmg_range *r, uintptr_t page,
+			uint32_t pkval, bool pku);
+static bool page_read_denied(const struct _pmg_range *r, uintptr_t page,
+			     uint32_t pkval, bool pku);
+
+static bool run_page(uintptr_t addr, struct _pmg_range *r, enum run_need need,
+		     uint32_t pkval, bool pku)
+{
+	uintptr_t page = addr & PMG_PAGE_MASK;
+
+	if (_pmg_reg_find(addr, r))
+		return false;
+	if (need == RUN_READ)
+		return page_read_denied(r, page, pkval, pku);
+	return page_denied(r, page, pkval, pku) &&
+	       (need == RUN_WRITE || page_backed(page));
+}
+
+/*
+ * The run of a rep string instruction's @n elements of @s bytes from
+ * @start (the element it is at; @back: DF set, downward) that lies in
+ * protected pages as @need says: its element count, its bytes
+ * [*@lo, *@hi).  0 when there is none or the addresses wrap.  AS-safe.
+ */
+static uint64_t rep_run(uintptr_t start, uint64_t n, uint64_t s, bool back,
+			enum run_need need, uint32_t pkval, bool pku,
+			uintptr_t *lo, uintptr_t *hi)
+{
+	uintptr_t pos, limit, top = start + s;
+	struct _pmg_range r;
+	uint64_t run;
+
+	if (!back) {
+		limit = start + n * s;
+		if (limit < start)
+			return 0;
+		for (pos = start; pos < limit;) {
+			uintptr_t next = (pos | (PMG_PAGE_SIZE - 1)) + 1;
+
+			if (!run_page(pos, &r, need, pkval, pku))
+				break;
+			if (next > r.end)
+				next = r.end;
+			pos = next < limit ? next : limit;
+		}
+		run = (pos - start) / s;
+		*lo = start;
+		*hi = start + run * s;
+		return run;
+	}
+	if (top < start || top < n * s)
+		return 0;
+	limit = top - n * s;
+	for (pos = top; pos > limit;) {
+		uintptr_t next = (pos - 1) & PMG_PAGE_MASK;
+
+		if (!run_page(pos - 1, &r, need, pkval, pku))
+			break;
+		if (next < r.base)
+			next = r.base;
+		pos = next > limit ? next : limit;
+	}
+	run = (top - pos) / s;
+	*hi = top;
+	*lo = top - run * s;
+	return run;
+}
+
 /*
  * A write fault of rep stos / rep movs (@d).  Under the trap flag each
  * iteration would cost a fault and a trap (a stray memset: ~30 us per
@@ -827,7 +899,7 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 	uint64_t n = (uint64_t)g[REG_RCX], run, done, s = d->elem;
 	uintptr_t di = (uintptr_t)g[REG_RDI], si = (uintptr_t)g[REG_RSI];
 	bool back = g[REG_EFL] & X86_EFLAGS_DF;
-	uintptr_t lo, hi, slo = 0, pos, limit, pg;
+	uintptr_t lo, hi, slo = 0, pg;
 	/* the redirect scratch buffer is free (no step pending): no 4 KiB
 	 * on a signal stack that may be SIGSTKSZ */
 	uint8_t *buf = scratch;
@@ -839,48 +911,8 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 		return false;
 	if (n > ((uintptr_t)1 << 47) / s)
 		n = ((uintptr_t)1 << 47) / s; /* past user space anyway */
-	if (!back) {
-		limit = di + n * s;
-		if (limit < di)
-			return false;
-		for (pos = di; pos < limit;) {
-			struct _pmg_range r;
-			uintptr_t next = (pos | (PMG_PAGE_SIZE - 1)) + 1;
-
-			if (_pmg_reg_find(pos, &r) ||
-			    !page_denied(&r, pos & PMG_PAGE_MASK,
-					 f->saved_pkval, pku) ||
-			    (!audit && !page_backed(pos & PMG_PAGE_MASK)))
-				break;
-			if (next > r.end)
-				next = r.end;
-			pos = next < limit ? next : limit;
-		}
-		run = (pos - di) / s;
-		lo = di;
-		hi = di + run * s;
-	} else {
-		uintptr_t top = di + s;
-
-		if (top < di || top < n * s)
-			return false;
-		limit = top - n * s;
-		for (pos = top; pos > limit;) {
-			struct _pmg_range r;
-			uintptr_t next = (pos - 1) & PMG_PAGE_MASK;
-
-			if (_pmg_reg_find(pos - 1, &r) ||
-			    !page_denied(&r, next, f->saved_pkval, pku) ||
-			    (!audit && !page_backed(next)))
-				break;
-			if (next < r.base)
-				next = r.base;
-			pos = next > limit ? next : limit;
-		}
-		run = (top - pos) / s;
-		hi = top;
-		lo = top - run * s;
-	}
+	run = rep_run(di, n, s, back, audit ? RUN_WRITE : RUN_WRITE_BACKED,
+		      f->saved_pkval, pku, &lo, &hi);
 	if (!run)
 		return false;
 	if (d->rep == PMG_CT_REP_MOVS) {
@@ -989,7 +1021,7 @@ static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
 	uint64_t n = (uint64_t)g[REG_RCX], run, done, s = d->elem;
 	uintptr_t di = (uintptr_t)g[REG_RDI], si = (uintptr_t)g[REG_RSI];
 	bool back = g[REG_EFL] & X86_EFLAGS_DF;
-	uintptr_t lo, hi, dlo, dhi, pos, limit, pg;
+	uintptr_t lo, hi, dlo, dhi, pg;
 	uint8_t *buf = scratch;
 	const size_t bufsz = sizeof(scratch);
 
@@ -999,50 +1031,10 @@ static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
 		return false;
 	if (n > ((uintptr_t)1 << 47) / s)
 		n = ((uintptr_t)1 << 47) / s;
-	if (!back) {
-		limit = si + n * s;
-		if (limit < si)
-			return false;
-		for (pos = si; pos < limit;) {
-			struct _pmg_range r;
-			uintptr_t next = (pos | (PMG_PAGE_SIZE - 1)) + 1;
-
-			if (_pmg_reg_find(pos, &r) ||
-			    !page_read_denied(&r, pos & PMG_PAGE_MASK,
-					      f->saved_pkval, pku))
-				break;
-			if (next > r.end)
-				next = r.end;
-			pos = next < limit ? next : limit;
-		}
-		run = (pos - si) / s;
-		lo = si;
-		dlo = di;
-	} else {
-		uintptr_t top = si + s;
-
-		if (top < si || top < n * s)
-			return false;
-		limit = top - n * s;
-		for (pos = top; pos > limit;) {
-			struct _pmg_range r;
-			uintptr_t next = (pos - 1) & PMG_PAGE_MASK;
-
-			if (_pmg_reg_find(pos - 1, &r) ||
-			    !page_read_denied(&r, next, f->saved_pkval, pku))
-				break;
-			if (next < r.base)
-				next = r.base;
-			pos = next > limit ? next : limit;
-		}
-		run = (top - pos) / s;
-		lo = top - run * s;
-		if (di + s < run * s)
-			return false;
-		dlo = di + s - run * s;
-	}
-	if (!run)
+	run = rep_run(si, n, s, back, RUN_READ, f->saved_pkval, pku, &lo, &hi);
+	if (!run || (back && di + s < run * s))
 		return false;
+	dlo = back ? di + s - run * s : di;
 	hi = lo + run * s;
 	dhi = dlo + run * s;
 	if (dhi < dlo || (dlo < hi && lo < dhi))
