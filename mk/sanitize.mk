@@ -64,10 +64,12 @@ export LSAN_SUPP
 # handle_segv=0: the sanitizer installs no SIGSEGV handler of its own, so
 #   pmguard's handler sees every fault, and a fault that is not pmguard's
 #   gets the default action as in a plain build (test-modes checks both).
+#   handle_sigbus=0 likewise: pmguard ends a step on SIGBUS, and the tests
+#   check that a store past the end of a file dies of SIGBUS.
 #   allow_user_segv_handler=1 lets the library's sigaction() through.
 # detect_leaks=1 with the suppressions above; halt_on_error: first error
 #   fails the test.
-ASAN_OPTS = handle_segv=0:allow_user_segv_handler=1:detect_leaks=1:halt_on_error=1:abort_on_error=0:check_initialization_order=1:strict_string_checks=1:detect_stack_use_after_return=1
+ASAN_OPTS = handle_segv=0:handle_sigbus=0:allow_user_segv_handler=1:detect_leaks=1:halt_on_error=1:abort_on_error=0:check_initialization_order=1:strict_string_checks=1:detect_stack_use_after_return=1
 ASAN_ENV = PMGUARD_BACKEND=mprotect ASAN_OPTIONS=$(ASAN_OPTS) \
 	LSAN_OPTIONS=suppressions=$(abspath $(ASAN_O))/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

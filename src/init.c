@@ -56,7 +56,8 @@ static char *err_buf(void)
 /* The thread ends (thread.c's destructor). */
 void _pmg_err_free(void)
 {
-	free(errbuf);
+	if (errbuf) /* no call at all when there is none (thread.c) */
+		free(errbuf);
 	errbuf = NULL;
 	errconst = NULL;
 }

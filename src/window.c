@@ -156,8 +156,19 @@ void _pmg_release_windows(void)
 		unsigned w, r;
 	} gone[PMG_NR_KEYS];
 	unsigned k, n = 0, i;
-	pid_t tid = (pid_t)syscall(SYS_gettid);
+	pid_t tid;
 
+	/* Nothing open: nothing to do, no lock taken.  thread.c calls this
+	 * in each of glibc's destructor rounds; a sanitizer's runtime may
+	 * have ended the thread's own state by the last ones (TSan crashed
+	 * in its mutex interceptor there). */
+	for (k = 1; k < PMG_NR_KEYS && !(t->w[k] | t->r[k]); k++)
+		;
+	if (k == PMG_NR_KEYS) {
+		t->w[0] = 0;
+		return;
+	}
+	tid = (pid_t)syscall(SYS_gettid);
 	pthread_mutex_lock(&_pmg.lock);
 	for (k = 1; k < PMG_NR_KEYS; k++) {
 		struct _pmg_dom *d = &_pmg.dom[k];
