@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,23 @@ static inline int tap_child(int (*fn)(void *), void *arg)
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	return st;
+}
+
+/*
+ * Run @fn(@mode) in a child (tap_child()) and report it as "MODE: @what":
+ * ok when it exits 0, else its exit status or signal as a diagnostic.
+ * For tests that run one child per fault mode.
+ */
+static inline void tap_child_mode(int (*fn)(void *), int mode,
+				  const char *mode_name, const char *what)
+{
+	int st = tap_child(fn, (void *)(intptr_t)mode);
+	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+
+	if (!ok)
+		tap_diag("child: %s %d", WIFEXITED(st) ? "exit" : "signal",
+			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	tap_ok(ok, "%s: %s", mode_name, what);
 }
 
 /* A page shared with forked children, to see what a dying child wrote. */

@@ -455,13 +455,7 @@ static const char *mode_name(int mode)
 
 static void run(int (*fn)(void *), int mode, const char *what)
 {
-	int st = tap_child(fn, (void *)(intptr_t)mode);
-	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-
-	if (!ok)
-		tap_diag("child: %s %d", WIFEXITED(st) ? "exit" : "signal",
-			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-	tap_ok(ok, "%s: %s", mode_name(mode), what);
+	tap_child_mode(fn, mode, mode_name(mode), what);
 }
 
 int main(void)
