@@ -479,6 +479,10 @@ static int txn_forget(MDB_txn *txn)
 	int i, n = 0;
 	bool more = true;
 
+	/* mdb_txn_abort(NULL) is a no-op LMDB allows (knotd calls it): a
+	 * NULL would match a free slot and close a window not its own */
+	if (!txn)
+		return 0;
 	pthread_mutex_lock(&run_lock);
 	for (i = 0; i < MAX_TXNS; i++)
 		if (txns[i].txn == txn) {

@@ -3,8 +3,12 @@
  * lmdb-prog: a small LMDB program (MDB_WRITEMAP) for the `pmguard run`
  * tests, in C so that it runs in the guest too.  No pmguard header.
  *
- *   lmdb-prog write DIR TXNS PER   TXNS write transactions of PER records
- *                                  each (key "k%08u", value "v%08u" x 4)
+ *   lmdb-prog write DIR TXNS PER [--abort-null]
+ *                                  TXNS write transactions of PER records
+ *                                  each (key "k%08u", value "v%08u" x 4);
+ *                                  --abort-null: mdb_txn_abort(NULL) in
+ *                                  each one before its puts (a no-op
+ *                                  LMDB allows, and knotd does)
  *   lmdb-prog verify DIR N         exactly N records, each intact (N
  *                                  "any": as many as there are)
  * Exit 0 fine, 1 wrong data (printed), 2 usage or an LMDB error.
@@ -38,13 +42,16 @@ int main(int argc, char **argv)
 	CK(mdb_env_create(&env));
 	CK(mdb_env_set_mapsize(env, 1ul << 30));
 	CK(mdb_env_open(env, argv[2], MDB_WRITEMAP, 0644));
-	if (!strcmp(argv[1], "write") && argc == 5) {
+	if (!strcmp(argv[1], "write") && (argc == 5 || argc == 6)) {
 		unsigned txns = (unsigned)atoi(argv[3]);
 		unsigned per = (unsigned)atoi(argv[4]);
+		int abort_null = argc == 6 && !strcmp(argv[5], "--abort-null");
 
 		for (t = 0; t < txns; t++) {
 			CK(mdb_txn_begin(env, NULL, 0, &txn));
 			CK(mdb_dbi_open(txn, NULL, 0, &dbi));
+			if (abort_null)
+				mdb_txn_abort(NULL);
 			for (i = 0; i < per; i++) {
 				kv(t * per + i, k, v);
 				key.mv_data = k;
