@@ -258,6 +258,22 @@ static struct {
 } txns[MAX_TXNS];
 static bool warned_nowritemap;
 
+/*
+ * With a report file: one line per environment opened, protected or not
+ * and why, naming the process and the environment's path (made absolute
+ * where it can be), so that an operator sees what a run covers.
+ */
+static void env_said(const char *path, const char *what)
+{
+	char abs[PATH_MAX];
+
+	if (!rep_file)
+		return;
+	say("%s (pid %d): LMDB environment %s: %s\n",
+	    program_invocation_short_name, (int)getpid(),
+	    path && realpath(path, abs) ? abs : path ? path : "?", what);
+}
+
 static int env_slot(MDB_env *env)
 {
 	int i;
@@ -346,11 +362,15 @@ RUN_API int mdb_env_open(MDB_env *env, const char *path, unsigned int flags,
 	REAL(mdb_env_open);
 	REAL(mdb_env_get_flags);
 	const char *wm = getenv("PMGUARD_RUN_LMDB_WRITEMAP");
+	bool added = false;
 	unsigned f = 0;
 	int rc, slot;
 
-	if (wm && !strcmp(wm, "1") && !(flags & MDB_RDONLY))
+	if (wm && !strcmp(wm, "1") && !(flags & MDB_RDONLY) &&
+	    !(flags & MDB_WRITEMAP)) {
 		flags |= MDB_WRITEMAP;
+		added = true;
+	}
 	rc = real_mdb_env_open(env, path, flags, mode);
 	if (rc)
 		return rc;
@@ -359,17 +379,34 @@ RUN_API int mdb_env_open(MDB_env *env, const char *path, unsigned int flags,
 	modules();
 	if (f & MDB_RDONLY) {
 		/* the map is read-only to the program anyway */
+		env_said(path, "not protected: opened read-only (MDB_RDONLY)");
 	} else if (!(f & MDB_WRITEMAP)) {
-		if (!warned_nowritemap)
+		if (!warned_nowritemap && !rep_file)
 			say("LMDB environment %s opened without MDB_WRITEMAP: "
 			    "its map is read-only to the program, pmguard "
 			    "protects nothing (said once)\n", path);
 		warned_nowritemap = true;
+		env_said(path, "not protected: opened without MDB_WRITEMAP, "
+			 "its map is read-only to the program "
+			 "(--lmdb-writemap adds it)");
 	} else if ((slot = env_slot(NULL)) < 0) {
 		say("more than %d LMDB environments: %s not protected\n",
 		    MAX_ENVS, path);
 	} else {
 		env_protect(env, slot);
+		if (envs[slot].len) {
+			char what[160];
+
+			snprintf(what, sizeof(what),
+				 "protected, map %p+%#zx in domain 'lmdb' "
+				 "(MDB_WRITEMAP %s)", envs[slot].addr,
+				 envs[slot].len,
+				 added ? "added by --lmdb-writemap"
+				       : "asked by the program");
+			env_said(path, what);
+		} else {
+			env_said(path, "not protected (said above)");
+		}
 	}
 	pthread_mutex_unlock(&run_lock);
 	return 0;
@@ -548,7 +585,7 @@ static struct {
 	size_t len;
 } maps[MAX_MAPS];
 
-static void map_add(void *addr, size_t len)
+static void map_add(void *addr, size_t len, const char *what)
 {
 	struct pmg_domain *d;
 	int i;
@@ -566,6 +603,11 @@ static void map_add(void *addr, size_t len)
 		maps[i].addr = addr;
 		maps[i].len = len;
 		protected_one();
+		if (rep_file)
+			say("%s (pid %d): %s: protected, map %p+%#zx in "
+			    "domain 'pmem-run'\n",
+			    program_invocation_short_name, (int)getpid(),
+			    what, addr, len);
 	}
 	pthread_mutex_unlock(&run_lock);
 }
@@ -627,8 +669,13 @@ RUN_API void *pmem_map_file(const char *path, size_t len, int flags,
 	size_t ml = 0;
 	void *a = real_pmem_map_file(path, len, flags, mode, &ml, is_pmemp);
 
-	if (a)
-		map_add(a, ml);
+	if (a) {
+		char what[PATH_MAX + 32], abs[PATH_MAX];
+
+		snprintf(what, sizeof(what), "pmem_map_file %s",
+			 realpath(path, abs) ? abs : path);
+		map_add(a, ml, what);
+	}
 	if (mapped_lenp)
 		*mapped_lenp = ml;
 	return a;
@@ -700,7 +747,7 @@ RUN_API int pmem2_map_new(struct pmem2_map **map,
 
 	if (rc == 0)
 		map_add(real_pmem2_map_get_address(*map),
-			real_pmem2_map_get_size(*map));
+			real_pmem2_map_get_size(*map), "pmem2_map_new");
 	return rc;
 }
 
