@@ -5,7 +5,7 @@
 # mk/*.mk).
 #
 # needs: liblmdb-dev libpmem-dev libpmem2-dev lmdb-utils python3-lmdb
-#        libdw-dev
+#        libdw-dev; knot knot-resolver knot-dnsutils dnsperf (servers)
 #
 # Targets:
 #   run-lib     $(O)/libpmguard-run.so (also part of `make all`)
@@ -17,6 +17,12 @@
 #               selftest` exactly as written (a boot of its own, counted
 #               in the summary); last line `run-vm: N passed, ...`; part of
 #               `make check`
+#   run-servers-check  Knot DNS (knotd) and Knot Resolver (kresd), Debian's,
+#               under `pmguard run` on loopback in each mode, with a wild
+#               write into kresd's cache (tests/run/test-servers.sh, TAP,
+#               about 25 s); last line `run-servers: N passed, ...`; part
+#               of `make check`; SKIP without the servers (install-deps),
+#               a failure with CI=true
 #   run-bench   the overhead benchmark (tests/run/bench.sh): >= 1,000,000
 #               records through lmdb-prog and py-lmdb, unprotected vs
 #               `pmguard run` (Debian's mdb_load carries its own LMDB and
@@ -46,10 +52,10 @@ ifeq ($(RUN_MISSING),1)
 $(info run: lmdb.h, libpmem.h or libpmem2.h missing: the run tests' programs are not built (scripts/install-deps))
 endif
 
-.PHONY: run-lib run-check run-bench run-vm-check
+.PHONY: run-lib run-check run-bench run-vm-check run-servers-check
 all: run-lib
 run-lib: $(RUN_LIB) $(RUN_TEST_LIBS) $(RUN_TEST_BINS) $(RUN_EXTRA_BINS)
-CHECK_SUITES += run-check run-vm-check
+CHECK_SUITES += run-check run-vm-check run-servers-check
 
 $(O)/pic/src/run/preload.o: src/run/preload.c $(LIB_HDR)
 	@mkdir -p $(dir $@)
@@ -101,6 +107,13 @@ run-check: all
 		"env PMGUARD_BACKEND=mprotect tests/run/test-run.sh $(O)" \
 		"env PMGUARD_BACKEND=auto tests/run/test-run.sh $(O)"; \
 	fi
+
+# Two real servers (Debian's knotd and kresd) under `pmguard run` on
+# loopback (tests/run/test-servers.sh): SKIP without them, a failure with
+# CI=true.
+run-servers-check: all
+	@O=$(O) tests/runtests.sh -t 240 -n run-servers \
+		"tests/run/test-servers.sh $(O)"
 
 # The same suite in the PKU guest, on dynamically linked programs.
 run-vm-check: all vm-bins

@@ -16,6 +16,12 @@
  * its mapping's protection itself would (issue 21, N11 under pmguard run).
  * It prints "wild: N writes done" to stderr afterwards (a strict run never
  * gets there).  WILD_AFTER unset: the library does nothing.
+ * With WILD_TRIGGER=PATH instead (LMDB, for a server that runs on), a
+ * thread of its own, started at the first mdb_env_open(), looks for PATH
+ * every 20 ms and, once it exists, writes into the environment opened
+ * last (still open) and removes PATH: the test decides when, e.g. after
+ * the server answered its queries and is idle (no write transaction
+ * open: on the mprotect backend windows are process-wide).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -28,11 +34,15 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
 
 static void *lmdb_env;
 static char *pmem_base;
 static unsigned long count, after, writes;
 static int during, mprot;
+static const char *trigger;
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void *next(const char *name)
 {
@@ -107,6 +117,12 @@ static char *lmdb_target(void)
 	m1 = map + st.psize;
 	meta = *(uint64_t *)(m1 + 152) > *(uint64_t *)(m0 + 152) ? m1 : m0;
 	root = *(uint64_t *)(meta + 128);
+	if (root > info.last_pg) {
+		/* an empty main database (P_INVALID): no root page */
+		fprintf(stderr, "wild: no root page (%#llx)\n",
+			(unsigned long long)root);
+		return NULL;
+	}
 	fprintf(stderr, "wild: LMDB root page %llu (page size %u)\n",
 		(unsigned long long)root, st.psize);
 	return map + root * st.psize + st.psize / 2;
@@ -149,10 +165,35 @@ static int tick(void)
 		after;
 }
 
+/* WILD_TRIGGER: the test creates PATH when the write is due. */
+static void *trigger_thread(void *arg)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+
+	(void)arg;
+	for (;;) {
+		nanosleep(&ts, NULL);
+		if (access(trigger, F_OK))
+			continue;
+		unlink(trigger);
+		pthread_mutex_lock(&env_lock);
+		if (lmdb_env)
+			fire(lmdb_target());
+		else
+			fprintf(stderr, "wild: no environment open\n");
+		pthread_mutex_unlock(&env_lock);
+	}
+	return NULL;
+}
+
 __attribute__((constructor)) static void wild_init(void)
 {
 	const char *a = getenv("WILD_AFTER"), *w = getenv("WILD_WRITES");
 	const char *d = getenv("WILD_DURING"), *m = getenv("WILD_MPROTECT");
+
+	trigger = getenv("WILD_TRIGGER");
+	if (trigger && !*trigger)
+		trigger = NULL;
 
 	during = d && !strcmp(d, "1");
 	mprot = m && !strcmp(m, "1");
@@ -167,9 +208,32 @@ int mdb_env_open(void *env, const char *path, unsigned flags, unsigned mode)
 {
 	int (*fn)(void *, const char *, unsigned, unsigned) =
 		next("mdb_env_open");
+	static int started;
+	pthread_t t;
+	int rc = fn(env, path, flags, mode);
 
-	lmdb_env = env;
-	return fn(env, path, flags, mode);
+	pthread_mutex_lock(&env_lock);
+	if (rc == 0)
+		lmdb_env = env;
+	pthread_mutex_unlock(&env_lock);
+	/* started here, not in the constructor: pmguard's library (preloaded
+	 * after this one) is set up by now and sees the thread created */
+	if (trigger && !started++ &&
+	    pthread_create(&t, NULL, trigger_thread, NULL) == 0)
+		pthread_detach(t);
+	return rc;
+}
+
+void mdb_env_close(void *env);
+void mdb_env_close(void *env)
+{
+	void (*fn)(void *) = next("mdb_env_close");
+
+	pthread_mutex_lock(&env_lock);
+	if (lmdb_env == env)
+		lmdb_env = NULL;
+	pthread_mutex_unlock(&env_lock);
+	fn(env);
 }
 
 int mdb_txn_commit(void *txn);
