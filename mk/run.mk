@@ -23,6 +23,8 @@
 #               about 25 s); last line `run-servers: N passed, ...`; part
 #               of `make check`; SKIP without the servers (install-deps),
 #               a failure with CI=true
+#   run-servers-bench  kresd's qps with a warm and a cold cache, plain vs
+#               `pmguard run`, alternated (tests/run/bench-servers.sh)
 #   run-bench   the overhead benchmark (tests/run/bench.sh): >= 1,000,000
 #               records through lmdb-prog and py-lmdb, unprotected vs
 #               `pmguard run` (Debian's mdb_load carries its own LMDB and
@@ -52,7 +54,8 @@ ifeq ($(RUN_MISSING),1)
 $(info run: lmdb.h, libpmem.h or libpmem2.h missing: the run tests' programs are not built (scripts/install-deps))
 endif
 
-.PHONY: run-lib run-check run-bench run-vm-check run-servers-check
+.PHONY: run-lib run-check run-bench run-vm-check run-servers-check \
+	run-servers-bench
 all: run-lib
 run-lib: $(RUN_LIB) $(RUN_TEST_LIBS) $(RUN_TEST_BINS) $(RUN_EXTRA_BINS)
 CHECK_SUITES += run-check run-vm-check run-servers-check
@@ -125,3 +128,8 @@ run-vm-check: all vm-bins
 
 run-bench: all
 	O=$(O) tests/run/bench.sh
+
+# kresd's queries per second, plain and under `pmguard run`, alternated
+# (tests/run/bench-servers.sh; ROUNDS, SECS, NAMES).
+run-servers-bench: all
+	tests/run/bench-servers.sh $(O)
