@@ -210,7 +210,9 @@ void _pmg_buf_flush(struct _pmg_buf *b, int fd);	/* n back to 0 */
  * set to (fstat identity), else -1 (or the report path opened again). */
 int _pmg_report_fd(void);
 int _pmg_report_fd_set(int fd); /* records its identity; old fd */
-int _pmg_report_open(const char *path); /* open, set; fd or -errno */
+int _pmg_report_open(const char *path); /* open, set; fd or -errno;
+					* "syslog:SOCKET": to a syslog socket */
+void _pmg_report_write(int fd, const char *s, size_t n); /* as a report */
 void _pmg_backtrace_to(int fd);
 void _pmg_report_fault(const struct pmg_fault *f, pid_t tid,
 		       const char *what, bool trace);

@@ -15,8 +15,11 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -53,10 +56,18 @@ void _pmg_buf_dec(struct _pmg_buf *b, int64_t v)
 	_pmg_buf_str(b, t);
 }
 
+static bool rep_is_syslog(int fd);
+static void syslog_lines(int fd, const char *s, size_t n);
+
 void _pmg_buf_flush(struct _pmg_buf *b, int fd)
 {
 	size_t off = 0;
 
+	if (fd >= 0 && rep_is_syslog(fd)) {
+		syslog_lines(fd, b->b, b->n);
+		b->n = 0;
+		return;
+	}
 	while (fd >= 0 && off < b->n) {
 		ssize_t w = write(fd, b->b + off, b->n - off);
 
@@ -105,6 +116,10 @@ static struct {
 } rep_id = { 0, -1, false, 0, 0 };
 static char rep_path[PATH_MAX]; /* "" or the path to open again */
 static int rep_busy; /* a reopen in progress (try-lock) */
+/* the report "file" is syslog:SOCKET (rep_path): a datagram socket
+ * connected to a syslog daemon's socket (/dev/log: journald, rsyslog) */
+static bool rep_syslog;
+#define SYSLOG_PREFIX "syslog:"
 
 static void id_record(int fd)
 {
@@ -135,7 +150,7 @@ static int id_same(int fd)
 		return -1;
 	same = rep_id.fd == fd && rep_id.ok && fstat(fd, &st) == 0 &&
 	       st.st_dev == rep_id.dev && st.st_ino == rep_id.ino &&
-	       (!rep_path[0] || st.st_nlink > 0);
+	       (!rep_path[0] || rep_syslog || st.st_nlink > 0);
 	if (__atomic_load_n(&rep_id.seq, __ATOMIC_ACQUIRE) != s)
 		return -1;
 	return same;
@@ -149,8 +164,23 @@ int _pmg_report_fd_set(int fd)
 	return __atomic_exchange_n(&_pmg.report_fd, fd, __ATOMIC_RELAXED);
 }
 
+/* Connect @fd to the syslog socket @path: 0 or -errno.  AS-safe. */
+static int syslog_connect(int fd, const char *path)
+{
+	struct sockaddr_un sa;
+	size_t l = strlen(path);
+
+	if (l >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path, path, l);
+	return connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+}
+
 /* @path opened for appending, close-on-exec, without blocking, if it is a
- * regular file or a terminal (else -EINVAL), at a high number out of the
+ * regular file or a terminal (else -EINVAL), or syslog:SOCKET (a datagram
+ * socket connected to SOCKET), at a high number out of the
  * program's way: from half the descriptor limit, at most 1000 (a higher
  * number would grow the process's descriptor table for nothing); the
  * lowest free one if there is no room up there. */
@@ -158,12 +188,23 @@ static int open_high(const char *path)
 {
 	struct rlimit rl;
 	struct stat st;
-	int fd = open(path,
-		      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
-			      O_NONBLOCK,
-		      0644),
-	    hi;
+	int fd, hi;
 
+	if (!strncmp(path, SYSLOG_PREFIX, strlen(SYSLOG_PREFIX))) {
+		fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    0);
+		if (fd < 0)
+			return -errno;
+		hi = syslog_connect(fd, path + strlen(SYSLOG_PREFIX));
+		if (hi) {
+			close(fd);
+			return hi == -EINVAL ? -ENOTSOCK : hi;
+		}
+		goto high;
+	}
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+				O_NONBLOCK,
+		  0644);
 	if (fd < 0)
 		return -errno;
 	/* never block (this may run in the fault handler): the open is
@@ -174,6 +215,7 @@ static int open_high(const char *path)
 		return -EINVAL;
 	}
 	fcntl(fd, F_SETFL, O_APPEND);
+high:
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64) {
 		hi = rl.rlim_cur / 2 > 1000 ? 1000 : (int)(rl.rlim_cur / 2);
 		hi = fcntl(fd, F_DUPFD_CLOEXEC, hi);
@@ -202,6 +244,7 @@ int _pmg_report_open(const char *path)
 				path);
 	if (fd < 0)
 		return _pmg_err(fd, "report file %s: %s", path, strerror(-fd));
+	rep_syslog = !strncmp(path, SYSLOG_PREFIX, strlen(SYSLOG_PREFIX));
 	pmg_strlcpy(rep_path, path, sizeof(rep_path));
 	__atomic_store_n(&_pmg.fd_set, true, __ATOMIC_RELEASE);
 	_pmg_report_fd_set(fd);
@@ -242,6 +285,82 @@ static int report_fd(void)
 	__atomic_compare_exchange_n(&_pmg.report_fd, &fd, -1, false,
 				    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 	return -1;
+}
+
+/* @fd is the report socket of a syslog:SOCKET report (lines go out one
+ * datagram each, with a syslog header). */
+static bool rep_is_syslog(int fd)
+{
+	return rep_syslog && fd == __atomic_load_n(&rep_id.fd,
+						   __ATOMIC_RELAXED);
+}
+
+/*
+ * One datagram per line, "<PRI>pmguard[PID]: LINE" (the form syslog(3)
+ * sends to /dev/log, without a time stamp: journald and rsyslog stamp
+ * local messages on receipt).  Facility user; severity notice for
+ * pmguard run's own lines ("pmguard-run: ..."), err for the rest
+ * (reports).  Never blocks: a daemon's full queue is waited for at most
+ * 50 ms per line, then the line is dropped; a daemon restarted (a new
+ * socket at the path) is connected again.  AS-safe.
+ */
+static void syslog_lines(int fd, const char *s, size_t n)
+{
+	char msg[1024];
+	const char *sock = rep_path + strlen(SYSLOG_PREFIX);
+	struct _pmg_buf h;
+
+	while (n > 0) {
+		const char *nl = memchr(s, '\n', n);
+		size_t l = nl ? (size_t)(nl - s) : n, hl, tries;
+
+		h.n = 0;
+		_pmg_buf_str(&h, !strncmp(s, "pmguard-run:", 12) && l >= 12
+					 ? "<13>pmguard["
+					 : "<11>pmguard[");
+		_pmg_buf_dec(&h, getpid());
+		_pmg_buf_str(&h, "]: ");
+		hl = h.n;
+		if (l > sizeof(msg) - hl)
+			l = sizeof(msg) - hl;
+		memcpy(msg, h.b, hl);
+		memcpy(msg + hl, s, l);
+		for (tries = 0; l && tries < 26; tries++) {
+			struct timespec ts = { 0, 2000000 };
+
+			if (send(fd, msg, hl + l, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0)
+				break;
+			if (errno == EAGAIN || errno == ENOBUFS)
+				nanosleep(&ts, NULL);
+			else if ((errno == ECONNREFUSED || errno == ENOTCONN ||
+				  errno == ENOENT) &&
+				 tries < 2)
+				(void)syslog_connect(fd, sock);
+			else
+				break;
+		}
+		if (!nl)
+			break;
+		n -= (size_t)(nl - s) + 1;
+		s = nl + 1;
+	}
+}
+
+/* @s as a report on @fd: written, or one syslog message per line. */
+void _pmg_report_write(int fd, const char *s, size_t n)
+{
+	if (fd >= 0 && rep_is_syslog(fd)) {
+		syslog_lines(fd, s, n);
+		return;
+	}
+	while (fd >= 0 && n > 0) {
+		ssize_t w = write(fd, s, n);
+
+		if (w <= 0)
+			break;
+		s += w;
+		n -= (size_t)w;
+	}
 }
 
 /* The check leaves errno as it found it (callers are not all handlers). */
@@ -288,6 +407,22 @@ void _pmg_backtrace_to(int fd)
 	n = backtrace(bt, 32);
 	if (ospke)
 		_pmg_wrpkru(pkru);
+	if (rep_is_syslog(fd)) {
+		/* a line per frame: address and module+offset */
+		struct _pmg_buf b = { .n = 0 };
+		int i;
+
+		for (i = 0; i < n; i++) {
+			_pmg_buf_str(&b, "pmguard:   #");
+			_pmg_buf_dec(&b, i);
+			_pmg_buf_str(&b, " ");
+			_pmg_buf_hex(&b, (uintptr_t)bt[i]);
+			_pmg_site_fmt(&b, (uintptr_t)bt[i]);
+			_pmg_buf_str(&b, "\n");
+			_pmg_buf_flush(&b, fd);
+		}
+		return;
+	}
 	backtrace_symbols_fd(bt, n, fd);
 }
 

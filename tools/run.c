@@ -17,8 +17,10 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <termios.h>
@@ -33,6 +35,50 @@
 #define CONFIRM_S 30
 static long confirm_s = CONFIRM_S;
 
+/* --report syslog[:SOCKET]: the socket ("" for a report file) */
+static char syslog_sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+/* A datagram socket connected to @path, or -errno. */
+static int syslog_open(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd, e;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path, path, strlen(path));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* @msg to syslog_sock as the preload sends its lines: user.warning. */
+static void syslog_say(const char *msg)
+{
+	char buf[2048];
+	size_t l = strlen(msg);
+	int fd = syslog_open(syslog_sock), n;
+
+	while (l && msg[l - 1] == '\n')
+		l--;
+	n = snprintf(buf, sizeof(buf), "<12>pmguard[%d]: %.*s", (int)getpid(),
+		     (int)l, msg);
+	if (n >= (int)sizeof(buf))
+		n = (int)sizeof(buf) - 1;
+	if (fd < 0 || n < 0 || send(fd, buf, (size_t)n, MSG_NOSIGNAL) < 0)
+		fprintf(stderr, "%s", msg);
+	if (fd >= 0)
+		close(fd);
+}
+
 static void run_usage(FILE *f, const char *verb)
 {
 	if (!strcmp(verb, "learn"))
@@ -46,7 +92,8 @@ static void run_usage(FILE *f, const char *verb)
 			"frequent first.  Feed SITES to `pmguard run --allow`.\n"
 			"\n"
 			"  -o, --output SITES  the sites file (a regular file, replaced)\n"
-			"  --report FILE       append the audit reports to FILE (default: none)\n"
+			"  --report FILE       append the audit reports to FILE (default: none);\n"
+			"                      `syslog` or `syslog:/SOCKET` as for pmguard run\n"
 			"  --lib PATH          the interposition library (default: found next to\n"
 			"                      pmguard, or $PMGUARD_RUN_LIB)\n"
 			"  --lmdb-writemap     add MDB_WRITEMAP to every LMDB environment opened\n"
@@ -68,7 +115,10 @@ static void run_usage(FILE *f, const char *verb)
 			"\n"
 			"  --mode M          strict (default), relaxed, audit or contain\n"
 			"  --report FILE     append fault reports and module lines to FILE\n"
-			"                    (default: stderr); read it with `pmguard report`\n"
+			"                    (default: stderr); read it with `pmguard report`;\n"
+			"                    `syslog` (/dev/log: journald, rsyslog) or\n"
+			"                    `syslog:/SOCKET`: one syslog message per line\n"
+			"                    (tag pmguard, facility user); ./syslog for a file\n"
 			"  --allow SITES     let the writes at the sites of SITES (from `pmguard\n"
 			"                    learn`) through, one fault each\n"
 			"  --lib PATH        the interposition library (default: found next to\n"
@@ -392,7 +442,30 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 		snprintf(pre, sizeof(pre), "%s", lib);
 	setenv("LD_PRELOAD", pre, 1);
 	setenv("PMGUARD_FAULT_MODE", o->mode, 1);
-	if (o->report) {
+	syslog_sock[0] = 0;
+	if (o->report && (!strcmp(o->report, "syslog") ||
+			  !strncmp(o->report, "syslog:", 7))) {
+		/* syslog (/dev/log: journald, rsyslog), or a socket given;
+		 * each process connects by the path, like a report file */
+		const char *sock = o->report[6] ? o->report + 7 : "/dev/log";
+		char v[sizeof(syslog_sock) + 8];
+		int fd;
+
+		if (sock[0] != '/')
+			return cli_error("run: --report %s: the syslog socket "
+					 "must be an absolute path",
+					 o->report);
+		fd = syslog_open(sock);
+		if (fd < 0)
+			return cli_error("run: --report %s: cannot send to "
+					 "the syslog socket %s: %s",
+					 o->report, sock, strerror(-fd));
+		close(fd);
+		snprintf(syslog_sock, sizeof(syslog_sock), "%s", sock);
+		snprintf(v, sizeof(v), "syslog:%s", sock);
+		setenv("PMGUARD_RUN_REPORT", v, 1);
+		unsetenv("PMGUARD_REPORT_FD");
+	} else if (o->report) {
 		/* each process opens the file by its path (never a number
 		 * a program may reuse): a regular file or a terminal */
 		char abs[PATH_MAX];
@@ -994,17 +1067,24 @@ static void nothing_said(const struct run_opts *o, const char *verb,
 	struct stat st;
 	FILE *f;
 
+	char msg[1024];
+
 	if (fstat(status->fd, &st) || st.st_size > 0)
 		return;
+	snprintf(msg, sizeof(msg),
+		 "pmguard %s: nothing was protected: no process of this run "
+		 "opened an LMDB environment with MDB_WRITEMAP or a libpmem "
+		 "mapping through the dynamic linker before %s ended (a copy "
+		 "linked into the program itself, as in Debian's lmdb-utils, "
+		 "cannot be interposed; a process left running, a daemon, is "
+		 "not counted after that)\n",
+		 verb, prog);
+	if (syslog_sock[0]) {
+		syslog_say(msg);
+		return;
+	}
 	f = o->report ? fopen(o->report, "ae") : NULL;
-	fprintf(f ? f : stderr,
-		"pmguard %s: nothing was protected: no process of this run "
-		"opened an LMDB environment with MDB_WRITEMAP or a libpmem "
-		"mapping through the dynamic linker before %s ended (a copy "
-		"linked into the program itself, as in Debian's lmdb-utils, "
-		"cannot be interposed; a process left running, a daemon, is "
-		"not counted after that)\n",
-		verb, prog);
+	fputs(msg, f ? f : stderr);
 	if (f)
 		fclose(f);
 }

@@ -81,6 +81,8 @@
 
 static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool rep_file;		/* a report file: module lines go there */
+static bool rep_named;		/* a report file or syslog: each LMDB
+				 * environment and pmem mapping named */
 static char status_path[PATH_MAX];	/* PMGUARD_RUN_STATUS */
 static bool status_done;	/* this process (or its parent) said so */
 
@@ -88,20 +90,25 @@ static bool status_done;	/* this process (or its parent) said so */
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
+	static const char pre[] = "pmguard-run: ";
 	char buf[1024];
 	va_list ap;
 	int fd = _pmg_report_fd(), n;
 
 	if (fd < 0)
 		return;
+	memcpy(buf, pre, sizeof(pre) - 1);
 	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = vsnprintf(buf + sizeof(pre) - 1, sizeof(buf) - sizeof(pre) + 1,
+		      fmt, ap);
 	va_end(ap);
 	if (n < 0)
 		return;
+	n += (int)sizeof(pre) - 1;
 	if ((size_t)n >= sizeof(buf))
 		n = sizeof(buf) - 1;
-	dprintf(fd, "pmguard-run: %.*s", n, buf);
+	/* a file, a terminal, or a syslog socket (a message per line) */
+	_pmg_report_write(fd, buf, (size_t)n);
 }
 
 /*
@@ -267,7 +274,7 @@ static void env_said(const char *path, const char *what)
 {
 	char abs[PATH_MAX];
 
-	if (!rep_file)
+	if (!rep_named)
 		return;
 	say("%s (pid %d): LMDB environment %s: %s\n",
 	    program_invocation_short_name, (int)getpid(),
@@ -381,7 +388,7 @@ RUN_API int mdb_env_open(MDB_env *env, const char *path, unsigned int flags,
 		/* the map is read-only to the program anyway */
 		env_said(path, "not protected: opened read-only (MDB_RDONLY)");
 	} else if (!(f & MDB_WRITEMAP)) {
-		if (!warned_nowritemap && !rep_file)
+		if (!warned_nowritemap && !rep_named)
 			say("LMDB environment %s opened without MDB_WRITEMAP: "
 			    "its map is read-only to the program, pmguard "
 			    "protects nothing (said once)\n", path);
@@ -603,7 +610,7 @@ static void map_add(void *addr, size_t len, const char *what)
 		maps[i].addr = addr;
 		maps[i].len = len;
 		protected_one();
-		if (rep_file)
+		if (rep_named)
 			say("%s (pid %d): %s: protected, map %p+%#zx in "
 			    "domain 'pmem-run'\n",
 			    program_invocation_short_name, (int)getpid(),
@@ -977,7 +984,9 @@ __attribute__((constructor)) static void run_init(void)
 		rc = _pmg_report_open(rep);
 		if (rc == -EINVAL)
 			fatal("PMGUARD_RUN_REPORT: %s", pmg_errormsg());
-		rep_file = rc >= 0;
+		rep_named = rc >= 0;
+		/* module lines are for `pmguard report FILE`, not syslog */
+		rep_file = rc >= 0 && strncmp(rep, "syslog:", 7);
 		/* this process cannot open it (it dropped privileges, went
 		 * into a chroot, lost its terminal): protected all the same,
 		 * its reports on stderr, said there */
@@ -986,7 +995,7 @@ __attribute__((constructor)) static void run_init(void)
 				"reports on stderr instead\n", pmg_errormsg(),
 				program_invocation_short_name, (int)getpid());
 	} else if (getenv("PMGUARD_REPORT_FD")) {
-		rep_file = true;
+		rep_file = rep_named = true;
 	}
 	rc = pmg_init();
 	if (rc)
