@@ -44,7 +44,7 @@ RUN_TEST_BINS += $(O)/tests/run/pmem-prog
 endif
 ifeq ($(call run_have,lmdb.h),1)
 RUN_TEST_BINS += $(O)/tests/run/lmdb-prog
-RUN_EXTRA_BINS := $(O)/tests/run/lmdb-early
+RUN_EXTRA_BINS := $(O)/tests/run/lmdb-early $(O)/tests/run/lmdb-daemon
 endif
 ifeq ($(call run_have,libpmem2.h),1)
 RUN_TEST_BINS += $(O)/tests/run/pmem2-prog
@@ -94,6 +94,10 @@ $(O)/tests/run/lmdb-prog: tests/run/lmdb-prog.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
 
+$(O)/tests/run/lmdb-daemon: tests/run/lmdb-daemon.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
+
 $(O)/tests/run/lmdb-early: tests/run/lmdb-early.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb -lpthread
@@ -108,7 +112,8 @@ run-check: all
 	else \
 		O=$(O) tests/runtests.sh -t 300 -n run \
 		"env PMGUARD_BACKEND=mprotect tests/run/test-run.sh $(O)" \
-		"env PMGUARD_BACKEND=auto tests/run/test-run.sh $(O)"; \
+		"env PMGUARD_BACKEND=auto tests/run/test-run.sh $(O)" \
+		"tests/run/test-daemon.sh $(O)"; \
 	fi
 
 # Two real servers (Debian's knotd and kresd) under `pmguard run` on

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lmdb-daemon: a small daemon over an LMDB environment (MDB_WRITEMAP) for
+ * the `pmguard run` daemon tests (tests/run/test-daemon.sh), doing what
+ * servers do at start and at run time.  No pmguard header.
+ *
+ *   lmdb-daemon DIR LOG [--detach] [--setsid] [--close-fds]
+ *               [--helper PROG ARGS...]
+ *
+ *   --detach     fork, setsid, fork again (the first two processes exit
+ *                0), chdir /, stdin/stdout/stderr to /dev/null
+ *   --setsid     setsid() in place (no fork)
+ *   --close-fds  close every descriptor from 3 up at start
+ *   --helper ... the program SIGUSR2 runs (fork, exec, wait)
+ *
+ * Records as lmdb-prog writes them (lmdb-prog verify DIR any checks
+ * them): one write transaction of 10 records every 50 ms.  Signals:
+ * SIGHUP reopens the environment (a reload), SIGUSR1 makes a stray write
+ * through a pointer a read transaction returned (a value in the map),
+ * SIGUSR2 runs the helper, SIGTERM ends it (exit 0).  Each event is a
+ * line appended to LOG (opened by path each time): "ready PID",
+ * "reloaded N", "wild", "helper rc N", "bye".
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <lmdb.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t hup, usr1, usr2, term;
+static const char *logpath;
+
+static void on_sig(int sig)
+{
+	if (sig == SIGHUP)
+		hup = 1;
+	else if (sig == SIGUSR1)
+		usr1 = 1;
+	else if (sig == SIGUSR2)
+		usr2 = 1;
+	else
+		term = 1;
+}
+
+static void logf_(const char *fmt, ...)
+{
+	FILE *f = fopen(logpath, "ae");
+	va_list ap;
+
+	if (!f)
+		return;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fputc('\n', f);
+	fclose(f);
+}
+
+static void kv(unsigned i, char *k, char *v)
+{
+	i %= 100000000u;
+	snprintf(k, 16, "k%08u", i);
+	snprintf(v, 40, "v%08uv%08uv%08uv%08u", i, i, i, i);
+}
+
+static MDB_env *env_open(const char *dir)
+{
+	MDB_env *env;
+
+	if (mdb_env_create(&env) || mdb_env_set_mapsize(env, 64ul << 20) ||
+	    mdb_env_open(env, dir, MDB_WRITEMAP, 0644)) {
+		logf_("cannot open %s", dir);
+		exit(2);
+	}
+	return env;
+}
+
+/* 10 records, keys from *n on */
+static int put10(MDB_env *env, unsigned *n)
+{
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val key, val;
+	char k[16], v[40];
+	int i, rc;
+
+	rc = mdb_txn_begin(env, NULL, 0, &txn);
+	if (rc)
+		return rc;
+	rc = mdb_dbi_open(txn, NULL, 0, &dbi);
+	for (i = 0; !rc && i < 10; i++, (*n)++) {
+		kv(*n, k, v);
+		key.mv_data = k;
+		key.mv_size = strlen(k);
+		val.mv_data = v;
+		val.mv_size = strlen(v);
+		rc = mdb_put(txn, dbi, &key, &val, 0);
+	}
+	if (rc) {
+		mdb_txn_abort(txn);
+		return rc;
+	}
+	return mdb_txn_commit(txn);
+}
+
+/* A bug: a value read in a read-only transaction, written through. */
+static void wild(MDB_env *env)
+{
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val key = { 9, "k00000000" }, val;
+
+	if (mdb_txn_begin(env, NULL, MDB_RDONLY, &txn))
+		return;
+	if (!mdb_dbi_open(txn, NULL, 0, &dbi) &&
+	    !mdb_get(txn, dbi, &key, &val)) {
+		logf_("wild");
+		memset(val.mv_data, '#', 8);
+	}
+	mdb_txn_abort(txn);
+}
+
+static int helper(char **argv)
+{
+	pid_t p = fork();
+	int st;
+
+	if (p == 0) {
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (p < 0 || waitpid(p, &st, 0) != p)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int main(int argc, char **argv)
+{
+	int detach = 0, setsid_ = 0, closefds = 0, i, fd, reloads = 0;
+	char **help = NULL;
+	struct sigaction sa;
+	unsigned n = 0;
+	MDB_env *env;
+	char dir[4096];
+
+	if (argc < 3)
+		return 2;
+	if (!realpath(argv[1], dir))
+		return 2;
+	logpath = argv[2];
+	for (i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "--detach"))
+			detach = 1;
+		else if (!strcmp(argv[i], "--setsid"))
+			setsid_ = 1;
+		else if (!strcmp(argv[i], "--close-fds"))
+			closefds = 1;
+		else if (!strcmp(argv[i], "--helper") && i + 1 < argc) {
+			help = argv + i + 1;
+			break;
+		} else
+			return 2;
+	}
+	if (detach) {
+		if (fork() > 0)
+			_exit(0);
+		setsid();
+		if (fork() > 0)
+			_exit(0);
+		if (chdir("/"))
+			return 2;
+		fd = open("/dev/null", O_RDWR);
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	} else if (setsid_ && setsid() < 0) {
+		perror("setsid");
+		return 2;
+	}
+	if (closefds)
+		for (fd = 3; fd < 1024; fd++)
+			close(fd);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sig;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	env = env_open(dir);
+	if (put10(env, &n))
+		return 2;
+	logf_("ready %d", (int)getpid());
+	while (!term) {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+		if (hup) {
+			hup = 0;
+			mdb_env_close(env);
+			env = env_open(dir);
+			logf_("reloaded %d", ++reloads);
+		}
+		if (usr1) {
+			usr1 = 0;
+			wild(env);
+		}
+		if (usr2) {
+			usr2 = 0;
+			logf_("helper rc %d", help ? helper(help) : -1);
+		}
+		if (n < 100000 && put10(env, &n)) {
+			logf_("write failed");
+			return 2;
+		}
+	}
+	mdb_env_close(env);
+	logf_("bye");
+	return 0;
+}
