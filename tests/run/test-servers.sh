@@ -78,6 +78,10 @@ stop_all() {
 	done
 	for p in $pids; do kill -KILL "$p" 2>/dev/null; done
 	pids=
+	# a daemon that detached (knotd -d): its pid file
+	for f in "$T"/knot-*/run/knot.pid; do
+		[ -s "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null
+	done
 }
 trap 'stop_all; rm -rf "$T"' EXIT
 trap 'exit 1' INT TERM HUP
@@ -381,6 +385,29 @@ for mode in strict relaxed audit contain; do
 		[ $envs = 4 ]
 	grep -h 'LMDB environment' "$kr" "$knr" | sort -u | sed 's/^/# /'
 done
+
+# ---- knotd -d: it daemonizes (fork, setsid); pmguard run returns ----
+knot_conf daemon
+timeout 20 $PMG run --lmdb-writemap --report "$T/knot-daemon.rep" -- \
+	$KNOTD -d -c "$T/knot-daemon/knot.conf" >"$T/knot-daemon.log" 2>&1
+rc=$?
+if wait_up "$KPORT" pmg.test && wait_up "$KPORT" member.test; then
+	dp=$(cat "$T/knot-daemon/run/knot.pid" 2>/dev/null)
+	ask "$KPORT" >"$T/got0"
+	same "knotd -d under pmguard run: returns $rc, the daemon's answers as without pmguard" \
+		"$T/got0" "$T/want0"
+	c=$(grep -c "knotd (pid ${dp:-none}): LMDB environment .*: protected" "$T/knot-daemon.rep")
+	check "knotd -d: the daemon's (pid $dp) environments protected, named ($c)" \
+		sh -c "[ $rc = 0 ] && [ '$c' -ge 2 ]"
+	$KNOTC -s "$T/knot-daemon/run/knot.sock" stop >/dev/null 2>&1
+	i=0
+	while kill -0 "$dp" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	check "knotd -d: stops through knotc, no stray write reported" \
+		sh -c "! kill -0 '$dp' 2>/dev/null && ! grep -q 'stray\\|unbalanced' '$T/knot-daemon.rep'"
+else
+	nok "knotd -d under pmguard run answers (rc $rc)"
+	diag "$T/knot-daemon.log" "$T/knot-daemon.rep"
+fi
 
 # ---- a wild write into kresd's cache ----
 # wild_kres TAG [pmguard run options...]: kresd with the injector, its
