@@ -45,10 +45,11 @@ EX_LIBS_lmdb-writemap := -llmdb
 
 .PHONY: examples examples-check examples-vm-check
 
-examples: $(EX_BINS)
-
 # The systemd examples' stand-in daemon: no pmguard header or library.
 EX_SYSTEMD := $(if $(filter 1,$(HAVE_LMDB)),$(O)/tests/examples/lmdb-daemon)
+
+examples: $(EX_BINS) $(EX_SYSTEMD)
+
 $(O)/tests/examples/lmdb-daemon: tests/examples/lmdb-daemon.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
