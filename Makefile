@@ -70,9 +70,11 @@ $(SHARED): $(SH_OBJ) src/libpmguard.map
 
 cli: $(O)/pmguard
 
-$(O)/pmguard: $(CLI_SRC) $(CLI_HDR) $(STATIC)
-	$(CC) $(BASE) $(CFLAGS) -Itools -o $@ $(CLI_SRC) $(STATIC) $(WRAP) \
-		$(LDLIBS) -lm
+# $(O)/gen/pmg_paths.h: where `make install` puts libpmguard-run.so
+# (mk/install.mk).
+$(O)/pmguard: $(CLI_SRC) $(CLI_HDR) $(STATIC) $(O)/gen/pmg_paths.h
+	$(CC) $(BASE) $(CFLAGS) -Itools -I$(O)/gen -o $@ $(CLI_SRC) \
+		$(STATIC) $(WRAP) $(LDLIBS) -lm
 
 tests: $(TESTS) $(O)/tests/test-shared
 
@@ -105,9 +107,9 @@ $(O)/vm/bin/test-contain-campaign: tests/vm/test-contain-campaign
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-$(O)/vm/bin/pmguard: $(CLI_SRC) $(CLI_HDR) $(STATIC)
+$(O)/vm/bin/pmguard: $(CLI_SRC) $(CLI_HDR) $(STATIC) $(O)/gen/pmg_paths.h
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(CFLAGS) -Itools -o $@ $(CLI_SRC) $(STATIC) \
+	$(CC) $(BASE) $(CFLAGS) -Itools -I$(O)/gen -o $@ $(CLI_SRC) $(STATIC) \
 		$(WRAP) $(LDLIBS) -lm
 
 $(O)/vm/bin/test-shared: $(O)/tests/test-shared

@@ -4,15 +4,19 @@
 # would link it (libpmguard.a + -Wl,--wrap=pthread_create).  Included by
 # the top-level Makefile (it includes every mk/*.mk).
 #
-# needs: liblmdb-dev g++
-#   (liblmdb-dev: examples/lmdb-writemap.c; g++ (build-essential):
-#   examples/cxx-scope.cc.)
+# needs: liblmdb-dev g++ python3
+#   (liblmdb-dev: examples/lmdb-writemap.c, tests/examples/lmdb-daemon.c;
+#   g++ (build-essential): examples/cxx-scope.cc; python3:
+#   tests/examples/test-systemd.py.)
 #
 # Targets:
 #   examples        build $(O)/examples/*
 #   examples-check  run them through tests/runtests.sh (TAP, each under a
-#                   timeout), last line `examples: N passed, N failed,
-#                   N skipped`
+#                   timeout), and tests/examples/test-systemd.py: the
+#                   systemd drop-ins of examples/systemd/ started as
+#                   systemd would, on a staged `make install`, with
+#                   tests/examples/lmdb-daemon as the service; last line
+#                   `examples: N passed, N failed, N skipped`
 #   examples-vm-check  the same, in the PKU guest
 #                   (scripts/vmrun, about 15 s): the PKU side of
 #                   lmdb-writemap (a wild write during an open transaction
@@ -41,7 +45,14 @@ EX_LIBS_lmdb-writemap := -llmdb
 
 .PHONY: examples examples-check examples-vm-check
 
-examples: $(EX_BINS)
+# The systemd examples' stand-in daemon: no pmguard header or library.
+EX_SYSTEMD := $(if $(filter 1,$(HAVE_LMDB)),$(O)/tests/examples/lmdb-daemon)
+
+examples: $(EX_BINS) $(EX_SYSTEMD)
+
+$(O)/tests/examples/lmdb-daemon: tests/examples/lmdb-daemon.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
 
 $(O)/examples/%: examples/%.c include/pmguard.h $(STATIC)
 	@mkdir -p $(dir $@)
@@ -53,11 +64,12 @@ $(O)/examples/%: examples/%.cc include/pmguard.h $(STATIC)
 	$(CXX) -std=c++11 -Iinclude -Wall -Wextra -Werror $(CFLAGS) -o $@ $< \
 		$(STATIC) $(WRAP) $(EX_LIBS_$*) $(LDLIBS)
 
-examples-check: examples
+examples-check: examples $(EX_SYSTEMD) install-bins $(O)/tests/run/libwild.so
 	@if [ "$(HAVE_LMDB)" != 1 ] && [ "$${CI:-}" = true ]; then \
-		echo "examples: lmdb-writemap not built (no liblmdb-dev)"; \
+		echo "examples: lmdb-writemap, lmdb-daemon not built (no liblmdb-dev)"; \
 		echo "examples: 0 passed, 1 failed"; exit 1; fi
-	@tests/runtests.sh -t 120 -n examples $(EX_BINS)
+	@tests/runtests.sh -t 120 -n examples $(EX_BINS) \
+		$(if $(EX_SYSTEMD),"tests/examples/test-systemd.py $(O)")
 
 # For the guest: dynamically linked (Zydis is shared-only on Debian);
 # scripts/vm-libs puts the loader and their libraries into the initramfs.

@@ -17,12 +17,15 @@
 #                  `linux: N passed, N failed`
 #   linux-bisect-check  build after every patch of the series (not in CI;
 #                  slow: one kernel build per patch)
+#   linux-mutation-check  scripts/linux-mutation-check: every one-line
+#                  mutant of linux/mutants built and booted until a test
+#                  fails; all must be caught (not in CI: 3-5 min a mutant)
 #   linux-tests    the static guest programs of linux/tests/*.c
 
 LINUX_TEST_SRC := $(wildcard linux/tests/*.c)
 LINUX_TESTS    := $(patsubst linux/tests/%.c,$(O)/linux-tests/%,$(LINUX_TEST_SRC))
 
-.PHONY: linux linux-check linux-bisect-check linux-tests
+.PHONY: linux linux-check linux-bisect-check linux-mutation-check linux-tests
 linux:
 	scripts/linux-build --out $(O)/linux
 
@@ -39,3 +42,6 @@ linux-check: linux-tests vm-bins
 
 linux-bisect-check:
 	scripts/linux-bisect-check --out $(O)/linux-bisect
+
+linux-mutation-check: linux-tests
+	O=$(O) scripts/linux-mutation-check

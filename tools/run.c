@@ -255,11 +255,30 @@ static bool unreachable(const char *file, char *why, size_t n, int depth)
 	return !interp;
 }
 
+/*
+ * Where `make install` puts libpmguard-run.so, relative to the directory it
+ * puts pmguard in (mk/install.mk: pkglibdir from bindir, written to
+ * $(O)/gen/pmg_paths.h): relative, so that an installed tree works wherever
+ * it is unpacked (a package extracted with dpkg -x, a DESTDIR).
+ */
+#if __has_include("pmg_paths.h")
+#include "pmg_paths.h"
+#endif
+#ifndef PMG_RUN_LIBREL
+#define PMG_RUN_LIBREL "../lib/pmguard"
+#endif
+
+/*
+ * The library: --lib, else $PMGUARD_RUN_LIB, else next to this binary (the
+ * build tree: $(O)/pmguard and $(O)/libpmguard-run.so), else in the
+ * installed place relative to it.  Nothing absolute is compiled in, so an
+ * installed pmguard never falls back to the tree it was built in.
+ */
 static int find_lib(const char *opt, char *out, size_t n)
 {
 	const char *env = getenv("PMGUARD_RUN_LIB");
-	const char *rel[] = { "libpmguard-run.so", "../lib/libpmguard-run.so",
-			      "../lib/pmguard/libpmguard-run.so" };
+	const char *rel[] = { "libpmguard-run.so",
+			      PMG_RUN_LIBREL "/libpmguard-run.so" };
 	char self[PATH_MAX];
 	ssize_t l;
 	size_t i;
@@ -287,8 +306,9 @@ static int find_lib(const char *opt, char *out, size_t n)
 		if (!access(out, R_OK))
 			return 0;
 	}
-	return cli_error("run: libpmguard-run.so not found next to %s "
-			 "(set PMGUARD_RUN_LIB or --lib)", self);
+	return cli_error("run: libpmguard-run.so not found in %s nor in "
+			 "%s/%s (set PMGUARD_RUN_LIB or --lib)",
+			 self, self, PMG_RUN_LIBREL);
 }
 
 struct run_opts {

@@ -16,7 +16,11 @@
 #      creates a domain, protects a page, sees a stray write caught, opens
 #      and closes windows, prints the backend; the static ones prove the
 #      --wrap=pthread_create from Libs.private took effect.
-#   4. The installed CLI runs; man finds and renders the installed pages.
+#   4. The installed CLI runs; `pmguard run` finds the installed
+#      libpmguard-run.so (pkglibdir, relative to bindir) and no other: in
+#      the DESTDIR as installed, and with the library moved away (it must
+#      fail, not fall back to the build tree); man finds and renders the
+#      installed pages.
 #   5. version-check refuses a mismatched VERSION and SOVER.
 #   6. make uninstall leaves no file and no symlink under the DESTDIR
 #      (install creates directories and uninstall leaves them: they may be
@@ -115,6 +119,8 @@ ok $? "pmguard.h installed, 0644, as in the tree"
 file_is "$lib/pkgconfig/libpmguard.pc" 644
 ok $? "libpmguard.pc installed in \$libdir/pkgconfig, 0644"
 file_is "$dest/usr/bin/pmguard" 755; ok $? "pmguard installed in \$bindir, 0755"
+file_is "$lib/pmguard/libpmguard-run.so" 755
+ok $? "libpmguard-run.so installed in \$pkglibdir (\$libdir/pmguard), 0755"
 
 mandir=$dest/usr/share/man
 bad=0 npages=0
@@ -241,6 +247,25 @@ say "$out"
 ok $? "installed pmguard --version says $VERSION"
 "$dest/usr/bin/pmguard" info >>"$log" 2>&1
 ok $? "installed pmguard info runs"
+
+# pmguard run from the DESTDIR: the library it preloads is the installed
+# one (the program's own map says so), PMGUARD_RUN_LIB unset
+runlib=$lib/pmguard/libpmguard-run.so
+maps=$(env -u PMGUARD_RUN_LIB "$dest/usr/bin/pmguard" run -- \
+	cat /proc/self/maps 2>>"$log")
+r=$?
+say "pmguard run exit $r; libraries mapped:"
+echo "$maps" | awk '$6 ~ /libpmguard/ {print $6}' | sort -u >>"$log"
+[ $r = 0 ] && [ "$(echo "$maps" | awk '$6 ~ /libpmguard-run/ {print $6}' |
+	sort -u)" = "$runlib" ]
+ok $? "installed pmguard run preloads the installed libpmguard-run.so"
+mv "$runlib" "$tmp/runlib.away"
+env -u PMGUARD_RUN_LIB "$dest/usr/bin/pmguard" run -- true >>"$log" 2>&1
+r=$?
+say "without the installed library: exit $r"
+[ $r != 0 ] && grep -q 'libpmguard-run.so not found' "$log"
+ok $? "installed pmguard run without it fails (no fallback to the build tree)"
+mv "$tmp/runlib.away" "$runlib"
 
 if command -v man >/dev/null; then
 	out=$(MANPAGER=cat MANWIDTH=80 man -l "$mandir/man3/pmg_close.3" 2>&1)
