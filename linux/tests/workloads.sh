@@ -95,14 +95,18 @@ key_ok() {
 	echo "key $2 $3" >$PKS_PMEM 2>/dev/null
 	res=$(cat $PKS_PMEM 2>&1)
 	diag "$res"
+	k=$(echo " $res " | sed -n 's/.* pkey=\([0-9]*\) .*/\1/p')
+	pk=$(echo " $res " | sed -n 's/.* pmem_key=\([0-9]*\) .*/\1/p')
 	case " $res " in
-	*" protected=1 "*" available=1 "*)
-		k=$(echo " $res " | sed -n 's/.* pkey=\([0-9]*\) .*/\1/p')
-		pk=$(echo " $res " | sed -n 's/.* pmem_key=\([0-9]*\) .*/\1/p')
-		if [ -n "$k" ] && [ "$k" = "$pk" ] && [ "$k" != 0 ]; then
-			ok "$1: page $3 carries the PMEM key (pkey=$k, protected=1)"
-			return
-		fi
+	*" protected=1 "*)
+		case " $res " in
+		*" available=1 "*)
+			if [ -n "$k" ] && [ "$k" = "$pk" ] && [ "$k" != 0 ]; then
+				ok "$1: page $3 carries the PMEM key (pkey=$k, protected=1)"
+				return
+			fi
+			;;
+		esac
 		;;
 	esac
 	notok "$1: page $3 carries the PMEM key ($res)"
