@@ -5,15 +5,20 @@
 # docs/linux.md has the details.
 #
 # needs: linux-source-6.1 flex bison bc libelf-dev ccache xz-utils
-#        e2fsprogs qemu-system-x86 busybox-static cpio
+#        e2fsprogs qemu-system-x86 busybox-static cpio fio xfsprogs
 #
 # Targets:
 #   linux          scripts/linux-build: linux-source-6.1 + linux/series +
 #                  linux/pmguard.config -> $(O)/linux/{bzImage,
 #                  protection_keys,test_pks,...}; cached outside the clone
 #                  (PMGUARD_LINUX_CACHE, default /var/cache/pmguard-linux)
-#   linux-check    scripts/linux-check: four boots of that kernel (main,
-#                  crash9, strict, control); last line
+#   linux-debug    the same with linux/debug.config on top (PREEMPT,
+#                  lockdep, DEBUG_PREEMPT, DEBUG_ATOMIC_SLEEP, DEBUG_LIST)
+#                  -> $(O)/linux-debug/, cached the same way
+#   linux-check    scripts/linux-check: builds both, then five boots of
+#                  the kernel (main, crash9, strict, control, workloads:
+#                  fio on ext4/XFS dax, fsdax and 2 MiB devdax) and one of
+#                  the debug kernel (debug); last line
 #                  `linux: N passed, N failed`
 #   linux-bisect-check  build after every patch of the series (not in CI;
 #                  slow: one kernel build per patch)
@@ -25,9 +30,12 @@
 LINUX_TEST_SRC := $(wildcard linux/tests/*.c)
 LINUX_TESTS    := $(patsubst linux/tests/%.c,$(O)/linux-tests/%,$(LINUX_TEST_SRC))
 
-.PHONY: linux linux-check linux-bisect-check linux-mutation-check linux-tests
+.PHONY: linux linux-debug linux-check linux-bisect-check linux-mutation-check linux-tests
 linux:
 	scripts/linux-build --out $(O)/linux
+
+linux-debug:
+	scripts/linux-build --config debug --out $(O)/linux-debug
 
 linux-tests: $(LINUX_TESTS)
 
