@@ -141,6 +141,7 @@ void _pmg_opts_defaults(struct _pmg_opts *o)
 	o->backend = PMG_BACKEND_NONE;
 	o->mode = PMG_FAULT_RELAXED;
 	o->report_fd = 2;
+	o->mp_eager = 0;
 	o->force = -1;
 	o->no_clwb = o->no_clflushopt = o->no_flush = -1;
 	o->no_movnt = o->no_avx512f = o->no_avx2 = -1;
