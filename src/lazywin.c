@@ -36,12 +36,23 @@
 #include "internal.h"
 
 #define LZ_MAX 4096
+/*
+ * A grant opens the aligned block of LZ_BLOCK around the faulting page
+ * (clipped to its range): a write window allows writes anywhere in its
+ * domain, so this is still far less than the whole domain, and programs
+ * write neighbouring pages (LMDB allocates its pages in sequence): a
+ * fault and an mprotect(2) for 16 pages instead of one each.  The close
+ * coalesces runs closer than LZ_GAP (one mprotect(2) over a short gap
+ * of pages already protected costs less than a second call).
+ */
+#define LZ_BLOCK (16 * PMG_PAGE_SIZE)
+#define LZ_GAP (64 * PMG_PAGE_SIZE)
 
 static struct {
 	unsigned long epoch;
 	unsigned n;		/* slots reserved (may exceed LZ_MAX) */
 	int full;		/* the whole domain is read-write */
-	uintptr_t page[LZ_MAX];	/* 0: free */
+	uintptr_t page[LZ_MAX];	/* a block's base; 0: free */
 } lz[PMG_NR_KEYS];
 
 bool _pmg_lazy;		/* set by pmg_init(): mprotect backend, lazy */
@@ -64,6 +75,7 @@ bool _pmg_lazy_has(int key, uintptr_t page)
 	n = __atomic_load_n(&lz[key].n, __ATOMIC_ACQUIRE);
 	if (n > LZ_MAX)
 		n = LZ_MAX;
+	page &= ~(LZ_BLOCK - 1);
 	for (i = 0; i < n; i++)
 		if (__atomic_load_n(&lz[key].page[i], __ATOMIC_RELAXED) == page)
 			return true;
@@ -123,6 +135,8 @@ static bool record(int key, uintptr_t page)
  */
 bool _pmg_lazy_grant(int key, uintptr_t page)
 {
+	uintptr_t b = page & ~(LZ_BLOCK - 1), e_ = b + LZ_BLOCK;
+	struct _pmg_range r;
 	unsigned long e;
 	bool rec;
 	int rc;
@@ -132,10 +146,16 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
 	e = __atomic_load_n(&lz[key].epoch, __ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(&_pmg.dom[key].gw, __ATOMIC_SEQ_CST))
 		return false;
-	rec = !_pmg_lazy_full(key) && record(key, page);
+	/* the block, within the faulting page's range */
+	if (_pmg_reg_find(page, &r) || r.key != key)
+		return false;
+	if (b < r.base)
+		b = r.base;
+	if (e_ > r.end)
+		e_ = r.end;
+	rec = !_pmg_lazy_full(key) && record(key, page & ~(LZ_BLOCK - 1));
 	if (rec) {
-		rc = _pmg_cap_mprotect(page, page + PMG_PAGE_SIZE,
-				       PROT_READ | PROT_WRITE);
+		rc = _pmg_cap_mprotect(b, e_, PROT_READ | PROT_WRITE);
 		/* device dax: no single-page split; the whole domain */
 		if (rc == -EINVAL)
 			rec = false;
@@ -154,8 +174,8 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
 		/* the window closed meanwhile: the close may not have seen
 		 * this page; put it back, the retry decides again */
 		if (rec)
-			(void)_pmg_cap_mprotect(page, page + PMG_PAGE_SIZE,
-						_pmg_pw_prot(key, page));
+			run_prot(key, b, e_, _pmg_prot_of(
+				_pmg_process_rights(&_pmg.dom[key])));
 		else
 			ranges_prot(key, _pmg_prot_of(_pmg_process_rights(
 						 &_pmg.dom[key])));
@@ -171,7 +191,8 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
  */
 void _pmg_lazy_note(int key, uintptr_t page)
 {
-	if (_pmg_lazy && !_pmg_lazy_full(key) && !record(key, page) &&
+	if (_pmg_lazy && !_pmg_lazy_full(key) &&
+	    !record(key, page & ~(LZ_BLOCK - 1)) &&
 	    !__atomic_exchange_n(&lz[key].full, 1, __ATOMIC_SEQ_CST))
 		_PMG_STAT_INC(lazy_full);
 }
@@ -188,7 +209,7 @@ bool _pmg_lazy_keep(int key, uintptr_t b, uintptr_t e)
 		return false;
 	if (_pmg_lazy_full(key))
 		return true;
-	for (; b < e; b += PMG_PAGE_SIZE)
+	for (b &= ~(LZ_BLOCK - 1); b < e; b += LZ_BLOCK)
 		if (!record(key, b))
 			return false;
 	return true;
@@ -236,11 +257,11 @@ void _pmg_lazy_close(int key)
 		return;
 	qsort(sorted, m, sizeof(sorted[0]), cmp_page);
 	for (i = 0; i < m;) {
-		uintptr_t b = sorted[i], e = b + PMG_PAGE_SIZE;
+		uintptr_t b = sorted[i], e = b + LZ_BLOCK;
 
-		for (i++; i < m && sorted[i] <= e; i++)
-			if (sorted[i] == e)
-				e += PMG_PAGE_SIZE;
+		for (i++; i < m && sorted[i] <= e + LZ_GAP; i++)
+			if (sorted[i] + LZ_BLOCK > e)
+				e = sorted[i] + LZ_BLOCK;
 		run_prot(key, b, e, prot);
 	}
 }
