@@ -23,7 +23,7 @@
 #include "probe.h"
 
 #define PAGE 4096UL
-#define BLOCK (16 * PAGE)	/* lazywin.c's LZ_BLOCK */
+#define BLOCK (256 * PAGE)	/* lazywin.c's LZ_BLOCK */
 #define NREC 4096		/* lazywin.c's LZ_MAX */
 
 static char *map(size_t len)
