@@ -1207,9 +1207,9 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			if (!_pmg_reg_find(a, &r)) {
 				if (next > r.end)
 					next = r.end;
+				/* a lazy write window's block: granted */
 				if (write_denied(r.key, f->saved_pkval, pku) &&
-				    (pku || !_pmg_lazy_grant(r.key,
-						a & ~(PMG_PAGE_SIZE - 1)))) {
+				    (pku || !_pmg_lazy_grant(r.key, a))) {
 					struct _pmg_save *sv;
 
 					if (d.wr[i].stack)
@@ -1249,8 +1249,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			for (; a < d.wr[i].addr + d.wr[i].len;
 			     a += PMG_PAGE_SIZE)
 				if (!_pmg_reg_find(a, &r))
-					protect_page(a, _pmg_pw_prot(r.key,
-								     a));
+					protect_page(a, _pmg_pw_prot(r.key, a));
 		}
 		_PMG_STAT_INC(contain_regrant);
 		f->new_pkval = f->saved_pkval;

@@ -53,12 +53,12 @@
 
 static struct {
 	unsigned long epoch;
-	unsigned n;		/* slots reserved (may exceed LZ_MAX) */
-	int full;		/* the whole domain is read-write */
-	uintptr_t page[LZ_MAX];	/* a block's base; 0: free */
+	unsigned n; /* slots reserved (may exceed LZ_MAX) */
+	int full; /* the whole domain is read-write */
+	uintptr_t page[LZ_MAX]; /* a block's base; 0: free */
 } lz[PMG_NR_KEYS];
 
-bool _pmg_lazy;		/* set by pmg_init(): mprotect backend, lazy */
+bool _pmg_lazy; /* set by pmg_init(): mprotect backend, lazy */
 
 bool _pmg_lazy_full(int key)
 {
@@ -177,8 +177,9 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
 		/* the window closed meanwhile: the close may not have seen
 		 * this page; put it back, the retry decides again */
 		if (rec)
-			run_prot(key, b, e_, _pmg_prot_of(
-				_pmg_process_rights(&_pmg.dom[key])));
+			run_prot(key, b, e_,
+				 _pmg_prot_of(
+					 _pmg_process_rights(&_pmg.dom[key])));
 		else
 			ranges_prot(key, _pmg_prot_of(_pmg_process_rights(
 						 &_pmg.dom[key])));
@@ -218,7 +219,7 @@ bool _pmg_lazy_keep(int key, uintptr_t b, uintptr_t e)
 	return true;
 }
 
-static uintptr_t sorted[LZ_MAX];	/* scratch of the close (lock held) */
+static uintptr_t sorted[LZ_MAX]; /* scratch of the close (lock held) */
 
 static int cmp_page(const void *a, const void *b)
 {
@@ -253,7 +254,7 @@ void _pmg_lazy_close(int key)
 	}
 	prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[key]));
 	if (__atomic_exchange_n(&lz[key].full, 0, __ATOMIC_SEQ_CST)) {
-		ranges_prot(key, prot);	/* as an eager window closes */
+		ranges_prot(key, prot); /* as an eager window closes */
 		return;
 	}
 	if (!m)

@@ -116,8 +116,8 @@ static const struct {
 } table[] = {
 	{ "PMGUARD_BACKEND", "auto, pku or mprotect", parse_backend, 0,
 	  _PMG_OPT_LIB },
-	{ "PMGUARD_FAULT_MODE", "strict, relaxed, audit or contain", parse_mode, 0,
-	  _PMG_OPT_LIB },
+	{ "PMGUARD_FAULT_MODE", "strict, relaxed, audit or contain", parse_mode,
+	  0, _PMG_OPT_LIB },
 	{ "PMGUARD_MPROTECT_WINDOWS", "lazy or eager", parse_mp_windows, 0,
 	  _PMG_OPT_LIB },
 	{ "PMGUARD_REPORT_FD", "-1 or a file descriptor number (digits only)",

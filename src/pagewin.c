@@ -198,7 +198,8 @@ int _pmg_pw_prot(int key, uintptr_t page)
 	int prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[key]));
 
 	if ((__atomic_load_n(&pw_used, __ATOMIC_RELAXED) &&
-	     pw_covers(key, page)) || _pmg_lazy_has(key, page))
+	     pw_covers(key, page)) ||
+	    _pmg_lazy_has(key, page))
 		prot = PROT_READ | PROT_WRITE;
 	if (__atomic_load_n(&cap_used, __ATOMIC_RELAXED))
 		prot = capped(prot, cap_of(page));

@@ -127,7 +127,7 @@ static int mp_edge(struct _pmg_dom *d, int acc, enum edge edge, void *caller)
 	if (before != after)
 		rc = _pmg.prim->set_rights((int)key, after);
 	if (!rc && !open && acc && !*g)
-		_pmg_lazy_close((int)key);	/* the last write window */
+		_pmg_lazy_close((int)key); /* the last write window */
 	if (rc) {
 		/* undo: the edge did not happen */
 		if (open) {

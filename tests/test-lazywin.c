@@ -23,8 +23,8 @@
 #include "probe.h"
 
 #define PAGE 4096UL
-#define BLOCK (256 * PAGE)	/* lazywin.c's LZ_BLOCK */
-#define NREC 4096		/* lazywin.c's LZ_MAX */
+#define BLOCK (256 * PAGE) /* lazywin.c's LZ_BLOCK */
+#define NREC 4096 /* lazywin.c's LZ_MAX */
 
 static char *map(size_t len)
 {
@@ -73,7 +73,7 @@ static void test_basic(void)
 	CHECK(ok, probe(d, p + 20 * BLOCK, PMG_WRITE) == 1);
 	CHECK(ok, probe(d, p + 20 * BLOCK, PMG_READ) == 0);
 	tap_ok(ok, "a write window grants the blocks written, one fault "
-	       "each, no stray; the close takes them back");
+		   "each, no stray; the close takes them back");
 
 	/* nested: the inner close keeps them, the outer one takes them */
 	ok = 1;
@@ -126,7 +126,7 @@ static void test_thread(void)
 	pthread_join(t, NULL);
 	CHECK(ok, probe_log.strays == s0 + 1);
 	tap_ok(ok, "another thread's write during the window goes through "
-	       "(process-wide), after the close it is a stray");
+		   "(process-wide), after the close it is a stray");
 	pmg_unprotect(p, len);
 	pmg_domain_delete(&d);
 	munmap(p, len);
@@ -153,7 +153,7 @@ static void test_persist(void)
 	pmg_memcpy(p + 3 * BLOCK, src, sizeof(src), 0);
 	CHECK(ok, probe(d, p + 3 * BLOCK + 128, PMG_WRITE) == 1);
 	tap_ok(ok, "a persistence call inside the window: writable until "
-	       "the close, protected after it");
+		   "the close, protected after it");
 	pmg_unprotect(p, len);
 	pmg_domain_delete(&d);
 	munmap(p, len);
@@ -190,15 +190,15 @@ static void test_full(void)
 	CHECK(ok, probe(d, p + 9 * BLOCK, PMG_WRITE) == 0);
 	CHECK(ok, pmg_close(d, PMG_WRITE) == 0);
 	b = st();
-	CHECK(ok, b.lazy_grants - a.lazy_grants == 1 && !(b.lazy_full -
-							   a.lazy_full));
+	CHECK(ok, b.lazy_grants - a.lazy_grants == 1 &&
+			  !(b.lazy_full - a.lazy_full));
 	CHECK(ok, probe(d, p + 9 * BLOCK, PMG_WRITE) == 1);
 	if (!ok)
 		tap_diag("grants %llu, full %llu",
 			 (unsigned long long)(b.lazy_grants - a.lazy_grants),
 			 (unsigned long long)(b.lazy_full - a.lazy_full));
 	tap_ok(ok, "a full record opens the whole domain, the close "
-	       "re-protects it whole, the next window records again");
+		   "re-protects it whole, the next window records again");
 	pmg_unprotect(p, len);
 	pmg_domain_delete(&d);
 	munmap(p, len);
@@ -212,7 +212,8 @@ int main(void)
 	}
 	if (pmg_backend() != PMG_BACKEND_MPROTECT) {
 		printf("1..0 # SKIP lazy windows are the mprotect backend's "
-		       "(backend: %s)\n", pmg_backend_name(pmg_backend()));
+		       "(backend: %s)\n",
+		       pmg_backend_name(pmg_backend()));
 		return 77;
 	}
 	tap_init(5);

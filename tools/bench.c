@@ -265,7 +265,8 @@ int cmd_bench_window(int argc, char **argv)
 			json_num(&j, "floor_ns_per_pair", fl, 3);
 		} else {
 			json_null(&j, "floor_ns_per_pair");
-			json_str(&j, "floor_note", "two bare WRPKRU: no PKU "
+			json_str(&j, "floor_note",
+				 "two bare WRPKRU: no PKU "
 				 "backend here, the floor does not apply");
 		}
 		json_arr(&j, "results");
@@ -284,10 +285,12 @@ int cmd_bench_window(int argc, char **argv)
 		printf("backend: %s\n", pmg_backend_name(pmg_backend()));
 		printf("window open+close pair, median of %d rounds:\n", ROUNDS);
 		if (fl > 0)
-			printf("  floor     %10.2f ns  (two bare WRPKRU)\n", fl);
+			printf("  floor     %10.2f ns  (two bare WRPKRU)\n",
+			       fl);
 		else
 			printf("  floor     %10s     (two bare WRPKRU: no PKU "
-			       "here, the floor does not apply)\n", "-");
+			       "here, the floor does not apply)\n",
+			       "-");
 		printf("  software  %10.2f ns  (register write replaced by a "
 		       "compiler barrier)\n", sw);
 		if (hw >= 0)
@@ -300,7 +303,8 @@ int cmd_bench_window(int argc, char **argv)
 			       mp / sw);
 		if (mpw >= 0)
 			printf("  mprotect-write %5.0f ns  (one byte written "
-			       "in the window)\n", mpw);
+			       "in the window)\n",
+			       mpw);
 	}
 	pmg_unprotect(page, 4096);
 	pmg_domain_delete(&d);
