@@ -519,6 +519,10 @@ struct pmg_stats {
 	uint64_t contain_redirected;/* contained into a scratch copy */
 	uint64_t contain_regrant;/* mprotect: a window raced a contained
 				   write; page rights re-applied, retried */
+	uint64_t lazy_grants; /* mprotect: 1 MiB blocks granted to a
+				 write window on their first write */
+	uint64_t lazy_full; /* mprotect: a write window's record of
+			       blocks filled, the whole domain opened */
 };
 
 /** Read the counters.  0 or -EINVAL.  AS-safe. */

@@ -92,7 +92,7 @@ $(O)/tests/run/pmem2-prog: tests/run/pmem2-prog.c
 
 $(O)/tests/run/lmdb-prog: tests/run/lmdb-prog.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb -lpthread
 
 $(O)/tests/run/lmdb-daemon: tests/run/lmdb-daemon.c
 	@mkdir -p $(dir $@)

@@ -675,7 +675,10 @@ static bool page_denied(const struct _pmg_range *r, uintptr_t page,
 {
 	if (pku)
 		return write_denied(r->key, pkval, true);
-	return !(_pmg_pw_prot(r->key, page) & PROT_WRITE);
+	/* a lazy write window on the key: the page's first write in it,
+	 * granted here (lazywin.c) */
+	return !(_pmg_pw_prot(r->key, page) & PROT_WRITE) &&
+	       !_pmg_lazy_grant(r->key, page);
 }
 
 /*
@@ -1204,7 +1207,9 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			if (!_pmg_reg_find(a, &r)) {
 				if (next > r.end)
 					next = r.end;
-				if (write_denied(r.key, f->saved_pkval, pku)) {
+				/* a lazy write window's block: granted */
+				if (write_denied(r.key, f->saved_pkval, pku) &&
+				    (pku || !_pmg_lazy_grant(r.key, a))) {
 					struct _pmg_save *sv;
 
 					if (d.wr[i].stack)
@@ -1244,9 +1249,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			for (; a < d.wr[i].addr + d.wr[i].len;
 			     a += PMG_PAGE_SIZE)
 				if (!_pmg_reg_find(a, &r))
-					protect_page(a, _pmg_prot_of(
-						_pmg_process_rights(
-							&_pmg.dom[r.key])));
+					protect_page(a, _pmg_pw_prot(r.key, a));
 		}
 		_PMG_STAT_INC(contain_regrant);
 		f->new_pkval = f->saved_pkval;
@@ -1567,6 +1570,12 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			goto not_ours;
 		key = r.key;
 		page = f.addr & ~(PMG_PAGE_SIZE - 1);
+		/* a write window is open on the domain: the page's first
+		 * write in it (lazywin.c); granted, recorded, retried */
+		if (_pmg_lazy_grant(key, page)) {
+			errno = saved_errno;
+			return;
+		}
 		/* page permissions are the process-wide rights: never stale */
 		f.saved_pkval = pmg_pkval_update(0, (unsigned)key,
 				_pmg_process_rights(&_pmg.dom[key]));
@@ -1704,9 +1713,14 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	/* Carry out the new rights for the interrupted context. */
 	if (reg)
 		*reg = f.new_pkval;
-	else if (page)
-		protect_page(page, _pmg_prot_of(pmg_pkval_rights(f.new_pkval,
-								 f.key)));
+	else if (page) {
+		unsigned rights = pmg_pkval_rights(f.new_pkval, f.key);
+
+		/* lazy windows: the next write window's close re-arms it */
+		if (rights == PMG_RIGHTS_RW)
+			_pmg_lazy_note(key, page);
+		protect_page(page, _pmg_prot_of(rights));
+	}
 	errno = saved_errno;
 	return;
 

@@ -233,6 +233,8 @@ PMG_API int pmg_init(void)
 			goto out;
 		prim = &_pmg_prim_mprotect;
 	}
+	/* before any domain: windows grant pages on their first write */
+	_pmg_lazy = prim == &_pmg_prim_mprotect && !o.mp_eager;
 	pmg_core_init(&_pmg.core);
 	/* the environment, unless the API set a value before init */
 	if (!__atomic_load_n(&_pmg.mode_set, __ATOMIC_ACQUIRE))

@@ -93,6 +93,16 @@ int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
  * page protection */
 unsigned _pmg_process_rights(const struct _pmg_dom *d);
 int _pmg_prot_of(unsigned rights);
+/* lazywin.c: lazy write windows (mprotect backend): a page is granted on
+ * its first write fault and recorded; the last close re-protects those */
+extern bool _pmg_lazy;
+bool _pmg_lazy_grant(int key, uintptr_t page); /* AS-safe */
+bool _pmg_lazy_has(int key, uintptr_t page); /* AS-safe */
+bool _pmg_lazy_full(int key); /* AS-safe */
+bool _pmg_lazy_keep(int key, uintptr_t b, uintptr_t e);
+void _pmg_lazy_close(int key);
+void _pmg_lazy_note(int key, uintptr_t page); /* AS-safe */
+void _pmg_lazy_reset(int key);
 /* pagewin.c: page windows of the persistence calls (mprotect backend) */
 int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len);
 void _pmg_pw_close(int slot);

@@ -23,6 +23,18 @@ static int parse_backend(struct _pmg_opts *o, void *f, const char *v)
 	return 0;
 }
 
+static int parse_mp_windows(struct _pmg_opts *o, void *f, const char *v)
+{
+	(void)f;
+	if (!strcmp(v, "lazy"))
+		o->mp_eager = 0;
+	else if (!strcmp(v, "eager"))
+		o->mp_eager = 1;
+	else
+		return -1;
+	return 0;
+}
+
 static int parse_mode(struct _pmg_opts *o, void *f, const char *v)
 {
 	int m = v && !strcmp(v, "contain") ? PMG_FAULT_CONTAIN
@@ -104,7 +116,9 @@ static const struct {
 } table[] = {
 	{ "PMGUARD_BACKEND", "auto, pku or mprotect", parse_backend, 0,
 	  _PMG_OPT_LIB },
-	{ "PMGUARD_FAULT_MODE", "strict, relaxed, audit or contain", parse_mode, 0,
+	{ "PMGUARD_FAULT_MODE", "strict, relaxed, audit or contain", parse_mode,
+	  0, _PMG_OPT_LIB },
+	{ "PMGUARD_MPROTECT_WINDOWS", "lazy or eager", parse_mp_windows, 0,
 	  _PMG_OPT_LIB },
 	{ "PMGUARD_REPORT_FD", "-1 or a file descriptor number (digits only)",
 	  parse_fd, 0, _PMG_OPT_LIB },
@@ -127,6 +141,7 @@ void _pmg_opts_defaults(struct _pmg_opts *o)
 	o->backend = PMG_BACKEND_NONE;
 	o->mode = PMG_FAULT_RELAXED;
 	o->report_fd = 2;
+	o->mp_eager = 0;
 	o->force = -1;
 	o->no_clwb = o->no_clflushopt = o->no_flush = -1;
 	o->no_movnt = o->no_avx512f = o->no_avx2 = -1;

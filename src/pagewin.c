@@ -197,7 +197,9 @@ int _pmg_pw_prot(int key, uintptr_t page)
 {
 	int prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[key]));
 
-	if (__atomic_load_n(&pw_used, __ATOMIC_RELAXED) && pw_covers(key, page))
+	if ((__atomic_load_n(&pw_used, __ATOMIC_RELAXED) &&
+	     pw_covers(key, page)) ||
+	    _pmg_lazy_has(key, page))
 		prot = PROT_READ | PROT_WRITE;
 	if (__atomic_load_n(&cap_used, __ATOMIC_RELAXED))
 		prot = capped(prot, cap_of(page));
@@ -297,7 +299,10 @@ void _pmg_pw_close(int slot)
 	__atomic_store_n(&pw[i].key, 0, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&pw_used, 1, __ATOMIC_RELAXED);
 	prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[key]));
-	if (prot != (PROT_READ | PROT_WRITE))
+	/* inside a lazy write window on the key the pages stay writable
+	 * until it closes (lazywin.c), as if the call had faulted them in */
+	if (prot != (PROT_READ | PROT_WRITE) &&
+	    !_pmg_lazy_keep(key, pw[i].base, pw[i].end))
 		(void)_pmg_pw_mprotect(key, pw[i].base, pw[i].end, prot);
 	pthread_mutex_unlock(&_pmg.lock);
 }

@@ -181,6 +181,7 @@ static void fork_child(void)
 			continue;
 		__atomic_store_n(&_pmg.dom[k].gw, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&_pmg.dom[k].gr, 0, __ATOMIC_RELAXED);
+		_pmg_lazy_reset((int)k); /* the pages: just below */
 		_pmg.prim->set_rights((int)k, _pmg.core.key[k].dflt);
 	}
 }

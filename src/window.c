@@ -90,8 +90,9 @@ unsigned _pmg_process_rights(const struct _pmg_dom *d)
 	unsigned dflt = _pmg_default_rights(d);
 
 	/* relaxed: the fault handlers read these while the lock's holder
-	 * changes them */
-	if (__atomic_load_n(&d->gw, __ATOMIC_RELAXED))
+	 * changes them.  Lazy write windows (lazywin.c) leave the pages at
+	 * the other rights and grant them one by one. */
+	if (!_pmg_lazy && __atomic_load_n(&d->gw, __ATOMIC_RELAXED))
 		return pmg_window_rights(dflt, PMG_ACC_WRITE);
 	if (__atomic_load_n(&d->gr, __ATOMIC_RELAXED))
 		return pmg_window_rights(dflt, PMG_ACC_READ);
@@ -125,6 +126,8 @@ static int mp_edge(struct _pmg_dom *d, int acc, enum edge edge, void *caller)
 	after = _pmg_process_rights(d);
 	if (before != after)
 		rc = _pmg.prim->set_rights((int)key, after);
+	if (!rc && !open && acc && !*g)
+		_pmg_lazy_close((int)key); /* the last write window */
 	if (rc) {
 		/* undo: the edge did not happen */
 		if (open) {
@@ -192,6 +195,8 @@ void _pmg_release_windows(void)
 		after = _pmg_process_rights(d);
 		if (before != after)
 			(void)_pmg.prim->set_rights((int)k, after);
+		if (w && !d->gw)
+			_pmg_lazy_close((int)k);
 	}
 	t->w[0] = 0;
 	pthread_mutex_unlock(&_pmg.lock);

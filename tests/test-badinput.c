@@ -23,7 +23,7 @@
 #include "probe.h"
 #include "valgrind-probe.h"
 
-#define PLAN 71
+#define PLAN 73
 #define PAGE 4096UL
 
 /* ------------------------------------------------------------ helpers */
@@ -203,6 +203,8 @@ static void test_env(void)
 		{ "PMGUARD_REPORT_FD", "-5" },
 		{ "PMGUARD_REPORT_FD", "99999999999" },
 		{ "PMGUARD_REPORT_FD", "3x" },
+		{ "PMGUARD_MPROTECT_WINDOWS", "sometimes" },
+		{ "PMGUARD_MPROTECT_WINDOWS", "Lazy" },
 	};
 	const char *good[] = { "PMGUARD_BACKEND", "mprotect",
 			       "PMGUARD_FAULT_MODE", "audit",

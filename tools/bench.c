@@ -7,6 +7,11 @@
  *   wrpkru    pmg_open/pmg_close on the PKU backend
  *   mprotect  pmg_open/pmg_close on the mprotect backend (a child process
  *             with PMGUARD_BACKEND=mprotect when this one runs on PKU)
+ *   mprotect-write  the same with one byte written inside the window (a
+ *             lazy write window's fault, grant and re-protect)
+ * and, on PKU, the floor: two bare WRPKRU (open, close) with nothing
+ * else, to which each path's ratio is given (floor_ratio).  On the
+ * mprotect backend the floor does not apply and is said so.
  * Each path runs in rounds; the median round is reported.
  */
 #define _GNU_SOURCE
@@ -60,6 +65,28 @@ software_pair(struct pmg_domain *d)
 	_pmg_close_edge(d, PMG_WRITE, soft_rd, soft_wr);
 }
 
+/* The floor: two bare WRPKRU, opening then closing the key. */
+static uint32_t floor_open, floor_closed;
+
+static inline __attribute__((always_inline)) void
+floor_pair(struct pmg_domain *d)
+{
+	(void)d;
+	_pmg_wrpkru(floor_open);
+	_pmg_wrpkru(floor_closed);
+}
+
+static volatile char *write_at;
+
+/* A write window that writes one byte. */
+static inline __attribute__((always_inline)) void
+api_write_pair(struct pmg_domain *d)
+{
+	pmg_open(d, PMG_WRITE);
+	*write_at = 0x5a;
+	pmg_close(d, PMG_WRITE);
+}
+
 /* ... and through the API, on the backend in use. */
 static inline __attribute__((always_inline)) void
 api_pair(struct pmg_domain *d)
@@ -101,6 +128,19 @@ static double bench_api(struct pmg_domain *d, long pairs)
 	return bench_pairs(d, pairs, api_pair);
 }
 
+static double bench_api_write(struct pmg_domain *d, char *page, long pairs)
+{
+	write_at = page;
+	return bench_pairs(d, pairs, api_write_pair);
+}
+
+static double bench_floor(struct pmg_domain *d, long pairs)
+{
+	floor_closed = _pmg_rdpkru();
+	floor_open = floor_closed & ~d->_mask;
+	return bench_pairs(d, pairs, floor_pair);
+}
+
 /*
  * A page filled with 0x5a, protected by a new domain "bench" in *@d;
  * NULL after a message naming @verb.
@@ -126,8 +166,9 @@ static char *bench_page(struct pmg_domain **d, const char *verb)
 	return page;
 }
 
-/* The mprotect path from a child on the mprotect backend. */
-static double mprotect_child(void)
+/* The mprotect paths from a child on the mprotect backend: the pair
+ * and the pair with a write (*@wr). */
+static double mprotect_child(double *wr)
 {
 	int p[2], st;
 	char buf[64] = "";
@@ -157,7 +198,13 @@ static double mprotect_child(void)
 	if (n <= 0 || !WIFEXITED(st) || WEXITSTATUS(st))
 		return -1;
 	buf[n] = '\0';
-	return atof(buf);
+	{
+		char *end;
+		double a = strtod(buf, &end);
+
+		*wr = strtod(end, NULL);
+		return a;
+	}
 }
 
 static void window_usage(FILE *f)
@@ -180,7 +227,7 @@ int cmd_bench_window(int argc, char **argv)
 	const struct cli_verb verb = { "bench window", opts, window_usage,
 				       NULL, NULL };
 	struct pmg_domain *d = NULL;
-	double sw, hw = -1, mp = -1;
+	double sw, hw = -1, mp = -1, mpw = -1, fl = -1;
 	char *page;
 	int rc;
 
@@ -191,51 +238,73 @@ int cmd_bench_window(int argc, char **argv)
 	if (!page)
 		return 1;
 	if (mp_only) {
-		printf("%.3f\n", bench_api(d, 20000));
+		printf("%.3f %.3f\n", bench_api(d, 20000),
+		       bench_api_write(d, page, 20000));
 		return 0;
 	}
 	sw = bench_software(d, 20000000);
 	if (pmg_backend() == PMG_BACKEND_PKU) {
+		fl = bench_floor(d, 2000000);
 		hw = bench_api(d, 2000000);
-		mp = mprotect_child();
+		mp = mprotect_child(&mpw);
 	} else {
 		mp = bench_api(d, 20000);
+		mpw = bench_api_write(d, page, 20000);
 	}
 	if (json) {
 		struct json j;
 
+		const char *path[] = { "software", "wrpkru", "mprotect",
+				       "mprotect-write" };
+		double ns[] = { sw, hw, mp, mpw };
+		unsigned i;
+
 		json_begin(&j, stdout, false);
 		json_str(&j, "backend", pmg_backend_name(pmg_backend()));
-		json_arr(&j, "results");
-		json_obj(&j, NULL);
-		json_str(&j, "path", "software");
-		json_num(&j, "ns_per_pair", sw, 3);
-		json_end(&j);
-		if (hw >= 0) {
-			json_obj(&j, NULL);
-			json_str(&j, "path", "wrpkru");
-			json_num(&j, "ns_per_pair", hw, 3);
-			json_end(&j);
+		if (fl > 0) {
+			json_num(&j, "floor_ns_per_pair", fl, 3);
+		} else {
+			json_null(&j, "floor_ns_per_pair");
+			json_str(&j, "floor_note",
+				 "two bare WRPKRU: no PKU "
+				 "backend here, the floor does not apply");
 		}
-		if (mp >= 0) {
+		json_arr(&j, "results");
+		for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+			if (ns[i] < 0)
+				continue;
 			json_obj(&j, NULL);
-			json_str(&j, "path", "mprotect");
-			json_num(&j, "ns_per_pair", mp, 3);
+			json_str(&j, "path", path[i]);
+			json_num(&j, "ns_per_pair", ns[i], 3);
+			if (fl > 0)
+				json_num(&j, "floor_ratio", ns[i] / fl, 3);
 			json_end(&j);
 		}
 		json_finish(&j);
 	} else {
 		printf("backend: %s\n", pmg_backend_name(pmg_backend()));
 		printf("window open+close pair, median of %d rounds:\n", ROUNDS);
+		if (fl > 0)
+			printf("  floor     %10.2f ns  (two bare WRPKRU)\n",
+			       fl);
+		else
+			printf("  floor     %10s     (two bare WRPKRU: no PKU "
+			       "here, the floor does not apply)\n",
+			       "-");
 		printf("  software  %10.2f ns  (register write replaced by a "
 		       "compiler barrier)\n", sw);
 		if (hw >= 0)
-			printf("  wrpkru    %10.2f ns\n", hw);
+			printf("  wrpkru    %10.2f ns  (%.2fx floor)\n", hw,
+			       hw / fl);
 		else
 			printf("  wrpkru    %10s     (no PKU here)\n", "-");
 		if (mp >= 0)
 			printf("  mprotect  %10.2f ns  (%.0fx software)\n", mp,
 			       mp / sw);
+		if (mpw >= 0)
+			printf("  mprotect-write %5.0f ns  (one byte written "
+			       "in the window)\n",
+			       mpw);
 	}
 	pmg_unprotect(page, 4096);
 	pmg_domain_delete(&d);

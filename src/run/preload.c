@@ -252,7 +252,6 @@ static void modules(void)
 /* ------------------------------------------------------------- LMDB */
 #ifdef HAVE_LMDB
 #define MAX_ENVS 64
-#define MAX_TXNS 256
 
 static struct pmg_domain *lmdb_dom;
 static struct {
@@ -260,9 +259,7 @@ static struct {
 	void *addr;
 	size_t len;		/* protected length; 0: not protected */
 } envs[MAX_ENVS];
-static struct {
-	MDB_txn *txn, *parent;
-} txns[MAX_TXNS];
+static unsigned long env_gen;	/* bumped by each change of envs[] */
 static bool warned_nowritemap;
 
 /*
@@ -350,6 +347,7 @@ static void env_protect(MDB_env *env, int slot)
 	envs[slot].env = env;
 	envs[slot].addr = addr;
 	envs[slot].len = 0;
+	__atomic_add_fetch(&env_gen, 1, __ATOMIC_RELEASE);
 	if (d && addr && len && !protect(d, addr, len, "the LMDB map")) {
 		envs[slot].len = len;
 		protected_one();
@@ -361,6 +359,7 @@ static void env_unprotect(int slot)
 	if (envs[slot].len)
 		unprotect(envs[slot].addr, envs[slot].len, "the LMDB map");
 	envs[slot].len = 0;
+	__atomic_add_fetch(&env_gen, 1, __ATOMIC_RELEASE);
 }
 
 RUN_API int mdb_env_open(MDB_env *env, const char *path, unsigned int flags,
@@ -452,41 +451,66 @@ RUN_API int mdb_env_set_mapsize(MDB_env *env, size_t size)
 }
 
 /*
- * The env's map still the size we protected?  (lock held)  Only the size
- * is compared, cheaply, at each write transaction: LMDB moves the map only
- * in mdb_env_set_mapsize(), which is wrapped; a size another process set
- * shows up here.
+ * Per-transaction state, O(1) and without a lock (issue 22): a write
+ * transaction and the ones nested in it live on the thread that began
+ * them (LMDB's writer mutex is owned by that thread), so each thread
+ * keeps a stack of its own write transactions.  Read-only transactions
+ * are never recorded: their mdb_txn_abort()/mdb_txn_commit() see an empty
+ * (or foreign) stack and pass through, with no lock taken and no shared
+ * cache line written, as LMDB's readers are lock-free by design.
+ *
+ * Whether an environment is protected: a thread-local cache of the last
+ * one asked about, valid while env_gen (bumped under run_lock by every
+ * change of the table: mdb_env_open/close/set_mapsize, which LMDB forbids
+ * while a transaction of the environment begins) is unchanged.  No
+ * mdb_env_info() per transaction: the map moves or changes size only in
+ * mdb_env_set_mapsize(), which is wrapped (a size another process set is
+ * adopted by calling it, LMDB says so with MDB_MAP_RESIZED).
  */
-static bool env_check(MDB_env *env, int slot)
-{
-	REAL(mdb_env_info);
-	MDB_envinfo in;
+#define MAX_WTXNS 32
 
-	if (!real_mdb_env_info(env, &in) &&
-	    PAGE_UP(in.me_mapsize) == envs[slot].len)
-		return true;
-	say("LMDB map size changed (%zu -> %zu): protecting it again\n",
-	    envs[slot].len, (size_t)PAGE_UP(in.me_mapsize));
-	env_unprotect(slot);
-	env_protect(env, slot);
-	return envs[slot].len != 0;
+static __thread struct {
+	MDB_txn *txn;
+} wtx[MAX_WTXNS] __attribute__((tls_model("initial-exec")));
+static __thread unsigned nwtx __attribute__((tls_model("initial-exec")));
+static __thread struct {
+	MDB_env *env;
+	unsigned long gen;
+	bool prot;
+} env_cache __attribute__((tls_model("initial-exec")));
+
+static bool env_protected(MDB_env *env)
+{
+	unsigned long g = __atomic_load_n(&env_gen, __ATOMIC_ACQUIRE);
+	bool prot = false;
+	int slot;
+
+	if (env_cache.env == env && env_cache.gen == g)
+		return env_cache.prot;
+	pthread_mutex_lock(&run_lock);
+	g = env_gen;
+	slot = env_slot(env);
+	prot = slot >= 0 && envs[slot].len;
+	pthread_mutex_unlock(&run_lock);
+	env_cache.env = env;
+	env_cache.gen = g;
+	env_cache.prot = prot;
+	return prot;
 }
 
 RUN_API int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags,
 			  MDB_txn **txn)
 {
 	REAL(mdb_txn_begin);
-	bool win = false;
-	int rc, slot, i;
+	int rc;
 
-	if (!(flags & MDB_RDONLY)) {
-		pthread_mutex_lock(&run_lock);
-		slot = env_slot(env);
-		win = slot >= 0 && env_check(env, slot);
-		pthread_mutex_unlock(&run_lock);
-	}
-	if (!win)
+	if ((flags & MDB_RDONLY) || !env_protected(env))
 		return real_mdb_txn_begin(env, parent, flags, txn);
+	if (nwtx == MAX_WTXNS) {
+		say("more than %d write transactions nested in one thread: "
+		    "one runs without a window\n", MAX_WTXNS);
+		return real_mdb_txn_begin(env, parent, flags, txn);
+	}
 	rc = pmg_open(lmdb_dom, PMG_WRITE);
 	if (rc) {
 		say("cannot open the write window: %s\n", pmg_errormsg());
@@ -497,74 +521,38 @@ RUN_API int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags,
 		pmg_close(lmdb_dom, PMG_WRITE);
 		return rc;
 	}
-	pthread_mutex_lock(&run_lock);
-	for (i = 0; i < MAX_TXNS && txns[i].txn; i++)
-		;
-	if (i < MAX_TXNS) {
-		txns[i].txn = *txn;
-		txns[i].parent = parent;
-	}
-	pthread_mutex_unlock(&run_lock);
-	if (i == MAX_TXNS) {
-		say("more than %d write transactions open: one runs without "
-		    "a window\n", MAX_TXNS);
-		pmg_close(lmdb_dom, PMG_WRITE);
-	}
+	wtx[nwtx++].txn = *txn;
 	return 0;
 }
 
 /*
- * Forget @txn and the write transactions nested in it (commit and abort
- * end those too); returns how many windows to close.  Done before the
- * real call: the handle may be reused as soon as it is freed.
+ * Forget @txn and the write transactions nested in it (begun after it on
+ * this thread: above it on the stack; commit and abort end those too);
+ * returns how many windows to close.  Done before the real call: the
+ * handle may be reused as soon as it is freed.
  */
-static int txn_forget(MDB_txn *txn)
+static unsigned txn_forget(MDB_txn *txn)
 {
-	int i, n = 0;
-	bool more = true;
+	unsigned i, n;
 
-	/* mdb_txn_abort(NULL) is a no-op LMDB allows (knotd calls it): a
-	 * NULL would match a free slot and close a window not its own */
-	if (!txn)
+	/* mdb_txn_abort(NULL) is a no-op LMDB allows (knotd calls it);
+	 * a read-only transaction: not on the stack */
+	if (!txn || !nwtx)
 		return 0;
-	pthread_mutex_lock(&run_lock);
-	for (i = 0; i < MAX_TXNS; i++)
-		if (txns[i].txn == txn) {
-			txns[i].txn = NULL;
-			n++;
-			break;
+	for (i = nwtx; i-- > 0;)
+		if (wtx[i].txn == txn) {
+			n = nwtx - i;
+			nwtx = i;
+			return n;
 		}
-	if (!n) {
-		pthread_mutex_unlock(&run_lock);
-		return 0;
-	}
-	/* descendants: entries whose parent is gone */
-	while (more) {
-		more = false;
-		for (i = 0; i < MAX_TXNS; i++) {
-			int j;
-			bool live = false;
-
-			if (!txns[i].txn || !txns[i].parent)
-				continue;
-			for (j = 0; j < MAX_TXNS; j++)
-				if (txns[j].txn == txns[i].parent)
-					live = true;
-			if (!live) {
-				txns[i].txn = NULL;
-				n++;
-				more = true;
-			}
-		}
-	}
-	pthread_mutex_unlock(&run_lock);
-	return n;
+	return 0;
 }
 
 RUN_API int mdb_txn_commit(MDB_txn *txn)
 {
 	REAL(mdb_txn_commit);
-	int n = txn_forget(txn), rc;
+	unsigned n = txn_forget(txn);
+	int rc;
 
 	rc = real_mdb_txn_commit(txn);
 	while (n-- > 0)
@@ -575,7 +563,7 @@ RUN_API int mdb_txn_commit(MDB_txn *txn)
 RUN_API void mdb_txn_abort(MDB_txn *txn)
 {
 	REAL(mdb_txn_abort);
-	int n = txn_forget(txn);
+	unsigned n = txn_forget(txn);
 
 	real_mdb_txn_abort(txn);
 	while (n-- > 0)

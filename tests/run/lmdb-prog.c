@@ -9,14 +9,21 @@
  *                                  --abort-null: mdb_txn_abort(NULL) in
  *                                  each one before its puts (a no-op
  *                                  LMDB allows, and knotd does)
+ *   lmdb-prog read DIR TXNS THREADS  THREADS threads each run TXNS
+ *                                  read-only transactions (begin, one
+ *                                  mdb_get of a written key, abort; the
+ *                                  environment must hold records) and
+ *                                  print the throughput (a benchmark)
  *   lmdb-prog verify DIR N         exactly N records, each intact (N
  *                                  "any": as many as there are)
  * Exit 0 fine, 1 wrong data (printed), 2 usage or an LMDB error.
  */
 #include <lmdb.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CK(x) do { int rc_ = (x); if (rc_) { fprintf(stderr, \
 	"lmdb-prog: %s: %s\n", #x, mdb_strerror(rc_)); return 2; } } while (0)
@@ -26,6 +33,75 @@ static void kv(unsigned i, char *k, char *v)
 	snprintf(k, 16, "k%08u", i % 100000000u);
 	i %= 100000000u;
 	snprintf(v, 40, "v%08uv%08uv%08uv%08u", i, i, i, i);
+}
+
+struct reader {
+	MDB_env *env;
+	MDB_dbi dbi;
+	unsigned txns, nrec, seed;
+	int rc;
+};
+
+static void *reader(void *arg)
+{
+	struct reader *r = arg;
+	MDB_txn *txn;
+	MDB_val key, val;
+	char k[16], v[40];
+	unsigned t;
+
+	for (t = 0; t < r->txns; t++) {
+		r->seed = r->seed * 1103515245u + 12345u;
+		kv(r->seed % r->nrec, k, v);
+		key.mv_data = k;
+		key.mv_size = strlen(k);
+		if ((r->rc = mdb_txn_begin(r->env, NULL, MDB_RDONLY, &txn)))
+			return NULL;
+		r->rc = mdb_get(txn, r->dbi, &key, &val);
+		mdb_txn_abort(txn);
+		if (r->rc)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* read DIR TXNS THREADS: read-only transaction throughput */
+static int read_bench(MDB_env *env, unsigned txns, unsigned nthr)
+{
+	struct reader r[64];
+	pthread_t th[64];
+	struct timespec a, b;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_stat st;
+	double s;
+	unsigned i;
+
+	if (!nthr || nthr > 64)
+		return 2;
+	CK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+	CK(mdb_dbi_open(txn, NULL, 0, &dbi));
+	CK(mdb_stat(txn, dbi, &st));
+	mdb_txn_abort(txn);
+	if (!st.ms_entries)
+		return 2;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (i = 0; i < nthr; i++) {
+		r[i] = (struct reader){ env, dbi, txns, (unsigned)st.ms_entries,
+					i + 1, 0 };
+		if (pthread_create(&th[i], NULL, reader, &r[i]))
+			return 2;
+	}
+	for (i = 0; i < nthr; i++)
+		pthread_join(th[i], NULL);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	for (i = 0; i < nthr; i++)
+		CK(r[i].rc);
+	s = (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
+	printf("lmdb-prog: %u threads, %u read-only txns each: %.3f s, "
+	       "%.0f txns/s\n", nthr, txns, s, nthr * (double)txns / s);
+	mdb_env_close(env);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -66,6 +142,9 @@ int main(int argc, char **argv)
 		mdb_env_close(env);
 		return 0;
 	}
+	if (!strcmp(argv[1], "read") && argc == 5)
+		return read_bench(env, (unsigned)atoi(argv[3]),
+				  (unsigned)atoi(argv[4]));
 	if (strcmp(argv[1], "verify"))
 		return 2;
 	CK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test-lazywin: the mprotect backend's lazy write windows (src/lazywin.c).
+ * A write window changes no page when it opens; the first write to a
+ * block of the domain faults, is granted (stats.lazy_grants), recorded
+ * and retried, never reported as a stray; the last close re-protects what
+ * was granted, so a write after it faults again.  Nested windows, a write
+ * from another thread during the window (allowed: windows are
+ * process-wide on this backend), a persistence call inside the window,
+ * and a full record (the whole domain opened, stats.lazy_full; the close
+ * re-protects it whole).  PKU: SKIP (windows there are the thread's
+ * register, this code is never taken); the VM suite runs it with
+ * PMGUARD_BACKEND=mprotect.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "tap.h"
+#include "probe.h"
+
+#define PAGE 4096UL
+#define BLOCK (256 * PAGE) /* lazywin.c's LZ_BLOCK */
+#define NREC 4096 /* lazywin.c's LZ_MAX */
+
+static char *map(size_t len)
+{
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED) {
+		tap_diag("mmap: %s", strerror(errno));
+		exit(1);
+	}
+	return p;
+}
+
+static struct pmg_stats st(void)
+{
+	struct pmg_stats s;
+
+	pmg_stats_get(&s);
+	return s;
+}
+
+/* Open, write two blocks, close: granted on the first write, faults
+ * again after the close; a block not written stays read-only. */
+static void test_basic(void)
+{
+	struct pmg_domain *d = NULL;
+	size_t len = 64 * BLOCK;
+	char *p = map(len);
+	struct pmg_stats a, b;
+	int ok = 1, s0;
+
+	CHECK(ok, pmg_domain_new(&d, "lazy", 0) == 0);
+	CHECK(ok, pmg_protect(d, p, len) == 0);
+	s0 = probe_log.strays;
+	a = st();
+	CHECK(ok, pmg_open(d, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + 3 * PAGE, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + 3 * PAGE + 8, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + 40 * BLOCK, PMG_WRITE) == 0);
+	b = st();
+	CHECK(ok, b.lazy_grants - a.lazy_grants == 2);
+	CHECK(ok, probe_log.strays == s0);
+	CHECK(ok, pmg_close(d, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + 3 * PAGE, PMG_WRITE) == 1);
+	CHECK(ok, probe(d, p + 40 * BLOCK + 64, PMG_WRITE) == 1);
+	CHECK(ok, probe(d, p + 20 * BLOCK, PMG_WRITE) == 1);
+	CHECK(ok, probe(d, p + 20 * BLOCK, PMG_READ) == 0);
+	tap_ok(ok, "a write window grants the blocks written, one fault "
+		   "each, no stray; the close takes them back");
+
+	/* nested: the inner close keeps them, the outer one takes them */
+	ok = 1;
+	a = st();
+	CHECK(ok, pmg_open(d, PMG_WRITE) == 0);
+	CHECK(ok, pmg_open(d, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + 5 * BLOCK, PMG_WRITE) == 0);
+	CHECK(ok, pmg_close(d, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + 5 * BLOCK + 8, PMG_WRITE) == 0);
+	b = st();
+	CHECK(ok, b.lazy_grants - a.lazy_grants == 1);
+	CHECK(ok, pmg_close(d, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + 5 * BLOCK, PMG_WRITE) == 1);
+	tap_ok(ok, "nested windows: the last close re-protects");
+
+	pmg_unprotect(p, len);
+	pmg_domain_delete(&d);
+	munmap(p, len);
+}
+
+static char *thr_p;
+
+static void *writer(void *arg)
+{
+	(void)arg;
+	thr_p[0] = 0x42;
+	return NULL;
+}
+
+/* Windows are process-wide: another thread's write during the window
+ * is granted, not caught (documented); after the close it is caught. */
+static void test_thread(void)
+{
+	struct pmg_domain *d = NULL;
+	size_t len = 8 * BLOCK;
+	char *p = map(len);
+	pthread_t t;
+	int ok = 1, s0;
+
+	CHECK(ok, pmg_domain_new(&d, "lazy-thr", 0) == 0);
+	CHECK(ok, pmg_protect(d, p, len) == 0);
+	s0 = probe_log.strays;
+	thr_p = p + 6 * BLOCK;
+	CHECK(ok, pmg_open(d, PMG_WRITE) == 0);
+	CHECK(ok, pthread_create(&t, NULL, writer, NULL) == 0);
+	pthread_join(t, NULL);
+	CHECK(ok, probe_log.strays == s0 && p[6 * BLOCK] == 0x42);
+	CHECK(ok, pmg_close(d, PMG_WRITE) == 0);
+	CHECK(ok, pthread_create(&t, NULL, writer, NULL) == 0);
+	pthread_join(t, NULL);
+	CHECK(ok, probe_log.strays == s0 + 1);
+	tap_ok(ok, "another thread's write during the window goes through "
+		   "(process-wide), after the close it is a stray");
+	pmg_unprotect(p, len);
+	pmg_domain_delete(&d);
+	munmap(p, len);
+}
+
+/* A persistence call inside the window (a page window, pagewin.c): its
+ * pages stay writable until the domain window closes. */
+static void test_persist(void)
+{
+	struct pmg_domain *d = NULL;
+	size_t len = 8 * BLOCK;
+	char *p = map(len), src[64];
+	int ok = 1;
+
+	memset(src, 0x5a, sizeof(src));
+	CHECK(ok, pmg_domain_new(&d, "lazy-pw", 0) == 0);
+	CHECK(ok, pmg_protect(d, p, len) == 0);
+	CHECK(ok, pmg_open(d, PMG_WRITE) == 0);
+	pmg_memcpy(p + 2 * BLOCK, src, sizeof(src), 0);
+	CHECK(ok, p[2 * BLOCK] == 0x5a);
+	CHECK(ok, probe(d, p + 2 * BLOCK + 128, PMG_WRITE) == 0);
+	CHECK(ok, pmg_close(d, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + 2 * BLOCK + 128, PMG_WRITE) == 1);
+	pmg_memcpy(p + 3 * BLOCK, src, sizeof(src), 0);
+	CHECK(ok, probe(d, p + 3 * BLOCK + 128, PMG_WRITE) == 1);
+	tap_ok(ok, "a persistence call inside the window: writable until "
+		   "the close, protected after it");
+	pmg_unprotect(p, len);
+	pmg_domain_delete(&d);
+	munmap(p, len);
+}
+
+/* More blocks than the record holds: the whole domain opens (lazy_full)
+ * and the close re-protects every block. */
+static void test_full(void)
+{
+	struct pmg_domain *d = NULL;
+	size_t len = (NREC + 8) * BLOCK, i;
+	char *p = map(len);
+	struct pmg_stats a, b;
+	int ok = 1, s0;
+
+	CHECK(ok, pmg_domain_new(&d, "lazy-full", 0) == 0);
+	CHECK(ok, pmg_protect(d, p, len) == 0);
+	s0 = probe_log.strays;
+	a = st();
+	CHECK(ok, pmg_open(d, PMG_WRITE) == 0);
+	for (i = 0; i < NREC + 8; i++)
+		p[i * BLOCK] = 1;
+	b = st();
+	CHECK(ok, b.lazy_grants - a.lazy_grants == NREC);
+	CHECK(ok, b.lazy_full - a.lazy_full == 1);
+	CHECK(ok, probe_log.strays == s0);
+	CHECK(ok, pmg_close(d, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p, PMG_WRITE) == 1);
+	CHECK(ok, probe(d, p + (NREC + 7) * BLOCK, PMG_WRITE) == 1);
+	CHECK(ok, probe(d, p + (NREC / 2) * BLOCK + 8, PMG_WRITE) == 1);
+	/* the next window starts empty again */
+	a = st();
+	CHECK(ok, pmg_open(d, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + 9 * BLOCK, PMG_WRITE) == 0);
+	CHECK(ok, pmg_close(d, PMG_WRITE) == 0);
+	b = st();
+	CHECK(ok, b.lazy_grants - a.lazy_grants == 1 &&
+			  !(b.lazy_full - a.lazy_full));
+	CHECK(ok, probe(d, p + 9 * BLOCK, PMG_WRITE) == 1);
+	if (!ok)
+		tap_diag("grants %llu, full %llu",
+			 (unsigned long long)(b.lazy_grants - a.lazy_grants),
+			 (unsigned long long)(b.lazy_full - a.lazy_full));
+	tap_ok(ok, "a full record opens the whole domain, the close "
+		   "re-protects it whole, the next window records again");
+	pmg_unprotect(p, len);
+	pmg_domain_delete(&d);
+	munmap(p, len);
+}
+
+int main(void)
+{
+	if (pmg_init()) {
+		tap_diag("pmg_init: %s", pmg_errormsg());
+		return 1;
+	}
+	if (pmg_backend() != PMG_BACKEND_MPROTECT) {
+		printf("1..0 # SKIP lazy windows are the mprotect backend's "
+		       "(backend: %s)\n",
+		       pmg_backend_name(pmg_backend()));
+		return 77;
+	}
+	tap_init(5);
+	if (probe_begin()) {
+		tap_diag("audit mode: %s", pmg_errormsg());
+		return 1;
+	}
+	test_basic();
+	test_thread();
+	test_persist();
+	test_full();
+	probe_end();
+	return tap_done();
+}
