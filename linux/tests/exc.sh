@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# shellcheck shell=sh disable=SC2154  # res, PKS_PMEM, ...: set by guest.sh
 #
 # exc.sh - the exception and task tests of the PKS series, sourced by
 # guest.sh (/bin/linux-guest.sh) inside the QEMU guest; uses its helpers
@@ -37,10 +38,10 @@ exc_daxread() {
 		return
 	fi
 	mark=$(($(kmsg_lines) + 1))
-	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
+	rf0=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 	timeout 120 daxread /mnt/exc >/tmp/daxread.out 2>&1
 	rc=$?
-	rf1=$(cat $RELAXED_FAULTS 2>/dev/null)
+	rf1=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 	show /tmp/daxread.out
 	kmsg "$mark" | grep -E "$PKS_FAULT" >/tmp/exc.ev
 	n=$(wc -l </tmp/exc.ev)
@@ -59,12 +60,12 @@ exc_ctx() {
 	cmd=$1
 	mode=$2
 	mark=$(($(kmsg_lines) + 1))
-	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
-	if ! pmem_cmd "$cmd" /dev/pmem0 $EXC_PAGE; then
+	rf0=$(cat "$RELAXED_FAULTS" 2>/dev/null)
+	if ! pmem_cmd "$cmd" /dev/pmem0 "$EXC_PAGE"; then
 		notok "$cmd ($mode): pks_pmem '$cmd' ran ($res)"
 		return
 	fi
-	rf1=$(cat $RELAXED_FAULTS 2>/dev/null)
+	rf1=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 	diag "$res"
 	case $cmd in
 	nmi) what="an NMI inside a window" ;;
@@ -101,7 +102,7 @@ exc_tests() {
 		return
 	fi
 	for c in nmi irq fork; do
-		exc_ctx $c "$1"
+		exc_ctx "$c" "$1"
 	done
 	exc_daxread "$1"
 }
