@@ -87,6 +87,9 @@ diag "cpu flags: ${flags:-none of pku ospke pks}"
 
 # ---- pieces ----
 
+# The exception and task tests (exc_tests): linux/tests/exc.sh
+. /bin/exc.sh || exc_tests() { notok "exception tests ($1): /bin/exc.sh missing"; }
+
 # run_pks_test N: echo N > run_pks, read back PASS.  Tests 2 (arm context
 # switch) and 3 (check it) must go through one open file (linux/README):
 # 2 opens fd 3 and leaves it open, 3 writes through it and closes it.
@@ -491,6 +494,7 @@ main)
 		ext4_dax
 	fi
 	devdax_test
+	[ $pmem = 1 ] && exc_tests relaxed
 	[ "${PMGUARD_LINUX_VM_TESTS:-1}" = 1 ] && vm_tests
 	;;
 crash9)
@@ -521,6 +525,7 @@ strict)
 	# In strict mode an unguarded access oopses: kmap_local_page() and
 	# kmap_atomic() must open access; kmap() warns every time.
 	kmap_tests strict
+	exc_tests strict
 	pmem_cmd read /dev/pmem0 $STRAY_PAGE
 	before=$(field byte)
 	case $before in 0x5a | 0x5A) wrote=0xa5 ;; *) wrote=0x5a ;; esac
