@@ -471,6 +471,10 @@ kmap_tests() {
 	fi
 }
 
+# Issue 19's dm and DAX tests (linux/tests/dax.sh): dax_tests MODE
+[ -f /bin/linux-dax.sh ] && . /bin/linux-dax.sh
+command -v dax_tests >/dev/null || dax_tests() { notok "dm and DAX tests: no /bin/linux-dax.sh"; }
+
 case $boot in
 main)
 	# First: relaxed mode warns once per boot, so the stray-write test
@@ -491,6 +495,7 @@ main)
 		ext4_dax
 	fi
 	devdax_test
+	[ $pmem = 1 ] && dax_tests relaxed
 	[ "${PMGUARD_LINUX_VM_TESTS:-1}" = 1 ] && vm_tests
 	;;
 crash9)
@@ -521,6 +526,7 @@ strict)
 	# In strict mode an unguarded access oopses: kmap_local_page() and
 	# kmap_atomic() must open access; kmap() warns every time.
 	kmap_tests strict
+	dax_tests strict
 	pmem_cmd read /dev/pmem0 $STRAY_PAGE
 	before=$(field byte)
 	case $before in 0x5a | 0x5A) wrote=0xa5 ;; *) wrote=0x5a ;; esac
