@@ -88,7 +88,8 @@ dax_dm_linear() {
 		notok "dm-linear over /dev/pmem0 created"
 		return
 	fi
-	dm=$(basename "$(readlink -f /dev/mapper/kdax-lin)")
+	# the dm-N name of the device (dmsetup makes /dev/mapper nodes, not links)
+	dm=$(grep -lx kdax-lin /sys/block/dm-*/dm/name 2>/dev/null | cut -d/ -f4)
 	ok "dm-linear over /dev/pmem0 created ($dm)"
 	check "dm-linear over /dev/pmem0 supports DAX (/sys/block/$dm/queue/dax)" \
 		test "$(cat /sys/block/"$dm"/queue/dax 2>/dev/null)" = 1
