@@ -474,6 +474,10 @@ kmap_tests() {
 	fi
 }
 
+# Issue 19's dm and DAX tests (linux/tests/dax.sh): dax_tests MODE
+[ -f /bin/linux-dax.sh ] && . /bin/linux-dax.sh
+command -v dax_tests >/dev/null || dax_tests() { notok "dm and DAX tests: no /bin/linux-dax.sh"; }
+
 case $boot in
 main)
 	# First: relaxed mode warns once per boot, so the stray-write test
@@ -495,6 +499,7 @@ main)
 	fi
 	devdax_test
 	[ $pmem = 1 ] && exc_tests relaxed
+	[ $pmem = 1 ] && dax_tests relaxed
 	[ "${PMGUARD_LINUX_VM_TESTS:-1}" = 1 ] && vm_tests
 	;;
 crash9)
@@ -526,6 +531,7 @@ strict)
 	# kmap_atomic() must open access; kmap() warns every time.
 	kmap_tests strict
 	exc_tests strict
+	dax_tests strict
 	pmem_cmd read /dev/pmem0 $STRAY_PAGE
 	before=$(field byte)
 	case $before in 0x5a | 0x5A) wrote=0xa5 ;; *) wrote=0x5a ;; esac

@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: MIT
+#
+# dax.sh - guest tests of DAX through device-mapper and of remote access to
+# DAX mappings (issue 19, findings 2 and 3).  Sourced by guest.sh (it lands
+# at /bin/linux-dax.sh) and uses its helpers (ok, notok, check, diag, show,
+# kmsg, kmsg_lines, no_pks_events, pmem_cmd, field, RELAXED_FAULTS).
+#
+#   dax_tests MODE     MODE relaxed (main boot) or strict (strict boot,
+#                      before its provoked oops: an unguarded access here
+#                      oopses, and the host fails the boot for it)
+#
+# 1. /proc/PID/mem and ptrace over a DAX mapping (dax-remote): on ext4
+#    -o dax on /dev/pmem0, and on device-dax when the main boot made one.
+#    Patch "mm/memory: Use kmap_local_page() in __access_remote_vm()".
+# 2. dm-linear over the first 32 MiB of /dev/pmem0, ext4 -o dax on it:
+#    the dm device reports DAX, the mount says dax, pmem-fs (file I/O,
+#    MAP_SHARED writes, STATX_ATTR_DAX on every file) passes, the data
+#    survives umount + mount.  Patch "dm: Forward the stray access
+#    protection dax operations".
+# 3. dm-writecache with its cache on a dm-linear volume over /dev/pmem0
+#    (an LVM cache volume on pmem) and a loop device over a tmpfs file as
+#    origin: write a pattern, read it back, reload the table (a new
+#    writecache reads its metadata back from the pmem), read it back,
+#    flush, remove, and the origin holds the pattern.  Same patch: the
+#    write cache must see the dm volume as protected and make its own
+#    mapping.
+# After them: no PKS warning or fault in dmesg, pks_relaxed_faults
+# unchanged (relaxed mode counts every unguarded access).
+#
+# The guest has no udev: dmsetup runs with DM_DISABLE_UDEV=1 and makes the
+# /dev/mapper nodes itself.
+
+DAX_MNT=/mnt/kdax
+# /dev/pmem0 layout (512-byte sectors): the ext4 image of guest.sh's
+# ext4_dax at 0-32 MiB, the write cache's volume at 32-40 MiB; guest.sh's
+# stray-write page is at 46.9 MiB.
+DAX_LIN_SECTORS=65536
+DAX_WCC_START=65536
+DAX_WCC_SECTORS=16384
+
+dmset() { DM_DISABLE_UDEV=1 dmsetup "$@"; }
+
+# dax_faults WHAT: no unguarded access since the last call (relaxed mode
+# counts each in pks_relaxed_faults; strict mode oopses instead, which the
+# host sees, and the access fails)
+dax_faults() {
+	rfn=$(cat "$RELAXED_FAULTS" 2>/dev/null)
+	check "$1: no access faulted (pks_relaxed_faults '$rfp' -> '$rfn')" \
+		test -n "$rfn" -a "$rfn" = "$rfp"
+	rfp=$rfn
+}
+
+# dax_run WHAT CMD...: run a TAP program, its lines as diagnostics, one result
+dax_run() {
+	what=$1
+	shift
+	"$@" >/tmp/dx.out 2>&1
+	rc=$?
+	sed 's/^/#   /' /tmp/dx.out
+	check "$what ($(tail -n 1 /tmp/dx.out), exit $rc)" test "$rc" = 0
+}
+
+dax_remote_tests() {
+	mkdir -p $DAX_MNT
+	if dd if=/ext4.img of=/dev/pmem0 bs=1M 2>/tmp/dx.err &&
+		mount -t ext4 -o dax /dev/pmem0 $DAX_MNT 2>>/tmp/dx.err; then
+		dax_run "/proc/PID/mem and ptrace over an ext4 -o dax mapping" \
+			dax-remote $DAX_MNT/remote 65536
+		rm -f $DAX_MNT/remote
+		umount $DAX_MNT
+	else
+		show /tmp/dx.err
+		notok "mount -t ext4 -o dax /dev/pmem0 for the remote-access test"
+	fi
+	dev=$(ls /dev/dax* 2>/dev/null | head -n 1)
+	if [ -n "$dev" ]; then
+		align=$(cat /sys/bus/dax/devices/"${dev#/dev/}"/align 2>/dev/null)
+		size=$((${align:-4096} * 4))
+		[ "$size" -ge 65536 ] || size=65536
+		dax_run "/proc/PID/mem and ptrace over a device-dax mapping ($dev)" \
+			dax-remote "$dev" "$size"
+	fi
+}
+
+dax_dm_linear() {
+	if ! dmset create kdax-lin --table "0 $DAX_LIN_SECTORS linear /dev/pmem0 0" 2>/tmp/dx.err; then
+		show /tmp/dx.err
+		notok "dm-linear over /dev/pmem0 created"
+		return
+	fi
+	# the dm-N name of the device (dmsetup makes /dev/mapper nodes, not links)
+	dm=$(grep -lx kdax-lin /sys/block/dm-*/dm/name 2>/dev/null | cut -d/ -f4)
+	ok "dm-linear over /dev/pmem0 created ($dm)"
+	check "dm-linear over /dev/pmem0 supports DAX (/sys/block/$dm/queue/dax)" \
+		test "$(cat /sys/block/"$dm"/queue/dax 2>/dev/null)" = 1
+	if ! dd if=/ext4.img of=/dev/mapper/kdax-lin bs=1M 2>/tmp/dx.err; then
+		show /tmp/dx.err
+		notok "dm-linear: the ext4 image written"
+	fi
+	mkdir -p $DAX_MNT
+	mark2=$(($(kmsg_lines) + 1))
+	if ! mount -t ext4 -o dax /dev/mapper/kdax-lin $DAX_MNT 2>/tmp/dx.err; then
+		show /tmp/dx.err
+		kmsg "$mark2" | sed 's/^/#   /'
+		notok "dm-linear: mount -t ext4 -o dax"
+		dmset remove kdax-lin
+		return
+	fi
+	opts=$(grep " $DAX_MNT " /proc/mounts)
+	diag "$opts"
+	case $opts in
+	*dax*) ok "dm-linear: ext4 mounted with dax ($opts)" ;;
+	*) notok "dm-linear: ext4 mounted with dax ($opts)" ;;
+	esac
+	if kmsg "$mark2" | grep -qi 'dax.*unsupported\|disabling dax\|DAX unsupported'; then
+		notok "dm-linear: the kernel did not refuse DAX for the mount"
+		kmsg "$mark2" | sed 's/^/#   /'
+	else
+		ok "dm-linear: the kernel did not refuse DAX for the mount"
+	fi
+	# pmem-fs checks STATX_ATTR_DAX on every file it makes: really DAX
+	dax_run "dm-linear: ext4 dax file I/O (pmem-fs)" pmem-fs $DAX_MNT
+	sync
+	umount $DAX_MNT && mount -t ext4 -o dax /dev/mapper/kdax-lin $DAX_MNT
+	dax_run "dm-linear: after umount + mount -o dax the data verified" \
+		pmem-fs --verify $DAX_MNT
+	umount $DAX_MNT
+	dmset remove kdax-lin
+}
+
+# dax_wc_read DEV WHAT: the first 4 MiB of DEV equal the pattern
+dax_wc_read() {
+	sum=$(dd if="$1" bs=65536 count=64 2>/dev/null | md5sum | cut -d' ' -f1)
+	check "dm-writecache: $2 (md5 $sum)" test "$sum" = "$pat_sum"
+}
+
+dax_dm_writecache() {
+	head -c 4194304 /dev/urandom >/tmp/kdax-pat
+	pat_sum=$(md5sum </tmp/kdax-pat | cut -d' ' -f1)
+	dd if=/dev/zero of=/tmp/kdax-origin bs=1M count=16 2>/dev/null
+	lo=$(losetup -f 2>/dev/null)
+	if [ -z "$lo" ] || ! losetup "$lo" /tmp/kdax-origin 2>/tmp/dx.err; then
+		show /tmp/dx.err 2>/dev/null
+		notok "dm-writecache: a loop device over /tmp/kdax-origin ('$lo')"
+		return
+	fi
+	osec=32768
+	if ! dmset create kdax-wcc --table "0 $DAX_WCC_SECTORS linear /dev/pmem0 $DAX_WCC_START" 2>/tmp/dx.err; then
+		show /tmp/dx.err
+		notok "dm-writecache: the cache volume (dm-linear over /dev/pmem0)"
+		losetup -d "$lo"
+		return
+	fi
+	# a zero superblock: the write cache initialises the cache
+	dd if=/dev/zero of=/dev/mapper/kdax-wcc bs=4096 count=1 2>/dev/null
+	wct="0 $osec writecache p $lo /dev/mapper/kdax-wcc 4096 0"
+	mark2=$(($(kmsg_lines) + 1))
+	if ! dmset create kdax-wc --table "$wct" 2>/tmp/dx.err; then
+		show /tmp/dx.err
+		kmsg "$mark2" | sed 's/^/#   /'
+		notok "dm-writecache: created over $lo with the pmem cache volume"
+	else
+		ok "dm-writecache: created over $lo with the pmem cache volume ($wct)"
+		dmset status kdax-wc | sed 's/^/#   status: /'
+		if dd if=/tmp/kdax-pat of=/dev/mapper/kdax-wc bs=65536 conv=fsync 2>/tmp/dx.err; then
+			ok "dm-writecache: 4 MiB pattern written"
+		else
+			show /tmp/dx.err
+			notok "dm-writecache: 4 MiB pattern written"
+		fi
+		dax_wc_read /dev/mapper/kdax-wc "the pattern reads back"
+		dmset status kdax-wc | sed 's/^/#   status: /'
+		# a new writecache instance reads its metadata from the pmem
+		if dmset reload kdax-wc --table "$wct" 2>/tmp/dx.err &&
+			dmset resume kdax-wc 2>>/tmp/dx.err; then
+			ok "dm-writecache: table reloaded"
+		else
+			show /tmp/dx.err
+			notok "dm-writecache: table reloaded"
+		fi
+		dax_wc_read /dev/mapper/kdax-wc "the pattern reads back after the reload"
+		dmset message kdax-wc 0 flush 2>/tmp/dx.err || show /tmp/dx.err
+		dmset status kdax-wc | sed 's/^/#   status after flush: /'
+		dmset remove kdax-wc 2>/tmp/dx.err || show /tmp/dx.err
+		dax_wc_read "$lo" "after flush and remove the origin holds the pattern"
+	fi
+	dmset remove kdax-wcc 2>/dev/null
+	losetup -d "$lo"
+	rm -f /tmp/kdax-origin /tmp/kdax-pat
+}
+
+dax_tests() {
+	if [ ! -b /dev/pmem0 ]; then
+		notok "dm and DAX tests ($1): no /dev/pmem0"
+		return
+	fi
+	mark=$(($(kmsg_lines) + 1))
+	rf0=$(cat "$RELAXED_FAULTS" 2>/dev/null)
+	diag "dm and DAX tests, $1 mode"
+	rfp=$rf0
+	dax_remote_tests
+	dax_faults "/proc/PID/mem and ptrace over DAX mappings"
+	if ! command -v dmsetup >/dev/null || [ ! -e /dev/mapper/control ]; then
+		notok "dm tests: dmsetup ($(command -v dmsetup)) and /dev/mapper/control ($(ls /dev/mapper 2>&1)) present"
+	else
+		dax_dm_linear
+		dax_faults "dm-linear with ext4 -o dax"
+		dax_dm_writecache
+		dax_faults "dm-writecache with a pmem cache volume"
+	fi
+	no_pks_events "$mark" "dm and DAX tests ($1)"
+	rf1=$(cat "$RELAXED_FAULTS" 2>/dev/null)
+	check "dm and DAX tests ($1): pks_relaxed_faults unchanged ('$rf0' -> '$rf1')" \
+		test -n "$rf0" -a "$rf0" = "$rf1"
+}
