@@ -70,6 +70,10 @@ diag() { echo "# $*"; }
 show() { sed 's/^/#   /' "$1"; }
 # dmesg without timestamps, from line $1 on (1-based)
 kmsg() { dmesg | sed 's/^\[[ 0-9.]*\] //' | tail -n +"${1:-1}"; }
+# The marker again through printk: tty output (the echo above) can still
+# be queued in the serial driver when the provoked oops, printed at once,
+# overtakes it on the console (seen: "[ok - run_pks 9,  2.50] BUG: ...").
+expect_oops_mark() { echo "<2>@@EXPECT-OOPS $1@@" >/dev/kmsg 2>/dev/null || :; }
 kmsg_lines() { dmesg | wc -l; }
 # Lines of the kernel log that a PKS/PMEM protection event writes.
 PKS_EVENT='pks|pkrs|pkey|protection key|stray|pgmap_protection|WARNING:|BUG:|Oops'
@@ -511,6 +515,7 @@ crash9)
 	res=$(cat $RUN_PKS 2>&1)
 	check "run_pks 9, first write: armed, reads back PASS ('$res')" test "$res" = PASS
 	echo "@@EXPECT-OOPS run_pks 9@@"
+	expect_oops_mark "run_pks 9"
 	(echo 9 >$RUN_PKS)
 	diag "after the crash test the shell lives on (status $?)"
 	kmsg | grep -E 'PKRS|Oops|BUG' | sed 's/^/#   /'
@@ -537,6 +542,7 @@ strict)
 	case $before in 0x5a | 0x5A) wrote=0xa5 ;; *) wrote=0x5a ;; esac
 	diag "page $STRAY_PAGE holds $before; stray write of $wrote, strict"
 	echo "@@EXPECT-OOPS stray write, strict@@"
+	expect_oops_mark "stray write, strict"
 	(echo "stray /dev/pmem0 $STRAY_PAGE $wrote" >$PKS_PMEM)
 	diag "the writing shell exited with status $? (killed by the oops)"
 	pmem_cmd read /dev/pmem0 $STRAY_PAGE
