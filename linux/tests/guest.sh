@@ -171,7 +171,12 @@ pmem_key() {
 # no_pks_events MARK WHAT: dmesg from line MARK on has no line of a PKS
 # warning or fault (relaxed-mode faults log one each)
 no_pks_events() {
-	kmsg "$1" | grep -Ei "$PKS_EVENT" | grep -v "pks_pmem: " >/tmp/ev.out
+	# Linux 6.1.192's own i_mmap lock assertion in hugetlb_split() (on
+	# protection_keys' pkey_mprotect() of hugetlb pages, debug kernel; not
+	# the series: scripts/linux-check says so too) is left out, whole.
+	kmsg "$1" | awk '/WARNING: .*i_mmap_assert_write_locked/ { skip = 1 }
+		skip && /---\[ end trace/ { skip = 0; next } !skip' |
+		grep -Ei "$PKS_EVENT" | grep -v "pks_pmem: " >/tmp/ev.out
 	n=$(wc -l </tmp/ev.out)
 	if [ "$n" -eq 0 ]; then
 		ok "$2: 0 PKS warnings, 0 relaxed-mode faults in dmesg"
