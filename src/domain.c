@@ -224,8 +224,7 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 	d->flags = flags;
 	d->nranges = 0;
 	d->gw = d->gr = 0;
-	if (_pmg_lazy)
-		_pmg_lazy_reset(key);
+	_pmg_lazy_reset(key);
 	/* A key reused after pmg_domain_delete(): no stale counts here. */
 	_pmg_tls.w[key] = _pmg_tls.r[key] = 0;
 	if (_pmg.prim->thread_local)

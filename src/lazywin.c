@@ -276,6 +276,8 @@ void _pmg_lazy_reset(int key)
 {
 	unsigned i;
 
+	if (!_pmg_lazy)
+		return;
 	__atomic_add_fetch(&lz[key].epoch, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&lz[key].n, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&lz[key].full, 0, __ATOMIC_SEQ_CST);
