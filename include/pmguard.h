@@ -522,7 +522,8 @@ struct pmg_stats {
 	uint64_t lazy_grants; /* mprotect: 1 MiB blocks granted to a
 				 write window on their first write */
 	uint64_t lazy_full; /* mprotect: a write window's record of
-			       blocks filled, the whole domain opened */
+			       blocks filled, or it opened with SIGSEGV
+			       blocked: the whole domain opened */
 };
 
 /** Read the counters.  0 or -EINVAL.  AS-safe. */

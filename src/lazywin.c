@@ -30,8 +30,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -185,6 +188,32 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
 						 &_pmg.dom[key])));
 	}
 	return true;
+}
+
+/*
+ * A write window opens on @key (lock held, the count already raised) in
+ * a thread that blocks SIGSEGV: a signal handler whose sa_mask holds it
+ * (a SIGSEGV handler's own, or a full mask; TSan runs every deferred
+ * handler with all signals blocked), or a worker that blocked them all.
+ * The first write there would fault with the signal blocked, and the
+ * kernel kills for that: no handler could grant the block.  Such a window
+ * opens the whole domain now, as an eager window does, and the close
+ * that ends the last write window re-protects it whole.  Read from the
+ * kernel, not a libc wrapper a sanitizer intercepts.
+ */
+void _pmg_lazy_open(int key)
+{
+	uint64_t set = 0;
+
+	if (!_pmg_lazy)
+		return;
+	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &set, sizeof(set)))
+		set = ~0ULL; /* cannot tell: take the safe side */
+	if (!(set & (1ULL << (SIGSEGV - 1))))
+		return;
+	if (!__atomic_exchange_n(&lz[key].full, 1, __ATOMIC_SEQ_CST))
+		_PMG_STAT_INC(lazy_full);
+	ranges_prot(key, PROT_READ | PROT_WRITE);
 }
 
 /*

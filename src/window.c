@@ -128,6 +128,8 @@ static int mp_edge(struct _pmg_dom *d, int acc, enum edge edge, void *caller)
 		rc = _pmg.prim->set_rights((int)key, after);
 	if (!rc && !open && acc && !*g)
 		_pmg_lazy_close((int)key); /* the last write window */
+	if (!rc && open && acc)
+		_pmg_lazy_open((int)key); /* SIGSEGV blocked: whole */
 	if (rc) {
 		/* undo: the edge did not happen */
 		if (open) {

@@ -8,7 +8,9 @@
  * from another thread during the window (allowed: windows are
  * process-wide on this backend), a persistence call inside the window,
  * and a full record (the whole domain opened, stats.lazy_full; the close
- * re-protects it whole).  PKU: SKIP (windows there are the thread's
+ * re-protects it whole), and a window opened where SIGSEGV is blocked (a
+ * handler with a full sa_mask, a thread that blocked every signal: opened
+ * whole, since the kernel kills for a fault it cannot deliver).  PKU: SKIP (windows there are the thread's
  * register, this code is never taken); the VM suite runs it with
  * PMGUARD_BACKEND=mprotect.
  */
@@ -17,7 +19,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tap.h"
 #include "probe.h"
@@ -204,6 +209,85 @@ static void test_full(void)
 	munmap(p, len);
 }
 
+static struct pmg_domain *blk_d;
+static char *blk_p;
+static volatile int blk_ok;
+
+/* A handler that runs with every signal blocked (its sa_mask is full)
+ * opens a window and writes. */
+static void blk_handler(int sig)
+{
+	(void)sig;
+	blk_ok = pmg_open(blk_d, PMG_WRITE) == 0;
+	blk_p[2 * BLOCK + 1] = 0x61;
+	blk_p[5 * BLOCK] = 0x62;
+	blk_ok &= pmg_close(blk_d, PMG_WRITE) == 0;
+}
+
+/* The child: both cases, exit 0 when the writes landed, nothing was
+ * reported and the close re-protected; killed (SIGSEGV) otherwise. */
+static int blocked_child(void)
+{
+	struct sigaction sa;
+	struct pmg_stats a, b;
+	sigset_t all, old;
+	int ok = 1, s0 = probe_log.strays;
+
+	a = st();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = blk_handler;
+	sigfillset(&sa.sa_mask);
+	CHECK(ok, sigaction(SIGUSR1, &sa, NULL) == 0);
+	raise(SIGUSR1);
+	CHECK(ok, blk_ok);
+	CHECK(ok, blk_p[2 * BLOCK + 1] == 0x61 && blk_p[5 * BLOCK] == 0x62);
+	CHECK(ok, probe(blk_d, blk_p + 2 * BLOCK, PMG_WRITE) == 1);
+
+	sigfillset(&all);
+	CHECK(ok, pthread_sigmask(SIG_BLOCK, &all, &old) == 0);
+	CHECK(ok, pmg_open(blk_d, PMG_WRITE) == 0);
+	blk_p[7 * BLOCK + 3] = 0x63;
+	CHECK(ok, pmg_close(blk_d, PMG_WRITE) == 0);
+	CHECK(ok, pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
+	CHECK(ok, blk_p[7 * BLOCK + 3] == 0x63);
+	CHECK(ok, probe(blk_d, blk_p + 7 * BLOCK, PMG_WRITE) == 1);
+	CHECK(ok, probe(blk_d, blk_p + 5 * BLOCK, PMG_WRITE) == 1);
+	CHECK(ok, probe_log.strays == s0 + 3);
+	b = st();
+	CHECK(ok, b.lazy_full - a.lazy_full == 2);
+	return ok ? 0 : 1;
+}
+
+/* A window opened while SIGSEGV is blocked opens whole: its first write
+ * could not be granted (the kernel kills for a blocked SIGSEGV). */
+static void test_blocked(void)
+{
+	size_t len = 8 * BLOCK;
+	int ok = 1, st_;
+	pid_t pid;
+
+	blk_p = map(len);
+	CHECK(ok, pmg_domain_new(&blk_d, "lazy-blk", 0) == 0);
+	CHECK(ok, pmg_protect(blk_d, blk_p, len) == 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		_exit(blocked_child());
+	CHECK(ok, pid > 0 && waitpid(pid, &st_, 0) == pid);
+	if (!(WIFEXITED(st_) && WEXITSTATUS(st_) == 0)) {
+		tap_diag("child: %s %d", WIFSIGNALED(st_) ? "signal"
+			 : "status", WIFSIGNALED(st_) ? WTERMSIG(st_)
+			 : WEXITSTATUS(st_));
+		ok = 0;
+	}
+	tap_ok(ok, "a window opened with SIGSEGV blocked (a handler with a "
+		   "full sa_mask, a thread blocking all signals) opens "
+		   "whole: the writes land, the close re-protects");
+	pmg_unprotect(blk_p, len);
+	pmg_domain_delete(&blk_d);
+	munmap(blk_p, len);
+}
+
 int main(void)
 {
 	if (pmg_init()) {
@@ -216,7 +300,7 @@ int main(void)
 		       pmg_backend_name(pmg_backend()));
 		return 77;
 	}
-	tap_init(5);
+	tap_init(6);
 	if (probe_begin()) {
 		tap_diag("audit mode: %s", pmg_errormsg());
 		return 1;
@@ -225,6 +309,7 @@ int main(void)
 	test_thread();
 	test_persist();
 	test_full();
+	test_blocked();
 	probe_end();
 	return tap_done();
 }
