@@ -133,13 +133,19 @@ check: all version-check man-check
 HOST_CAMPAIGN := env PMGUARD_TEST_CONTAIN_WRITES=20000 \
 		 tests/vm/test-contain-campaign
 
-# The host has no PKU: the host suite runs the mprotect backend, the pure
-# core and the bad-input tests; PKU tests say SKIP here and run in the VM.
+# The host suite runs the mprotect backend (lazy write windows, the
+# default), the pure core and the bad-input tests; PKU tests say SKIP here
+# and run in the VM.  The window, mode, thread, contain and persistence
+# tests run a second time with the eager windows
+# (PMGUARD_MPROTECT_WINDOWS=eager), a supported setting of their own.
+EAGER_TESTS := test-windows test-modes test-threads test-api test-contain \
+	       test-persist
 host-check: all
 	PMGUARD_BACKEND=mprotect PMGUARD_CLI=$(O)/pmguard O=$(O) \
 		tests/runtests.sh -n host \
 		$(TESTS) $(O)/tests/test-shared "$(O)/pmguard selftest" \
-		"$(HOST_CAMPAIGN)"
+		"$(HOST_CAMPAIGN)" \
+		$(foreach t,$(EAGER_TESTS),"env PMGUARD_MPROTECT_WINDOWS=eager $(O)/tests/$(t)")
 
 vm-check: vm-bins
 	O=$(O) scripts/vm-suite
