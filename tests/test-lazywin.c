@@ -263,7 +263,7 @@ static int blocked_child(void)
 static void test_blocked(void)
 {
 	size_t len = 8 * BLOCK;
-	int ok = 1, st_;
+	int ok = 1, st_ = 0;
 	pid_t pid;
 
 	blk_p = map(len);
