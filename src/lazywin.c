@@ -201,7 +201,7 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
  * that ends the last write window re-protects it whole.  Read from the
  * kernel, not a libc wrapper a sanitizer intercepts.
  */
-void _pmg_lazy_open(int key)
+void _pmg_lazy_open(int key, bool whole_done)
 {
 	uint64_t set = 0;
 
@@ -211,9 +211,12 @@ void _pmg_lazy_open(int key)
 		set = ~0ULL; /* cannot tell: take the safe side */
 	if (!(set & (1ULL << (SIGSEGV - 1))))
 		return;
+	/* from here _pmg_process_rights() says read-write: every edge
+	 * keeps the domain so until the last close */
 	if (!__atomic_exchange_n(&lz[key].full, 1, __ATOMIC_SEQ_CST))
 		_PMG_STAT_INC(lazy_full);
-	ranges_prot(key, PROT_READ | PROT_WRITE);
+	if (!whole_done) /* else the edge made it read-write already */
+		ranges_prot(key, PROT_READ | PROT_WRITE);
 }
 
 /*
@@ -260,10 +263,12 @@ static int cmp_page(const void *a, const void *b)
 /*
  * The last write window on @key closed (lock held; the count of write
  * windows is already 0): put the recorded pages back to the domain's
- * rights, coalesced.  A full record was handled by the caller (the
- * process-wide rights changed, so it re-protected the whole domain).
+ * rights, coalesced; a full record, the whole domain.  @whole_done: the
+ * caller has just set the whole domain to its rights (the process-wide
+ * rights changed: the window was full when it read them), so only the
+ * record is reset.
  */
-void _pmg_lazy_close(int key)
+void _pmg_lazy_close(int key, bool whole_done)
 {
 	unsigned i, n, m = 0;
 	int prot;
@@ -283,10 +288,11 @@ void _pmg_lazy_close(int key)
 	}
 	prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[key]));
 	if (__atomic_exchange_n(&lz[key].full, 0, __ATOMIC_SEQ_CST)) {
-		ranges_prot(key, prot); /* as an eager window closes */
+		if (!whole_done)
+			ranges_prot(key, prot); /* as an eager window closes */
 		return;
 	}
-	if (!m)
+	if (!m || whole_done)
 		return;
 	qsort(sorted, m, sizeof(sorted[0]), cmp_page);
 	for (i = 0; i < m;) {

@@ -288,6 +288,87 @@ static void test_blocked(void)
 	munmap(blk_p, len);
 }
 
+/* How a child that wrote ended: "exit 0", "exit N", "signal N". */
+static int child_ok(pid_t pid, const char *what)
+{
+	int st_;
+
+	if (pid <= 0 || waitpid(pid, &st_, 0) != pid) {
+		tap_diag("%s: fork/waitpid failed", what);
+		return 0;
+	}
+	if (WIFEXITED(st_) && WEXITSTATUS(st_) == 0)
+		return 1;
+	tap_diag("%s: child %s %d", what,
+		 WIFSIGNALED(st_) ? "killed by signal" : "exited with",
+		 WIFSIGNALED(st_) ? WTERMSIG(st_) : WEXITSTATUS(st_));
+	return 0;
+}
+
+static struct pmg_domain *na_d;
+static char *na_p, *na_q;
+
+/*
+ * Blocking every signal, a write window on a no-access domain (opened
+ * whole), then a read window opened and closed inside it, then a range
+ * added to the domain: each must leave the domain writable for the rest
+ * of the write window (the read window's edges and pmg_protect() set the
+ * pages to the process-wide rights; a whole-open window is read-write).
+ * A write the kernel cannot deliver SIGSEGV for kills the child.
+ */
+static int na_child(void)
+{
+	sigset_t all, old;
+	int ok = 1;
+
+	sigfillset(&all);
+	CHECK(ok, pthread_sigmask(SIG_BLOCK, &all, &old) == 0);
+	CHECK(ok, pmg_open(na_d, PMG_WRITE) == 0);
+	na_p[1 * BLOCK + 5] = 0x11;
+	CHECK(ok, pmg_open(na_d, PMG_READ) == 0);
+	na_p[2 * BLOCK + 5] = 0x12;
+	CHECK(ok, na_p[1 * BLOCK + 5] == 0x11);
+	CHECK(ok, pmg_close(na_d, PMG_READ) == 0);
+	na_p[3 * BLOCK + 5] = 0x13;
+	CHECK(ok, na_p[2 * BLOCK + 5] == 0x12);
+	CHECK(ok, pmg_protect(na_d, na_q, 2 * BLOCK) == 0);
+	na_q[BLOCK + 7] = 0x14;
+	CHECK(ok, pmg_close(na_d, PMG_WRITE) == 0);
+	CHECK(ok, pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
+	/* closed: protected again, reads too (no-access) */
+	CHECK(ok, probe(na_d, na_p + 1 * BLOCK, PMG_WRITE) == 1);
+	CHECK(ok, probe(na_d, na_p + 3 * BLOCK, PMG_READ) == 1);
+	CHECK(ok, probe(na_d, na_q + BLOCK, PMG_WRITE) == 1);
+	CHECK(ok, pmg_unprotect(na_q, 2 * BLOCK) == 0);
+	CHECK(ok, na_q[BLOCK + 7] == 0x14);
+	return ok ? 0 : 1;
+}
+
+static void test_blocked_edges(void)
+{
+	size_t len = 8 * BLOCK;
+	int ok = 1;
+	pid_t pid;
+
+	na_p = map(len);
+	na_q = map(2 * BLOCK);
+	CHECK(ok, pmg_domain_new(&na_d, "lazy-na", PMG_DOMAIN_NOACCESS) == 0);
+	CHECK(ok, pmg_protect(na_d, na_p, len) == 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		_exit(na_child());
+	CHECK(ok, child_ok(pid, "blocked edges"));
+	tap_ok(ok, "SIGSEGV blocked, a whole write window on a no-access "
+		   "domain stays writable across a read window's open and "
+		   "close and a range added to the domain; the close "
+		   "re-protects all");
+	pmg_unprotect(na_p, len);
+	pmg_domain_delete(&na_d);
+	munmap(na_p, len);
+	munmap(na_q, 2 * BLOCK);
+}
+
 int main(void)
 {
 	if (pmg_init()) {
@@ -300,7 +381,7 @@ int main(void)
 		       pmg_backend_name(pmg_backend()));
 		return 77;
 	}
-	tap_init(6);
+	tap_init(7);
 	if (probe_begin()) {
 		tap_diag("audit mode: %s", pmg_errormsg());
 		return 1;
@@ -310,6 +391,7 @@ int main(void)
 	test_persist();
 	test_full();
 	test_blocked();
+	test_blocked_edges();
 	probe_end();
 	return tap_done();
 }
