@@ -162,10 +162,13 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
 	rec = !_pmg_lazy_full(key) && record(key, page & ~(LZ_BLOCK - 1));
 	if (rec) {
 		rc = _pmg_cap_mprotect(b, e_, PROT_READ | PROT_WRITE);
-		/* device dax: no single-page split; the whole domain */
+		/* device dax: no single-page split; the whole domain.
+		 * ENOMEM: a hole in the block, every mapped page granted
+		 * (the faulting page, if still mapped: else the retry
+		 * faults as SEGV_MAPERR, not ours) */
 		if (rc == -EINVAL)
 			rec = false;
-		else if (rc)
+		else if (rc && rc != -ENOMEM)
 			return false;
 		else
 			_PMG_STAT_INC(lazy_grants);

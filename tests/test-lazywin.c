@@ -369,6 +369,66 @@ static void test_blocked_edges(void)
 	munmap(na_q, 2 * BLOCK);
 }
 
+/* @n blocks, aligned to a block (the grants' unit). */
+static char *map_aligned(size_t n)
+{
+	char *p = map((n + 1) * BLOCK);
+	uintptr_t a = ((uintptr_t)p + BLOCK - 1) & ~(BLOCK - 1);
+
+	if (a > (uintptr_t)p)
+		munmap(p, a - (uintptr_t)p);
+	munmap((char *)a + n * BLOCK, (uintptr_t)p + BLOCK - a);
+	return (char *)a;
+}
+
+/*
+ * A range unmapped in part behind the library's back (the static
+ * library does not see munmap(): the range stays registered until
+ * pmg_unprotect()): the window's writes around the hole are granted, not
+ * reported, and the close re-protects the pages on both sides of it (the
+ * kernel's mprotect() stops at the first hole, changing only what came
+ * before it).
+ */
+static void test_hole(void)
+{
+	struct pmg_domain *d = NULL;
+	size_t len = 4 * BLOCK;
+	char *p = map_aligned(4);
+	char *hole = p + BLOCK + 10 * PAGE;
+	int ok = 1, s0, n;
+
+	CHECK(ok, pmg_domain_new(&d, "lazy-hole", 0) == 0);
+	CHECK(ok, pmg_protect(d, p, len) == 0);
+	CHECK(ok, munmap(hole, PAGE) == 0);
+	s0 = probe_log.strays;
+	CHECK(ok, pmg_open(d, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + 8, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + BLOCK + 2 * PAGE, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + BLOCK + 20 * PAGE, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + 2 * BLOCK + 8, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + 3 * BLOCK + 8, PMG_WRITE) == 0);
+	n = probe_log.strays - s0;
+	CHECK(ok, pmg_close(d, PMG_WRITE) == 0);
+	if (n)
+		tap_diag("%d write(s) inside the window reported as strays",
+			 n);
+	s0 = probe_log.strays;
+	CHECK(ok, probe(d, p + 8, PMG_WRITE) == 1);
+	CHECK(ok, probe(d, p + BLOCK + 2 * PAGE, PMG_WRITE) == 1);
+	CHECK(ok, probe(d, p + BLOCK + 20 * PAGE, PMG_WRITE) == 1);
+	CHECK(ok, probe(d, p + 2 * BLOCK + 8, PMG_WRITE) == 1);
+	CHECK(ok, probe(d, p + 3 * BLOCK + 8, PMG_WRITE) == 1);
+	if (probe_log.strays - s0 != 5)
+		tap_diag("after the close %d of 5 writes caught",
+			 probe_log.strays - s0);
+	tap_ok(ok, "a range with a hole (unmapped behind the library's "
+		   "back): writes around it in a window are granted, the "
+		   "close re-protects both sides of it");
+	pmg_unprotect(p, len); /* not all mapped: dropped */
+	pmg_domain_delete(&d);
+	munmap(p, len);
+}
+
 int main(void)
 {
 	if (pmg_init()) {
@@ -381,7 +441,7 @@ int main(void)
 		       pmg_backend_name(pmg_backend()));
 		return 77;
 	}
-	tap_init(7);
+	tap_init(8);
 	if (probe_begin()) {
 		tap_diag("audit mode: %s", pmg_errormsg());
 		return 1;
@@ -392,6 +452,7 @@ int main(void)
 	test_full();
 	test_blocked();
 	test_blocked_edges();
+	test_hole();
 	probe_end();
 	return tap_done();
 }
