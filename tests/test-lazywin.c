@@ -429,6 +429,99 @@ static void test_hole(void)
 	munmap(p, len);
 }
 
+/*
+ * Two domains' ranges in one block, neither aligned to a block: a grant
+ * is clipped to the faulting page's range, so the other domain's pages
+ * in the block stay protected inside the window, and the close
+ * re-protects only the domain's own.
+ */
+static void test_shared_block(void)
+{
+	struct pmg_domain *a = NULL, *b = NULL;
+	char *p = map_aligned(1);
+	char *ra = p + 3 * PAGE, *rb = p + 7 * PAGE; /* 4 and 2 pages */
+	int ok = 1;
+
+	CHECK(ok, pmg_domain_new(&a, "lazy-a", 0) == 0);
+	CHECK(ok, pmg_domain_new(&b, "lazy-b", 0) == 0);
+	CHECK(ok, pmg_protect(a, ra, 4 * PAGE) == 0);
+	CHECK(ok, pmg_protect(b, rb, 2 * PAGE) == 0);
+	CHECK(ok, pmg_open(a, PMG_WRITE) == 0);
+	CHECK(ok, probe(a, ra + 8, PMG_WRITE) == 0);
+	CHECK(ok, probe(a, ra + 4 * PAGE - 1, PMG_WRITE) == 0);
+	CHECK(ok, probe(b, rb, PMG_WRITE) == 1);
+	CHECK(ok, probe(b, rb + 2 * PAGE - 1, PMG_WRITE) == 1);
+	CHECK(ok, pmg_close(a, PMG_WRITE) == 0);
+	CHECK(ok, probe(a, ra + 8, PMG_WRITE) == 1);
+	CHECK(ok, probe(a, ra + 3 * PAGE, PMG_WRITE) == 1);
+	/* the pages outside both ranges were never ours */
+	p[0] = 1;
+	p[6 * PAGE] = 1;
+	p[9 * PAGE] = 1;
+	tap_ok(ok, "two domains' ranges in one block: the grant stays in "
+		   "the faulting range, the other domain's pages fault");
+	pmg_unprotect(ra, 4 * PAGE);
+	pmg_unprotect(rb, 2 * PAGE);
+	pmg_domain_delete(&a);
+	pmg_domain_delete(&b);
+	munmap(p, BLOCK);
+}
+
+static struct pmg_domain *fk_d;
+static char *fk_p;
+
+/* The fork child of a thread inside a window (the child's windows are
+ * closed): the blocks granted before the fork are protected in it. */
+static int fork_child(void)
+{
+	int ok = 1;
+
+	CHECK(ok, probe(fk_d, fk_p + 8, PMG_WRITE) == 1);
+	CHECK(ok, probe(fk_d, fk_p + 2 * BLOCK + 8, PMG_WRITE) == 1);
+	CHECK(ok, pmg_close(fk_d, PMG_WRITE) == -EPERM);
+	return ok ? 0 : 1;
+}
+
+static void test_fork(void)
+{
+	size_t len = 4 * BLOCK;
+	int ok = 1, full;
+	pid_t pid;
+
+	fk_p = map(len);
+	CHECK(ok, pmg_domain_new(&fk_d, "lazy-fork", 0) == 0);
+	CHECK(ok, pmg_protect(fk_d, fk_p, len) == 0);
+	for (full = 0; full < 2; full++) {
+		sigset_t all, old;
+
+		sigfillset(&all);
+		if (full) /* opened whole */
+			CHECK(ok, pthread_sigmask(SIG_BLOCK, &all, &old) == 0);
+		CHECK(ok, pmg_open(fk_d, PMG_WRITE) == 0);
+		if (full)
+			CHECK(ok, pthread_sigmask(SIG_SETMASK, &old, NULL) ==
+					  0);
+		fk_p[0] = 1;
+		fk_p[2 * BLOCK] = 1;
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0)
+			_exit(fork_child());
+		CHECK(ok, child_ok(pid, full ? "fork (whole)" : "fork"));
+		/* the parent keeps its window */
+		CHECK(ok, probe(fk_d, fk_p + 16, PMG_WRITE) == 0);
+		CHECK(ok, probe(fk_d, fk_p + 3 * BLOCK, PMG_WRITE) == 0);
+		CHECK(ok, pmg_close(fk_d, PMG_WRITE) == 0);
+		CHECK(ok, probe(fk_d, fk_p + 16, PMG_WRITE) == 1);
+		CHECK(ok, probe(fk_d, fk_p + 3 * BLOCK, PMG_WRITE) == 1);
+	}
+	tap_ok(ok, "fork inside a window (recorded, and opened whole): the "
+		   "child's copy is protected, the parent keeps its window");
+	pmg_unprotect(fk_p, len);
+	pmg_domain_delete(&fk_d);
+	munmap(fk_p, len);
+}
+
 int main(void)
 {
 	if (pmg_init()) {
@@ -441,7 +534,7 @@ int main(void)
 		       pmg_backend_name(pmg_backend()));
 		return 77;
 	}
-	tap_init(8);
+	tap_init(10);
 	if (probe_begin()) {
 		tap_diag("audit mode: %s", pmg_errormsg());
 		return 1;
@@ -453,6 +546,8 @@ int main(void)
 	test_blocked();
 	test_blocked_edges();
 	test_hole();
+	test_shared_block();
+	test_fork();
 	probe_end();
 	return tap_done();
 }
