@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -62,6 +63,46 @@ static struct {
 } lz[PMG_NR_KEYS];
 
 bool _pmg_lazy; /* set by pmg_init(): mprotect backend, lazy */
+
+/*
+ * Handlers that lower pages from the rights they read (a stale grant's
+ * put-back, a single step's or a contained write's re-protect) race a
+ * window that opens its domain whole: read "read-only", the domain opens
+ * whole, mprotect(PROT_READ) lands after it, and the thread that blocks
+ * SIGSEGV dies at its next write.  Such a handler brackets the read and
+ * the mprotect (_pmg_lazy_lower_begin/end: a count in one of two
+ * phases); the whole open, the full flag set, flips the phase twice and
+ * waits each time for the old phase's count to drain: every bracket
+ * that began before the flag was set has ended, and every later one
+ * reads the flag.  Handlers entering meanwhile cannot starve it.
+ */
+static unsigned lower_phase, lower_busy[2];
+
+unsigned _pmg_lazy_lower_begin(void)
+{
+	unsigned ph = __atomic_load_n(&lower_phase, __ATOMIC_SEQ_CST) & 1;
+
+	__atomic_add_fetch(&lower_busy[ph], 1, __ATOMIC_SEQ_CST);
+	return ph;
+}
+
+void _pmg_lazy_lower_end(unsigned ph)
+{
+	__atomic_sub_fetch(&lower_busy[ph], 1, __ATOMIC_SEQ_CST);
+}
+
+static void lowerers_wait(void)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		unsigned ph = __atomic_fetch_xor(&lower_phase, 1,
+						 __ATOMIC_SEQ_CST) & 1;
+
+		while (__atomic_load_n(&lower_busy[ph], __ATOMIC_SEQ_CST))
+			sched_yield();
+	}
+}
 
 bool _pmg_lazy_full(int key)
 {
@@ -144,6 +185,7 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
 	uintptr_t b = page & ~(LZ_BLOCK - 1), e_ = b + LZ_BLOCK;
 	struct _pmg_range r;
 	unsigned long e;
+	unsigned ph;
 	bool rec;
 	int rc;
 
@@ -178,6 +220,7 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
 			_PMG_STAT_INC(lazy_full);
 		ranges_prot(key, PROT_READ | PROT_WRITE);
 	}
+	ph = _pmg_lazy_lower_begin();
 	if (__atomic_load_n(&lz[key].epoch, __ATOMIC_SEQ_CST) != e ||
 	    !__atomic_load_n(&_pmg.dom[key].gw, __ATOMIC_SEQ_CST)) {
 		/* the window closed meanwhile: the close may not have seen
@@ -190,6 +233,7 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
 			ranges_prot(key, _pmg_prot_of(_pmg_process_rights(
 						 &_pmg.dom[key])));
 	}
+	_pmg_lazy_lower_end(ph);
 	return true;
 }
 
@@ -218,6 +262,7 @@ void _pmg_lazy_open(int key, bool whole_done)
 	 * keeps the domain so until the last close */
 	if (!__atomic_exchange_n(&lz[key].full, 1, __ATOMIC_SEQ_CST))
 		_PMG_STAT_INC(lazy_full);
+	lowerers_wait(); /* no handler lowers a page after this */
 	if (!whole_done) /* else the edge made it read-write already */
 		ranges_prot(key, PROT_READ | PROT_WRITE);
 }
@@ -306,6 +351,13 @@ void _pmg_lazy_close(int key, bool whole_done)
 				e = sorted[i] + LZ_BLOCK;
 		run_prot(key, b, e, prot);
 	}
+}
+
+/* Fork child: the handlers of the other threads are not here. */
+void _pmg_lazy_fork_child(void)
+{
+	__atomic_store_n(&lower_busy[0], 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&lower_busy[1], 0, __ATOMIC_SEQ_CST);
 }
 
 /* Fork child, or a domain's slot reset (lock held): forget the record

@@ -522,6 +522,109 @@ static void test_fork(void)
 	munmap(fk_p, len);
 }
 
+/*
+ * The race of a window opening its domain whole (SIGSEGV blocked)
+ * with handlers that lower pages from rights they read just before: a
+ * stale grant's put-back (another thread's window closed meanwhile),
+ * an audited stray write's re-protect after its single step.  Thread A
+ * blocks every signal and writes every block in its windows; thread C
+ * opens and closes windows; three threads write anywhere (granted in
+ * C's windows, audited strays between them).  A page lowered after A's
+ * window opened kills A's process at its next write.
+ */
+#define RACE_NB 64
+static struct pmg_domain *rc_d;
+static char *rc_p;
+static volatile int rc_stop;
+
+static void *race_stray(void *arg)
+{
+	unsigned s = 1; /* the same blocks in each: they collide */
+
+	(void)arg;
+	while (!rc_stop) {
+		s = s * 1103515245 + 12345;
+		rc_p[((s >> 8) % RACE_NB) * BLOCK + 64] = 1;
+	}
+	return NULL;
+}
+
+static void *race_flip(void *arg)
+{
+	(void)arg;
+	while (!rc_stop) {
+		pmg_open(rc_d, PMG_WRITE);
+		for (volatile int i = 0; i < 200; i++)
+			;
+		pmg_close(rc_d, PMG_WRITE);
+	}
+	return NULL;
+}
+
+static void *race_whole(void *arg)
+{
+	sigset_t all, old;
+	int i;
+
+	(void)arg;
+	sigfillset(&all);
+	while (!rc_stop) {
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		pmg_open(rc_d, PMG_WRITE);
+		for (i = 0; i < RACE_NB; i++)
+			rc_p[i * BLOCK + 128] = 2;
+		pmg_close(rc_d, PMG_WRITE);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	return NULL;
+}
+
+static int race_child(unsigned secs)
+{
+	pthread_t t[5];
+	int ok = 1, i;
+
+	CHECK(ok, pthread_create(&t[0], NULL, race_whole, NULL) == 0);
+	CHECK(ok, pthread_create(&t[1], NULL, race_flip, NULL) == 0);
+	for (i = 2; i < 5; i++)
+		CHECK(ok, pthread_create(&t[i], NULL, race_stray,
+					 (void *)(uintptr_t)i) == 0);
+	if (!ok)
+		return 1;
+	sleep(secs);
+	rc_stop = 1;
+	for (i = 0; i < 5; i++)
+		pthread_join(t[i], NULL);
+	/* every window closed: every block protected */
+	for (i = 0; i < RACE_NB; i++)
+		CHECK(ok, probe(rc_d, rc_p + i * BLOCK + 256, PMG_WRITE) == 1);
+	return ok ? 0 : 1;
+}
+
+static void test_race_whole(void)
+{
+	const char *e = getenv("PMGUARD_TEST_LAZY_RACE_SECS");
+	unsigned secs = e ? (unsigned)atoi(e) : 6;
+	size_t len = RACE_NB * BLOCK;
+	int ok = 1;
+	pid_t pid;
+
+	rc_p = map(len);
+	CHECK(ok, pmg_domain_new(&rc_d, "lazy-race", 0) == 0);
+	CHECK(ok, pmg_protect(rc_d, rc_p, len) == 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		_exit(race_child(secs));
+	CHECK(ok, child_ok(pid, "race"));
+	tap_ok(ok, "%u s of a window opening whole (SIGSEGV blocked) racing "
+		   "grants, closes and audited strays: never lowered under "
+		   "it; all protected after", secs);
+	pmg_unprotect(rc_p, len);
+	pmg_domain_delete(&rc_d);
+	munmap(rc_p, len);
+}
+
 int main(void)
 {
 	if (pmg_init()) {
@@ -534,7 +637,7 @@ int main(void)
 		       pmg_backend_name(pmg_backend()));
 		return 77;
 	}
-	tap_init(10);
+	tap_init(11);
 	if (probe_begin()) {
 		tap_diag("audit mode: %s", pmg_errormsg());
 		return 1;
@@ -548,6 +651,7 @@ int main(void)
 	test_hole();
 	test_shared_block();
 	test_fork();
+	test_race_whole();
 	probe_end();
 	return tap_done();
 }
