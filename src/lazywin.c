@@ -142,7 +142,10 @@ static void ranges_prot(int key, int prot)
 	}
 }
 
-/* Put [@b, @e) of @key back to @prot where it is still a range of @key. */
+/* Put [@b, @e) of @key back to @prot where it is still a range of @key.
+ * EINVAL (device dax, hugetlb: a mapping split only at its alignment, a
+ * relaxed grant's page noted as a block): the whole range, as an eager
+ * close would (protect_page() granted the aligned block around it). */
 static void run_prot(int key, uintptr_t b, uintptr_t e, int prot)
 {
 	struct _pmg_range r;
@@ -151,8 +154,9 @@ static void run_prot(int key, uintptr_t b, uintptr_t e, int prot)
 		uintptr_t x = r.base > b ? r.base : b;
 		uintptr_t y = r.end < e ? r.end : e;
 
-		if (r.key == key)
-			(void)_pmg_pw_mprotect(key, x, y, prot);
+		if (r.key == key &&
+		    _pmg_pw_mprotect(key, x, y, prot) == -EINVAL)
+			(void)_pmg_pw_mprotect(key, r.base, r.end, prot);
 		b = y;
 	}
 }

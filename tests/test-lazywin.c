@@ -625,6 +625,54 @@ static void test_race_whole(void)
 	munmap(rc_p, len);
 }
 
+/*
+ * Mappings split only at 2 MiB (device dax; hugetlb here): a page the
+ * relaxed mode granted (protect_page() opens the 2 MiB block, the record
+ * notes the 1 MiB one) is re-armed by the next write window's close, as
+ * the eager close re-protects the whole domain; a write in a window
+ * opens the whole domain (the block cannot be split off).
+ */
+static void test_huge(void)
+{
+	const char *name = "mappings split only at 2 MiB (hugetlb, as device "
+			   "dax): a relaxed grant is re-armed by the next "
+			   "window's close, a window's write opens whole";
+	size_t huge = 2UL << 20, len = 2 * huge;
+	struct pmg_domain *d = NULL;
+	struct pmg_stats a, b;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	int ok = 1;
+
+	if (p == MAP_FAILED) {
+		tap_skip(name, "no 2 MiB huge page to map (MAP_HUGETLB; "
+			 "vm.nr_hugepages)");
+		return;
+	}
+	CHECK(ok, pmg_domain_new(&d, "lazy-huge", 0) == 0);
+	CHECK(ok, pmg_protect(d, p, len) == 0);
+	CHECK(ok, pmg_set_fault_mode(PMG_FAULT_RELAXED) == 0);
+	p[huge + BLOCK + 8] = 1; /* a stray: relaxed, granted */
+	CHECK(ok, pmg_set_fault_mode(PMG_FAULT_AUDIT) == 0);
+	CHECK(ok, pmg_open(d, PMG_WRITE) == 0);
+	CHECK(ok, pmg_close(d, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + huge + BLOCK + 8, PMG_WRITE) == 1);
+	CHECK(ok, probe(d, p + huge + 8, PMG_WRITE) == 1);
+	a = st();
+	CHECK(ok, pmg_open(d, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + BLOCK + 8, PMG_WRITE) == 0);
+	CHECK(ok, probe(d, p + huge + 8, PMG_WRITE) == 0);
+	CHECK(ok, pmg_close(d, PMG_WRITE) == 0);
+	b = st();
+	CHECK(ok, b.lazy_full - a.lazy_full == 1);
+	CHECK(ok, probe(d, p + BLOCK + 8, PMG_WRITE) == 1);
+	CHECK(ok, probe(d, p + huge + 8, PMG_WRITE) == 1);
+	tap_ok(ok, "%s", name);
+	pmg_unprotect(p, len);
+	pmg_domain_delete(&d);
+	munmap(p, len);
+}
+
 int main(void)
 {
 	if (pmg_init()) {
@@ -637,7 +685,7 @@ int main(void)
 		       pmg_backend_name(pmg_backend()));
 		return 77;
 	}
-	tap_init(11);
+	tap_init(12);
 	if (probe_begin()) {
 		tap_diag("audit mode: %s", pmg_errormsg());
 		return 1;
@@ -651,6 +699,7 @@ int main(void)
 	test_hole();
 	test_shared_block();
 	test_fork();
+	test_huge();
 	test_race_whole();
 	probe_end();
 	return tap_done();
