@@ -101,7 +101,7 @@ bool _pmg_lazy_has(int key, uintptr_t page); /* AS-safe */
 bool _pmg_lazy_full(int key); /* AS-safe */
 bool _pmg_lazy_keep(int key, uintptr_t b, uintptr_t e);
 void _pmg_lazy_close(int key, bool whole_done);
-void _pmg_lazy_open(int key, bool whole_done);
+void _pmg_lazy_open(int key);
 void _pmg_lazy_note(int key, uintptr_t page); /* AS-safe */
 void _pmg_lazy_reset(int key);
 unsigned _pmg_lazy_lower_begin(void); /* AS-safe */

@@ -252,7 +252,7 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
  * that ends the last write window re-protects it whole.  Read from the
  * kernel, not a libc wrapper a sanitizer intercepts.
  */
-void _pmg_lazy_open(int key, bool whole_done)
+void _pmg_lazy_open(int key)
 {
 	uint64_t set = 0;
 
@@ -267,8 +267,9 @@ void _pmg_lazy_open(int key, bool whole_done)
 	if (!__atomic_exchange_n(&lz[key].full, 1, __ATOMIC_SEQ_CST))
 		_PMG_STAT_INC(lazy_full);
 	lowerers_wait(); /* no handler lowers a page after this */
-	if (!whole_done) /* else the edge made it read-write already */
-		ranges_prot(key, PROT_READ | PROT_WRITE);
+	/* even if the edge made it read-write (a full record left from
+	 * before): a handler may have lowered pages before the wait */
+	ranges_prot(key, PROT_READ | PROT_WRITE);
 }
 
 /*

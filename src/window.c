@@ -135,7 +135,7 @@ static int mp_edge(struct _pmg_dom *d, int acc, enum edge edge, void *caller)
 	if (!rc && !open && acc && !*g) /* the last write window */
 		_pmg_lazy_close((int)key, before != after);
 	if (!rc && open && acc) /* SIGSEGV blocked: whole */
-		_pmg_lazy_open((int)key, before != after);
+		_pmg_lazy_open((int)key);
 	if (rc) {
 		/* undo: the edge did not happen */
 		if (open) {
