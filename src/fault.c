@@ -181,6 +181,7 @@ static void step_release(void)
 }
 
 static void protect_page(uintptr_t page, int prot);
+static void reprotect_page(int key, uintptr_t page);
 
 /* fork child: a step another thread was in has no trap here: its pages
  * (mprotect: open for the process) are protected again, the record
@@ -191,8 +192,7 @@ static void step_fork_free(struct step *s)
 
 	if (s->owner && s->active)
 		for (i = 0; i < s->npages && i < PMG_PENDING_PAGES; i++)
-			protect_page(s->page[i],
-				     _pmg_pw_prot(s->key[i], s->page[i]));
+			reprotect_page(s->key[i], s->page[i]);
 	s->active = false;
 	s->contain = false;
 	s->masked = false;
@@ -664,6 +664,20 @@ static void protect_page(uintptr_t page, int prot)
 	}
 }
 
+/*
+ * @page of @key back to the protection it should have now: the rights
+ * are read inside the bracket a write window opening its domain whole
+ * waits for (lazywin.c), so that this never lowers a page after it.
+ * AS-safe.
+ */
+static void reprotect_page(int key, uintptr_t page)
+{
+	unsigned ph = _pmg_lazy_lower_begin();
+
+	protect_page(page, _pmg_pw_prot(key, page));
+	_pmg_lazy_lower_end(ph);
+}
+
 /* ---- rep stos / rep movs: a run of iterations at once ---- */
 
 #define X86_EFLAGS_DF 0x400
@@ -973,8 +987,7 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 				struct _pmg_range r;
 
 				if (!_pmg_reg_find(pg < lo ? lo : pg, &r))
-					protect_page(pg,
-						     _pmg_pw_prot(r.key, pg));
+					reprotect_page(r.key, pg);
 			}
 		if (!done)
 			return false;
@@ -1074,7 +1087,7 @@ static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
 			struct _pmg_range r;
 
 			if (!_pmg_reg_find(pg < lo ? lo : pg, &r))
-				protect_page(pg, _pmg_pw_prot(r.key, pg));
+				reprotect_page(r.key, pg);
 		}
 	if (!done)
 		return false;
@@ -1249,7 +1262,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			for (; a < d.wr[i].addr + d.wr[i].len;
 			     a += PMG_PAGE_SIZE)
 				if (!_pmg_reg_find(a, &r))
-					protect_page(a, _pmg_pw_prot(r.key, a));
+					reprotect_page(r.key, a);
 		}
 		_PMG_STAT_INC(contain_regrant);
 		f->new_pkval = f->saved_pkval;
@@ -1759,8 +1772,7 @@ static void step_finish(ucontext_t *uc)
 			*reg = (*reg & ~pending.mask) | pending.bits;
 	}
 	for (i = 0; i < pending.npages; i++)
-		protect_page(pending.page[i],
-			     _pmg_pw_prot(pending.key[i], pending.page[i]));
+		reprotect_page(pending.key[i], pending.page[i]);
 	had_tf = pending.had_tf;
 #ifdef __x86_64__
 	if (!had_tf)

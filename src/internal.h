@@ -100,10 +100,13 @@ bool _pmg_lazy_grant(int key, uintptr_t page); /* AS-safe */
 bool _pmg_lazy_has(int key, uintptr_t page); /* AS-safe */
 bool _pmg_lazy_full(int key); /* AS-safe */
 bool _pmg_lazy_keep(int key, uintptr_t b, uintptr_t e);
-void _pmg_lazy_close(int key);
+void _pmg_lazy_close(int key, bool whole_done);
 void _pmg_lazy_open(int key);
 void _pmg_lazy_note(int key, uintptr_t page); /* AS-safe */
 void _pmg_lazy_reset(int key);
+unsigned _pmg_lazy_lower_begin(void); /* AS-safe */
+void _pmg_lazy_lower_end(unsigned ph); /* AS-safe */
+void _pmg_lazy_fork_child(void);
 /* pagewin.c: page windows of the persistence calls (mprotect backend) */
 int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len);
 void _pmg_pw_close(int slot);

@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -62,6 +63,46 @@ static struct {
 } lz[PMG_NR_KEYS];
 
 bool _pmg_lazy; /* set by pmg_init(): mprotect backend, lazy */
+
+/*
+ * Handlers that lower pages from the rights they read (a stale grant's
+ * put-back, a single step's or a contained write's re-protect) race a
+ * window that opens its domain whole: read "read-only", the domain opens
+ * whole, mprotect(PROT_READ) lands after it, and the thread that blocks
+ * SIGSEGV dies at its next write.  Such a handler brackets the read and
+ * the mprotect (_pmg_lazy_lower_begin/end: a count in one of two
+ * phases); the whole open, the full flag set, flips the phase twice and
+ * waits each time for the old phase's count to drain: every bracket
+ * that began before the flag was set has ended, and every later one
+ * reads the flag.  Handlers entering meanwhile cannot starve it.
+ */
+static unsigned lower_phase, lower_busy[2];
+
+unsigned _pmg_lazy_lower_begin(void)
+{
+	unsigned ph = __atomic_load_n(&lower_phase, __ATOMIC_SEQ_CST) & 1;
+
+	__atomic_add_fetch(&lower_busy[ph], 1, __ATOMIC_SEQ_CST);
+	return ph;
+}
+
+void _pmg_lazy_lower_end(unsigned ph)
+{
+	__atomic_sub_fetch(&lower_busy[ph], 1, __ATOMIC_SEQ_CST);
+}
+
+static void lowerers_wait(void)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		unsigned ph = __atomic_fetch_xor(&lower_phase, 1,
+						 __ATOMIC_SEQ_CST) & 1;
+
+		while (__atomic_load_n(&lower_busy[ph], __ATOMIC_SEQ_CST))
+			sched_yield();
+	}
+}
 
 bool _pmg_lazy_full(int key)
 {
@@ -101,7 +142,10 @@ static void ranges_prot(int key, int prot)
 	}
 }
 
-/* Put [@b, @e) of @key back to @prot where it is still a range of @key. */
+/* Put [@b, @e) of @key back to @prot where it is still a range of @key.
+ * EINVAL (device dax, hugetlb: a mapping split only at its alignment, a
+ * relaxed grant's page noted as a block): the whole range, as an eager
+ * close would (protect_page() granted the aligned block around it). */
 static void run_prot(int key, uintptr_t b, uintptr_t e, int prot)
 {
 	struct _pmg_range r;
@@ -110,8 +154,9 @@ static void run_prot(int key, uintptr_t b, uintptr_t e, int prot)
 		uintptr_t x = r.base > b ? r.base : b;
 		uintptr_t y = r.end < e ? r.end : e;
 
-		if (r.key == key)
-			(void)_pmg_pw_mprotect(key, x, y, prot);
+		if (r.key == key &&
+		    _pmg_pw_mprotect(key, x, y, prot) == -EINVAL)
+			(void)_pmg_pw_mprotect(key, r.base, r.end, prot);
 		b = y;
 	}
 }
@@ -144,6 +189,7 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
 	uintptr_t b = page & ~(LZ_BLOCK - 1), e_ = b + LZ_BLOCK;
 	struct _pmg_range r;
 	unsigned long e;
+	unsigned ph;
 	bool rec;
 	int rc;
 
@@ -162,10 +208,13 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
 	rec = !_pmg_lazy_full(key) && record(key, page & ~(LZ_BLOCK - 1));
 	if (rec) {
 		rc = _pmg_cap_mprotect(b, e_, PROT_READ | PROT_WRITE);
-		/* device dax: no single-page split; the whole domain */
+		/* device dax: no single-page split; the whole domain.
+		 * ENOMEM: a hole in the block, every mapped page granted
+		 * (the faulting page, if still mapped: else the retry
+		 * faults as SEGV_MAPERR, not ours) */
 		if (rc == -EINVAL)
 			rec = false;
-		else if (rc)
+		else if (rc && rc != -ENOMEM)
 			return false;
 		else
 			_PMG_STAT_INC(lazy_grants);
@@ -175,6 +224,7 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
 			_PMG_STAT_INC(lazy_full);
 		ranges_prot(key, PROT_READ | PROT_WRITE);
 	}
+	ph = _pmg_lazy_lower_begin();
 	if (__atomic_load_n(&lz[key].epoch, __ATOMIC_SEQ_CST) != e ||
 	    !__atomic_load_n(&_pmg.dom[key].gw, __ATOMIC_SEQ_CST)) {
 		/* the window closed meanwhile: the close may not have seen
@@ -187,6 +237,7 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
 			ranges_prot(key, _pmg_prot_of(_pmg_process_rights(
 						 &_pmg.dom[key])));
 	}
+	_pmg_lazy_lower_end(ph);
 	return true;
 }
 
@@ -211,8 +262,13 @@ void _pmg_lazy_open(int key)
 		set = ~0ULL; /* cannot tell: take the safe side */
 	if (!(set & (1ULL << (SIGSEGV - 1))))
 		return;
+	/* from here _pmg_process_rights() says read-write: every edge
+	 * keeps the domain so until the last close */
 	if (!__atomic_exchange_n(&lz[key].full, 1, __ATOMIC_SEQ_CST))
 		_PMG_STAT_INC(lazy_full);
+	lowerers_wait(); /* no handler lowers a page after this */
+	/* even if the edge made it read-write (a full record left from
+	 * before): a handler may have lowered pages before the wait */
 	ranges_prot(key, PROT_READ | PROT_WRITE);
 }
 
@@ -260,10 +316,12 @@ static int cmp_page(const void *a, const void *b)
 /*
  * The last write window on @key closed (lock held; the count of write
  * windows is already 0): put the recorded pages back to the domain's
- * rights, coalesced.  A full record was handled by the caller (the
- * process-wide rights changed, so it re-protected the whole domain).
+ * rights, coalesced; a full record, the whole domain.  @whole_done: the
+ * caller has just set the whole domain to its rights (the process-wide
+ * rights changed: the window was full when it read them), so only the
+ * record is reset.
  */
-void _pmg_lazy_close(int key)
+void _pmg_lazy_close(int key, bool whole_done)
 {
 	unsigned i, n, m = 0;
 	int prot;
@@ -283,10 +341,11 @@ void _pmg_lazy_close(int key)
 	}
 	prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[key]));
 	if (__atomic_exchange_n(&lz[key].full, 0, __ATOMIC_SEQ_CST)) {
-		ranges_prot(key, prot); /* as an eager window closes */
+		if (!whole_done)
+			ranges_prot(key, prot); /* as an eager window closes */
 		return;
 	}
-	if (!m)
+	if (!m || whole_done)
 		return;
 	qsort(sorted, m, sizeof(sorted[0]), cmp_page);
 	for (i = 0; i < m;) {
@@ -297,6 +356,13 @@ void _pmg_lazy_close(int key)
 				e = sorted[i] + LZ_BLOCK;
 		run_prot(key, b, e, prot);
 	}
+}
+
+/* Fork child: the handlers of the other threads are not here. */
+void _pmg_lazy_fork_child(void)
+{
+	__atomic_store_n(&lower_busy[0], 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&lower_busy[1], 0, __ATOMIC_SEQ_CST);
 }
 
 /* Fork child, or a domain's slot reset (lock held): forget the record

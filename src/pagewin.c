@@ -156,11 +156,7 @@ int _pmg_cap_set(uintptr_t b, uintptr_t e, int prot)
 	return 0;
 }
 
-/*
- * mprotect(2) [@b, @e) to our @prot, where the program allows it.  Lock
- * held (or the fault path: one page).  0 or -errno.
- */
-int _pmg_cap_mprotect(uintptr_t b, uintptr_t e, int prot)
+static int cap_mprotect_once(uintptr_t b, uintptr_t e, int prot)
 {
 	uintptr_t at = b;
 
@@ -178,6 +174,30 @@ int _pmg_cap_mprotect(uintptr_t b, uintptr_t e, int prot)
 		at = nx;
 	}
 	return 0;
+}
+
+/*
+ * mprotect(2) [@b, @e) to our @prot, where the program allows it.  Lock
+ * held (or the fault path).  0 or -errno.  Around holes: the kernel
+ * stops at the first page not mapped (ENOMEM), having changed only what
+ * came before it; a protected range unmapped in part behind the
+ * library's back (the static library does not see munmap(): the range
+ * stays registered until pmg_unprotect()) would keep whatever its pages
+ * past the hole had, read-write after a lazy window's grant there.  On
+ * ENOMEM the span is halved until each piece succeeds or is one page not
+ * mapped: every mapped page gets @prot, -ENOMEM still returned.  AS-safe.
+ */
+int _pmg_cap_mprotect(uintptr_t b, uintptr_t e, int prot)
+{
+	uintptr_t m;
+	int rc = cap_mprotect_once(b, e, prot), r2;
+
+	if (rc != -ENOMEM || e - b <= PMG_PAGE_SIZE)
+		return rc;
+	m = b + (((e - b) / 2) & ~(uintptr_t)(PMG_PAGE_SIZE - 1));
+	rc = _pmg_cap_mprotect(b, m, prot);
+	r2 = _pmg_cap_mprotect(m, e, prot);
+	return rc ? rc : r2;
 }
 
 static bool pw_covers(int key, uintptr_t page)

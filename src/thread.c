@@ -167,6 +167,7 @@ static void fork_child(void)
 	/* counts and the fresh-context depth (w[0]) of the forking thread */
 	memset(&_pmg_tls, 0, sizeof(_pmg_tls));
 	_pmg_fault_fork_child();
+	_pmg_lazy_fork_child();
 	/* (end_armed and the key's value are the forking thread's: still
 	 * true of this, its copy) */
 	if (_pmg_fast) {

@@ -91,8 +91,13 @@ unsigned _pmg_process_rights(const struct _pmg_dom *d)
 
 	/* relaxed: the fault handlers read these while the lock's holder
 	 * changes them.  Lazy write windows (lazywin.c) leave the pages at
-	 * the other rights and grant them one by one. */
-	if (!_pmg_lazy && __atomic_load_n(&d->gw, __ATOMIC_RELAXED))
+	 * the other rights and grant them one by one, unless the window
+	 * opened the whole domain (full record, SIGSEGV blocked): then
+	 * every edge that sets the pages from these rights (a read
+	 * window's, a range added, the program's mprotect()) must leave
+	 * them read-write, as a thread blocking SIGSEGV cannot fault. */
+	if (__atomic_load_n(&d->gw, __ATOMIC_RELAXED) &&
+	    (!_pmg_lazy || _pmg_lazy_full(d->key)))
 		return pmg_window_rights(dflt, PMG_ACC_WRITE);
 	if (__atomic_load_n(&d->gr, __ATOMIC_RELAXED))
 		return pmg_window_rights(dflt, PMG_ACC_READ);
@@ -126,10 +131,11 @@ static int mp_edge(struct _pmg_dom *d, int acc, enum edge edge, void *caller)
 	after = _pmg_process_rights(d);
 	if (before != after)
 		rc = _pmg.prim->set_rights((int)key, after);
-	if (!rc && !open && acc && !*g)
-		_pmg_lazy_close((int)key); /* the last write window */
-	if (!rc && open && acc)
-		_pmg_lazy_open((int)key); /* SIGSEGV blocked: whole */
+	/* (before != after: the whole domain was just set to after) */
+	if (!rc && !open && acc && !*g) /* the last write window */
+		_pmg_lazy_close((int)key, before != after);
+	if (!rc && open && acc) /* SIGSEGV blocked: whole */
+		_pmg_lazy_open((int)key);
 	if (rc) {
 		/* undo: the edge did not happen */
 		if (open) {
@@ -198,7 +204,7 @@ void _pmg_release_windows(void)
 		if (before != after)
 			(void)_pmg.prim->set_rights((int)k, after);
 		if (w && !d->gw)
-			_pmg_lazy_close((int)k);
+			_pmg_lazy_close((int)k, before != after);
 	}
 	t->w[0] = 0;
 	pthread_mutex_unlock(&_pmg.lock);

@@ -606,6 +606,61 @@ static int end_case(int cancel, int rep)
 	return ok;
 }
 
+/*
+ * A write window opened where SIGSEGV is blocked opens its domain whole
+ * (mprotect backend, lazy windows): the program's own mprotect(RW) over
+ * the range inside it must leave it writable (interposed: our
+ * protection, capped by what it asked), or the thread's next write
+ * faults with SIGSEGV blocked and the kernel kills it.  After the close
+ * the range is protected again.
+ */
+static int mw_child(void *v)
+{
+	char *m = v;
+	sigset_t all, old;
+
+	sigfillset(&all);
+	if (pthread_sigmask(SIG_BLOCK, &all, &old) || pmg_write_begin(mpd))
+		return 3;
+	m[8] = 'a';
+	if (mprotect(m, 4 * PAGE, PROT_READ | PROT_WRITE))
+		return 4;
+	m[PAGE + 8] = 'b'; /* killed here, if mprotect() lowered it */
+	m[3 * PAGE + 8] = 'c';
+	pmg_write_end(mpd);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pmg_backend() != PMG_BACKEND_PKU &&
+	    strcmp(perms_of(m + PAGE), "r--s"))
+		return 5;
+	return m[8] == 'a' && m[PAGE + 8] == 'b' && m[3 * PAGE + 8] == 'c'
+		       ? 0 : 6;
+}
+
+static void t_mprotect_whole(void)
+{
+	char *m = mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int ok = m != MAP_FAILED && pmg_domain_new(&mpd, "mpw", 0) == 0 &&
+		 pmg_protect(mpd, m, 4 * PAGE) == 0, st;
+
+	if (ok) {
+		st = tap_child(mw_child, m);
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			tap_diag("child: %s %d", WIFSIGNALED(st) ? "signal"
+				 : "exit", WIFSIGNALED(st) ? WTERMSIG(st)
+				 : WEXITSTATUS(st));
+		ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	}
+	tap_ok(ok, "SIGSEGV blocked, a window open: the program's "
+	       "mprotect(RW) over the range keeps it writable; protected "
+	       "after the close");
+	if (m != MAP_FAILED) {
+		pmg_unprotect(m, 4 * PAGE);
+		munmap(m, 4 * PAGE);
+	}
+	pmg_domain_delete(&mpd);
+}
+
 int main(void)
 {
 	Dl_info info;
@@ -614,7 +669,7 @@ int main(void)
 
 	int rep[2];
 
-	tap_init(17);
+	tap_init(18);
 	pg = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int ok = pmg_domain_new(&dom, "shared", 0) == 0 &&
@@ -654,6 +709,7 @@ int main(void)
 	t_unmapped();
 	t_unmapped_pool();
 	t_mprotect_over();
+	t_mprotect_whole();
 	t_quarantine_forget();
 	t_hostile();
 	t_pkey_race();
