@@ -82,10 +82,13 @@ ASAN_ENV = PMGUARD_BACKEND=mprotect ASAN_OPTIONS=$(ASAN_OPTS) \
 # race_top:^stray$: tests/test-api.c (test_swap) has two threads make
 #   deliberate stray writes to the same byte, unsynchronised on purpose;
 #   only races whose top frame is a function named stray are ignored.
+# race_top:^race_stray$: tests/test-lazywin.c (test_race_whole), the
+#   same: stray writers to the same bytes while windows open and close.
 # report_signal_unsafe (on by default) checks that the fault handlers
 #   call nothing async-signal-unsafe.
 define TSAN_SUPP
 race_top:^stray$$
+race_top:^race_stray$$
 endef
 export TSAN_SUPP
 TSAN_ENV = PMGUARD_BACKEND=mprotect \

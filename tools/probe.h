@@ -35,20 +35,22 @@ static void probe_observer(const struct pmg_fault_info *fi, void *arg)
 {
 	struct probe_log *l = arg;
 
+	/* atomics: several threads' faults may be observed at once (the
+	 * last one's details win) */
 	if (fi->action == PMG_FAULT_SYNCED) {
-		l->synced++;
+		__atomic_add_fetch(&l->synced, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	if (fi->action == PMG_FAULT_GRANTED) {
-		l->granted++;
+		__atomic_add_fetch(&l->granted, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	l->addr = fi->addr;
-	l->access = fi->access;
-	l->key = fi->key;
-	l->pkru = fi->pkru;
-	l->si_code = fi->si_code;
-	l->strays++;
+	__atomic_store_n(&l->addr, fi->addr, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->access, fi->access, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->key, fi->key, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->pkru, fi->pkru, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->si_code, fi->si_code, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&l->strays, 1, __ATOMIC_SEQ_CST);
 }
 
 static inline int probe_begin(void)
