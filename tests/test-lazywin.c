@@ -258,12 +258,14 @@ static int blocked_child(void)
 	return ok ? 0 : 1;
 }
 
+static int child_ok(pid_t pid, const char *what);
+
 /* A window opened while SIGSEGV is blocked opens whole: its first write
  * could not be granted (the kernel kills for a blocked SIGSEGV). */
 static void test_blocked(void)
 {
 	size_t len = 8 * BLOCK;
-	int ok = 1, st_ = 0;
+	int ok = 1;
 	pid_t pid;
 
 	blk_p = map(len);
@@ -273,13 +275,7 @@ static void test_blocked(void)
 	pid = fork();
 	if (pid == 0)
 		_exit(blocked_child());
-	CHECK(ok, pid > 0 && waitpid(pid, &st_, 0) == pid);
-	if (!(WIFEXITED(st_) && WEXITSTATUS(st_) == 0)) {
-		tap_diag("child: %s %d", WIFSIGNALED(st_) ? "signal"
-			 : "status", WIFSIGNALED(st_) ? WTERMSIG(st_)
-			 : WEXITSTATUS(st_));
-		ok = 0;
-	}
+	CHECK(ok, child_ok(pid, "blocked"));
 	tap_ok(ok, "a window opened with SIGSEGV blocked (a handler with a "
 		   "full sa_mask, a thread blocking all signals) opens "
 		   "whole: the writes land, the close re-protects");

@@ -8,8 +8,9 @@
 #
 # Prints the guest's kernel, CPU count, PKU flags and `pmguard info` (as
 # "# " diagnostic lines), then runs through runtests.sh -n vm: every
-# executable /bin/test-* (sorted) and, if /bin/pmguard exists,
-# "pmguard selftest" as one entry. TEST arguments replace that list (same
+# executable /bin/test-* (sorted), if /bin/pmguard exists "pmguard
+# selftest" as one entry, and test-lazywin once more on the mprotect
+# backend (with 4 huge pages reserved for its hugetlb case). TEST arguments replace that list (same
 # syntax as runtests.sh: "pmguard selftest 1 2" is one entry).
 # Per-test timeout: $PMGUARD_TEST_TIMEOUT seconds (default 300).
 # Exit status: runtests.sh's (0 iff nothing failed).
@@ -39,12 +40,22 @@ else
 	echo "# vm: pmguard not found in PATH"
 fi
 
+# 2 MiB pages for test-lazywin's device-dax stand-in (hugetlb)
+echo 4 >/proc/sys/vm/nr_hugepages 2>/dev/null
+echo "# vm: vm.nr_hugepages=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null)"
+
 if [ $# -eq 0 ]; then
 	for f in /bin/test-*; do
 		[ -f "$f" ] && [ -x "$f" ] && set -- "$@" "$f"
 	done
 	if command -v pmguard >/dev/null 2>&1; then
 		set -- "$@" "pmguard selftest"
+	fi
+	# lazy write windows are the mprotect backend's (test-lazywin says
+	# SKIP on PKU): once more with it, where 2 MiB pages can be had
+	# for its device-dax stand-in (hugetlb)
+	if [ -x /bin/test-lazywin ]; then
+		set -- "$@" "env PMGUARD_BACKEND=mprotect /bin/test-lazywin"
 	fi
 	[ $# -gt 0 ] || echo "# vm: no /bin/test-* and no pmguard: nothing to run"
 fi
