@@ -26,8 +26,9 @@ for b in /usr/sbin/knotd /usr/sbin/kresd /usr/bin/kdig /usr/bin/dnsperf; do
 done
 T=$(mktemp -d "${TMPDIR:-/tmp}/pmg-bench-srv.XXXXXX")
 pids=
-trap 'for p in $pids; do kill -TERM $p 2>/dev/null; done; sleep 1;
-      for p in $pids; do kill -KILL $p 2>/dev/null; done; rm -rf "$T"' EXIT
+# (|| :, set -e: a server already gone must not make the exit status)
+trap 'for p in $pids; do kill -TERM $p 2>/dev/null || :; done; sleep 1;
+      for p in $pids; do kill -KILL $p 2>/dev/null || :; done; rm -rf "$T"' EXIT
 backend=$($PMG info 2>/dev/null | sed -n 's/^backend: *\([a-z]*\).*/\1/p')
 
 port() { # a free port from $1 up
