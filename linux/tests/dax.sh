@@ -213,3 +213,73 @@ dax_tests() {
 	check "dm and DAX tests ($1): pks_relaxed_faults unchanged ('$rf0' -> '$rf1')" \
 		test -n "$rf0" -a "$rf0" = "$rf1"
 }
+
+# ---- The debug kernel's extra tests (guest.sh extra): features only the
+# debug config has (linux/debug.config: KVM, userfaultfd).  Run after the
+# debug boot's main tests and strict workloads, in relaxed mode; last,
+# because the unbind test takes /dev/pmem0 away.
+
+# dax_dev4k: the device-dax device of 4 KiB alignment (guest.sh's
+# devdax_test made it from region 1)
+dax_dev4k() {
+	for d in /sys/bus/dax/devices/dax*; do
+		[ "$(cat "$d/align" 2>/dev/null)" = 4096 ] && { basename "$d"; return; }
+	done
+}
+
+# 4. KVM's gfn_to_pfn_cache over device-dax memory (finding 3; patch "KVM:
+#    Map protected devmap pages of a gfn_to_pfn_cache with vmap()"): a VM
+#    whose memory is an mmap() of the device-dax device enables kvmclock,
+#    KVM writes it from the host kernel.  No fault counted, no PKS line.
+dax_kvm_test() {
+	name=$(dax_dev4k)
+	if [ -z "$name" ]; then
+		notok "KVM: a 4 KiB-aligned device-dax device for the VM's memory ($(ls /sys/bus/dax/devices 2>&1))"
+		return
+	fi
+	check "KVM: /dev/kvm exists (kvm_amd on QEMU's emulated SVM: $(grep -c -w svm /proc/cpuinfo) CPUs with svm)" \
+		test -c /dev/kvm
+	mark=$(($(kmsg_lines) + 1))
+	rfp=$(cat "$RELAXED_FAULTS" 2>/dev/null)
+	dax_run "KVM: a VM in device-dax memory (/dev/$name) runs and its kvmclock is written" \
+		kvmclock-dax "/dev/$name"
+	dax_faults "KVM: kvmclock updates into device-dax memory"
+	no_pks_events "$mark" "KVM: kvmclock updates into device-dax memory"
+}
+
+# 5. A namespace unbound while a thread is inside a DAX access (finding
+#    4a; patch "dax: Stray access protection for dax_direct_access()"):
+#    the thread's dax_mk_noaccess() on the dead device must still take its
+#    access away.  dax-unbind's stray write from that thread, to a page of
+#    the device-dax device, must be counted as a fault.
+dax_unbind_test() {
+	name=$(dax_dev4k)
+	base=$(cat /sys/bus/dax/devices/"$name"/resource 2>/dev/null)
+	ns=$(basename "$(readlink -f /sys/block/pmem0/device 2>/dev/null)")
+	case $ns in
+	namespace*) ;;
+	*)
+		notok "unbind: the namespace of /dev/pmem0 ('$ns') and a device-dax target ('$name' at '$base')"
+		return
+		;;
+	esac
+	mkdir -p $DAX_MNT
+	if ! dd if=/ext4.img of=/dev/pmem0 bs=1M 2>/tmp/dx.err ||
+		! mount -t ext4 -o dax /dev/pmem0 $DAX_MNT 2>>/tmp/dx.err ||
+		! dd if=/dev/urandom of=$DAX_MNT/unbind bs=4096 count=4 conv=fsync 2>>/tmp/dx.err; then
+		show /tmp/dx.err
+		notok "unbind: ext4 -o dax on /dev/pmem0 with a 16 KiB file"
+		return
+	fi
+	dax_run "unbind of $ns inside a DAX read: the reader's access ends with it" \
+		dax-unbind $DAX_MNT/unbind "$ns" "phys:$base"
+	umount $DAX_MNT 2>/dev/null || umount -l $DAX_MNT 2>/dev/null
+	echo "$ns" >/sys/bus/nd/drivers/nd_pmem/bind 2>/dev/null
+	diag "after the test: $ns bound again, /dev/pmem0 $( [ -b /dev/pmem0 ] && echo present || echo absent)"
+}
+
+dax_extra_tests() {
+	diag "the debug kernel's extra tests (KVM, unbind), relaxed mode"
+	dax_kvm_test
+	dax_unbind_test
+}
