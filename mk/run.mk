@@ -34,8 +34,10 @@ RUN_LIB  := $(O)/libpmguard-run.so
 RUN_TEST_LIBS := $(O)/tests/run/libwild.so $(O)/tests/run/libstopinit.so \
 	$(O)/tests/run/stopinit-prog
 # The test programs need the libraries' headers; `make` (and `make demo`
-# after install-deps --build-only) builds without them and says so; the
-# adapters of the preload are compiled in only where the headers exist.
+# after install-deps --build-only) builds without them and says so.  The
+# preload itself needs none of them: it declares what it wraps
+# (src/run/libs.h); where all three exist, $(O)/tests/run/libs-abi.o
+# checks those declarations against them (tests/run/libs-abi.c).
 run_have = $(shell printf '\043include <$(1)>\n' | \
 	$(CC) -E -x c - >/dev/null 2>&1 && echo 1)
 RUN_TEST_BINS :=
@@ -50,6 +52,9 @@ ifeq ($(call run_have,libpmem2.h),1)
 RUN_TEST_BINS += $(O)/tests/run/pmem2-prog
 endif
 RUN_MISSING := $(if $(filter 3,$(words $(RUN_TEST_BINS))),,1)
+ifneq ($(RUN_MISSING),1)
+RUN_TEST_BINS += $(O)/tests/run/libs-abi.o
+endif
 ifeq ($(RUN_MISSING),1)
 $(info run: lmdb.h, libpmem.h or libpmem2.h missing: the run tests' programs are not built (scripts/install-deps))
 endif
@@ -67,6 +72,10 @@ $(O)/pic/src/run/preload.o: src/run/preload.c
 $(RUN_LIB): $(O)/pic/src/run/preload.o $(SH_OBJ) src/run/preload.map
 	$(CC) -shared -Wl,--version-script=src/run/preload.map -Wl,-z,defs \
 		$(CFLAGS) -o $@ $(O)/pic/src/run/preload.o $(SH_OBJ) $(LDLIBS)
+
+$(O)/tests/run/libs-abi.o: tests/run/libs-abi.c
+	@mkdir -p $(dir $@)
+	$(CC) $(DEPFLAGS) $(BASE) $(CFLAGS) -c $< -o $@
 
 # Test helpers: no pmguard header, no pmguard library.
 $(O)/tests/run/libwild.so: tests/run/wild.c
