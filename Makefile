@@ -2,8 +2,9 @@
 #
 # pmguard: plain GNU make, no configure step.
 #   make            library (static + shared), CLI, tests, VM binaries
-#   make check      host suite, VM suite (PKU in QEMU), kernel suite,
-#                   Linux 6.1 + the PKS/PMEM series in QEMU (mk/linux.mk)
+#   make check      build check, host suite, VM suite (PKU in QEMU), kernel
+#                   suite, Linux 6.1 + the PKS/PMEM series in QEMU
+#                   (mk/linux.mk)
 #   make demo       the main job
 # Variables: CC, CFLAGS, O (build dir), WERROR=0 to allow warnings.
 
@@ -44,7 +45,7 @@ TEST_SRC := $(wildcard tests/test-*.c)
 TESTS   := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC))
 VM_BIN  := $(O)/vm/bin/pmguard $(patsubst tests/%.c,$(O)/vm/bin/%,$(TEST_SRC))
 
-.PHONY: all lib cli tests vm-bins check host-check vm-check demo clean \
+.PHONY: all lib cli tests vm-bins check build-check host-check vm-check demo clean \
 	format format-check bench
 all: lib cli tests vm-bins examples
 
@@ -134,8 +135,8 @@ $(O)/vm/bin/%: $(O)/tests/%
 
 # ---- tests -----------------------------------------------------------
 # Suites whose totals add up in the closing line of `make check`.
-CHECK_SUITES := host-check vm-check dax-check kernel-check install-check \
-		examples-check examples-vm-check linux-check
+CHECK_SUITES := build-check host-check vm-check dax-check kernel-check \
+		install-check examples-check examples-vm-check linux-check
 
 check: all version-check man-check
 	@scripts/check-all $(CHECK_SUITES)
@@ -158,6 +159,12 @@ host-check: all
 		$(TESTS) $(O)/tests/test-shared "$(O)/pmguard selftest" \
 		"$(HOST_CAMPAIGN)" \
 		$(foreach t,$(EAGER_TESTS),"env PMGUARD_MPROTECT_WINDOWS=eager $(O)/tests/$(t)")
+
+# The build's dependencies: a second make does nothing, a touched source
+# or header rebuilds exactly its users, vm/bin holds the host binaries
+# (scripts/build-check).
+build-check: all
+	@O=$(O) scripts/build-check
 
 vm-check: vm-bins
 	O=$(O) scripts/vm-suite
