@@ -19,9 +19,9 @@
 
 dax-bins: $(O)/dax/dax-test vm-bins
 
-$(O)/dax/dax-test: tests/dax/dax-test.c $(TEST_HDR) $(STATIC)
+$(O)/dax/dax-test: tests/dax/dax-test.c $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(CFLAGS) $(TEST_INC) -o $@ $< $(STATIC) $(WRAP) \
+	$(CC) $(DEPS_BIN) $(BASE) $(CFLAGS) $(TEST_INC) -o $@ $< $(STATIC) $(WRAP) \
 		$(LDLIBS)
 
 dax-check: dax-bins

@@ -91,7 +91,7 @@ endif
 # Internal headers (src/options.h) for the option target: the static
 # library keeps internal symbols visible.
 $(FUZZ_O)/fuzz-%: fuzz/fuzz-%.c $(FUZZ_LIB)
-	$(FUZZ_CC) $(BASE) -Isrc -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) \
+	$(FUZZ_CC) $(DEPS_BIN) $(BASE) -Isrc -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) \
 		-o $@ $< $(FUZZ_LIB) $(WRAP) $(LDLIBS)
 
 fuzz: fuzz-build

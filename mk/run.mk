@@ -34,8 +34,10 @@ RUN_LIB  := $(O)/libpmguard-run.so
 RUN_TEST_LIBS := $(O)/tests/run/libwild.so $(O)/tests/run/libstopinit.so \
 	$(O)/tests/run/stopinit-prog
 # The test programs need the libraries' headers; `make` (and `make demo`
-# after install-deps --build-only) builds without them and says so; the
-# adapters of the preload are compiled in only where the headers exist.
+# after install-deps --build-only) builds without them and says so.  The
+# preload itself needs none of them: it declares what it wraps
+# (src/run/libs.h); where all three exist, $(O)/tests/run/libs-abi.o
+# checks those declarations against them (tests/run/libs-abi.c).
 run_have = $(shell printf '\043include <$(1)>\n' | \
 	$(CC) -E -x c - >/dev/null 2>&1 && echo 1)
 RUN_TEST_BINS :=
@@ -50,6 +52,9 @@ ifeq ($(call run_have,libpmem2.h),1)
 RUN_TEST_BINS += $(O)/tests/run/pmem2-prog
 endif
 RUN_MISSING := $(if $(filter 3,$(words $(RUN_TEST_BINS))),,1)
+ifneq ($(RUN_MISSING),1)
+RUN_TEST_BINS += $(O)/tests/run/libs-abi.o
+endif
 ifeq ($(RUN_MISSING),1)
 $(info run: lmdb.h, libpmem.h or libpmem2.h missing: the run tests' programs are not built (scripts/install-deps))
 endif
@@ -60,47 +65,51 @@ all: run-lib
 run-lib: $(RUN_LIB) $(RUN_TEST_LIBS) $(RUN_TEST_BINS) $(RUN_EXTRA_BINS)
 CHECK_SUITES += run-check run-vm-check run-servers-check
 
-$(O)/pic/src/run/preload.o: src/run/preload.c $(LIB_HDR)
+$(O)/pic/src/run/preload.o: src/run/preload.c
 	@mkdir -p $(dir $@)
-	$(CC) $(LIBFLAGS) $(CFLAGS) -fPIC -DPMG_SHARED -c $< -o $@
+	$(CC) $(DEPFLAGS) $(LIBFLAGS) $(CFLAGS) -fPIC -DPMG_SHARED -c $< -o $@
 
 $(RUN_LIB): $(O)/pic/src/run/preload.o $(SH_OBJ) src/run/preload.map
 	$(CC) -shared -Wl,--version-script=src/run/preload.map -Wl,-z,defs \
 		$(CFLAGS) -o $@ $(O)/pic/src/run/preload.o $(SH_OBJ) $(LDLIBS)
 
+$(O)/tests/run/libs-abi.o: tests/run/libs-abi.c
+	@mkdir -p $(dir $@)
+	$(CC) $(DEPFLAGS) $(BASE) $(CFLAGS) -c $< -o $@
+
 # Test helpers: no pmguard header, no pmguard library.
 $(O)/tests/run/libwild.so: tests/run/wild.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -fPIC -shared -o $@ $< -ldl -lpthread
+	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -fPIC -shared -o $@ $< -ldl -lpthread
 
 $(O)/tests/run/libstopinit.so: tests/run/stopinit.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -DSTOPINIT_LIB -fPIC -shared -o $@ $<
+	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -DSTOPINIT_LIB -fPIC -shared -o $@ $<
 
 $(O)/tests/run/stopinit-prog: tests/run/stopinit.c $(O)/tests/run/libstopinit.so
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -L$(O)/tests/run \
+	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -L$(O)/tests/run \
 		-lstopinit -Wl,-rpath,'$$ORIGIN'
 
 $(O)/tests/run/pmem-prog: tests/run/pmem-prog.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -lpmem
+	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -lpmem
 
 $(O)/tests/run/pmem2-prog: tests/run/pmem2-prog.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -lpmem2
+	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -lpmem2
 
 $(O)/tests/run/lmdb-prog: tests/run/lmdb-prog.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb -lpthread
+	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb -lpthread
 
 $(O)/tests/run/lmdb-daemon: tests/run/lmdb-daemon.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
+	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
 
 $(O)/tests/run/lmdb-early: tests/run/lmdb-early.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb -lpthread
+	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb -lpthread
 
 # Each backend this machine has: mprotect always, PKU where the CPU has it
 # (auto picks it; without PKU the second entry runs mprotect again).

@@ -63,18 +63,7 @@
 #include "../options.h"
 #include "../sites.h"
 
-#if __has_include(<lmdb.h>)
-#include <lmdb.h>
-#define HAVE_LMDB 1
-#endif
-#if __has_include(<libpmem.h>)
-#include <libpmem.h>
-#define HAVE_PMEM 1
-#endif
-#if __has_include(<libpmem2.h>)
-#include <libpmem2.h>
-#define HAVE_PMEM2 1
-#endif
+#include "libs.h"	/* LMDB's, libpmem's, libpmem2's: ours, not theirs */
 
 #define RUN_API __attribute__((visibility("default")))
 #define PAGE_UP(n) (((n) + PMG_PAGE_SIZE - 1) & ~(PMG_PAGE_SIZE - 1))
@@ -250,7 +239,6 @@ static void modules(void)
 }
 
 /* ------------------------------------------------------------- LMDB */
-#ifdef HAVE_LMDB
 #define MAX_ENVS 64
 
 static struct pmg_domain *lmdb_dom;
@@ -569,10 +557,8 @@ RUN_API void mdb_txn_abort(MDB_txn *txn)
 	while (n-- > 0)
 		pmg_close(lmdb_dom, PMG_WRITE);
 }
-#endif /* HAVE_LMDB */
 
 /* ----------------------------------------------------- libpmem(2) */
-#if defined(HAVE_PMEM) || defined(HAVE_PMEM2)
 #define MAX_MAPS 256
 static struct pmg_domain *pmem_dom;
 static struct {
@@ -625,21 +611,10 @@ static void map_del(void *addr)
  * The flags as libpmem(2) takes them: bits it does not know are ignored
  * (its release build does not even check them), so they are dropped here
  * rather than make pmg_mem*() refuse the copy.  The PMEM_F_MEM_* and
- * PMEM2_F_MEM_* bits are pmguard's PMG_F_MEM_* bits.
+ * PMEM2_F_MEM_* bits are pmguard's PMG_F_MEM_* bits (tests/run/libs-abi.c
+ * checks it against their headers).
  */
 #define FL(fl) ((fl) & PMG_F_MEM_VALID_FLAGS)
-#ifdef HAVE_PMEM
-_Static_assert(PMEM_F_MEM_VALID_FLAGS == PMG_F_MEM_VALID_FLAGS &&
-		       PMEM_F_MEM_NODRAIN == PMG_F_MEM_NODRAIN &&
-		       PMEM_F_MEM_NOFLUSH == PMG_F_MEM_NOFLUSH,
-	       "libpmem's flag bits are pmguard's");
-#endif
-#ifdef HAVE_PMEM2
-_Static_assert(PMEM2_F_MEM_VALID_FLAGS == PMG_F_MEM_VALID_FLAGS &&
-		       PMEM2_F_MEM_NODRAIN == PMG_F_MEM_NODRAIN &&
-		       PMEM2_F_MEM_NOFLUSH == PMG_F_MEM_NOFLUSH,
-	       "libpmem2's flag bits are pmguard's");
-#endif
 
 /*
  * pmg_mem*() failed: a window that cannot be opened or an msync error, the
@@ -654,9 +629,7 @@ static void *copied(void *ret, void *dest, const char *fn)
 	}
 	return dest;
 }
-#endif
 
-#ifdef HAVE_PMEM
 RUN_API void *pmem_map_file(const char *path, size_t len, int flags,
 			    mode_t mode, size_t *mapped_lenp, int *is_pmemp)
 {
@@ -728,9 +701,7 @@ RUN_API void *pmem_memset(void *d, int c, size_t n, unsigned fl)
 {
 	return copied(pmg_memset(d, c, n, FL(fl)), d, __func__);
 }
-#endif /* HAVE_PMEM */
 
-#ifdef HAVE_PMEM2
 RUN_API int pmem2_map_new(struct pmem2_map **map,
 			  const struct pmem2_config *cfg,
 			  const struct pmem2_source *src)
@@ -788,7 +759,6 @@ RUN_API pmem2_memset_fn pmem2_get_memset_fn(struct pmem2_map *map)
 	(void)map;
 	return run2_memset;
 }
-#endif /* HAVE_PMEM2 */
 
 /* ---------------------------------------------------------- start, exit */
 
