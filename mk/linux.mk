@@ -39,7 +39,7 @@ linux-debug:
 
 linux-tests: $(LINUX_TESTS)
 
-$(O)/linux-tests/%: linux/tests/%.c
+$(O)/linux-tests/%: linux/tests/%.c linux/tests/tap.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -static -o $@ $< -pthread
 

@@ -35,23 +35,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int ntest, nfail;
+#include "tap.h"
 
-__attribute__((format(printf, 2, 3)))
-static void result(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntest++;
-	if (!ok)
-		nfail++;
-	printf("%sok %d - ", ok ? "" : "not ", ntest);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
 
 static uint64_t pat(uint64_t i, uint64_t seed)
 {
@@ -189,7 +174,5 @@ int main(int argc, char **argv)
 	}
 	munmap(map, size);
 	close(fd);
-	printf("1..%d\n", ntest);
-	printf("dax-remote: %d passed, %d failed\n", ntest - nfail, nfail);
-	return nfail ? 1 : 0;
+	return tap_done("dax-remote");
 }

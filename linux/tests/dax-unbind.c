@@ -37,11 +37,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "tap.h"
+
 #define PKS_PMEM "/sys/kernel/debug/x86/pks_pmem"
 #define RELAXED "/sys/module/memremap/parameters/pks_relaxed_faults"
 #define PG 4096
 
-static int ntest, nfail;
 static const char *file, *ns, *target;
 static char *buf;
 static int fd;
@@ -50,22 +51,6 @@ static volatile pid_t u_tid;
 static ssize_t r_read;
 static long rf_before = -1, rf_after = -1;
 static char stray_res[256];
-
-__attribute__((format(printf, 2, 3)))
-static void result(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntest++;
-	if (!ok)
-		nfail++;
-	printf("%sok %d - ", ok ? "" : "not ", ntest);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
 
 static long read_long(const char *path)
 {
@@ -197,7 +182,5 @@ int main(int argc, char **argv)
 	result(rf_before >= 0 && rf_after == rf_before + 1,
 	       "afterwards the reader has no access left: its stray write faults (pks_relaxed_faults %ld -> %ld)",
 	       rf_before, rf_after);
-	printf("1..%d\n", ntest);
-	printf("dax-unbind: %d passed, %d failed\n", ntest - nfail, nfail);
-	return nfail ? 1 : 0;
+	return tap_done("dax-unbind");
 }

@@ -32,6 +32,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "tap.h"
+
 #define MEM (64 * 1024)
 #define CODE 0x1000
 #define CLOCK 0x2000
@@ -46,31 +48,6 @@ struct pvclock {
 	uint8_t flags, pad[2];
 };
 
-static int ntest, nfail;
-
-__attribute__((format(printf, 2, 3)))
-static int result(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntest++;
-	if (!ok)
-		nfail++;
-	printf("%sok %d - ", ok ? "" : "not ", ntest);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	return ok;
-}
-
-static int done(void)
-{
-	printf("1..%d\n", ntest);
-	printf("kvmclock-dax: %d passed, %d failed\n", ntest - nfail, nfail);
-	return nfail ? 1 : 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -96,13 +73,13 @@ int main(int argc, char **argv)
 	}
 	kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (!result(kvm >= 0, "open /dev/kvm (%s)", kvm >= 0 ? "ok" : strerror(errno)))
-		return done();
+		return tap_done("kvmclock-dax");
 	dfd = open(argv[1], O_RDWR | O_CLOEXEC);
 	mem = dfd < 0 ? MAP_FAILED :
 		mmap(NULL, MEM, PROT_READ | PROT_WRITE, MAP_SHARED, dfd, 0);
 	if (!result(mem != MAP_FAILED, "%s mapped MAP_SHARED, %d KiB (%s)", argv[1], MEM / 1024,
 		    mem != MAP_FAILED ? "ok" : strerror(errno)))
-		return done();
+		return tap_done("kvmclock-dax");
 	memset(mem, 0, MEM);
 	memcpy(mem + CODE, code, sizeof(code));
 
@@ -119,7 +96,7 @@ int main(int argc, char **argv)
 	if (!result(run != MAP_FAILED,
 		    "a VM with the device-dax mapping as its memory and one vCPU (vm %d, slot %d, vcpu %d: %s)",
 		    vm, i, vcpu, run != MAP_FAILED ? "ok" : strerror(errno)))
-		return done();
+		return tap_done("kvmclock-dax");
 	if (ioctl(vcpu, KVM_GET_SREGS, &sregs) == 0) {
 		sregs.cs.base = 0;
 		sregs.cs.selector = 0;
@@ -132,7 +109,7 @@ int main(int argc, char **argv)
 	regs.rflags = 2;
 	if (!result(i == 0 && ioctl(vcpu, KVM_SET_REGS, &regs) == 0,
 		    "the vCPU starts in real mode at 0x%x", CODE))
-		return done();
+		return tap_done("kvmclock-dax");
 	for (i = 0; i < 10 && !halted; i++) {
 		if (ioctl(vcpu, KVM_RUN, 0)) {
 			printf("# KVM_RUN: %s\n", strerror(errno));
@@ -150,5 +127,5 @@ int main(int argc, char **argv)
 	result(pv->version && !(pv->version & 1) && pv->tsc_to_system_mul,
 	       "KVM wrote the VM's kvmclock into device-dax memory (version %u, tsc_to_system_mul %u)",
 	       pv->version, pv->tsc_to_system_mul);
-	return done();
+	return tap_done("kvmclock-dax");
 }
