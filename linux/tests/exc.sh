@@ -21,6 +21,14 @@
 #    interrupted thread's value; their own window (pgmap_mk_readwrite() in
 #    the NMI and the new task, kmap_local_page() in the interrupt) enables
 #    access and reads the byte; the interrupted window is intact after.
+# 3. Strict mode only (the probes are unguarded reads that must fault):
+#    "nmi|irq|fork ... 1": the other context first reads the page without
+#    a window of its own and faults, one "stray read" line; kmap_nest:
+#    kmap_local_page() windows nest (count 1, 2, 1, 0, the outer window
+#    readable after the inner one closed) and a kernel thread reading the
+#    page while they are open faults; dax: dax_mk_readwrite() /
+#    dax_mk_noaccess() nest the same way on /dev/pmem0's DAX device and
+#    the page is readable only inside them.
 
 EXC_PAGE=${STRAY_PAGE:-12000}
 
@@ -55,13 +63,27 @@ exc_daxread() {
 	umount /mnt/exc 2>/dev/null
 }
 
-# exc_ctx CMD MODE: one of the pks_pmem context commands (nmi, irq, fork)
+# exc_stray_lines WHAT MARK N: exactly N PKS lines in the log since MARK,
+# each a strict-mode "stray read" report (the probes' expected faults)
+exc_stray_lines() {
+	kmsg "$2" | grep -E "$PKS_FAULT" >/tmp/exc.ev
+	n=$(wc -l </tmp/exc.ev)
+	s=$(grep -c 'memremap: stray read of PKS protected device memory.*pks_fault_mode=strict' /tmp/exc.ev)
+	head -n 10 /tmp/exc.ev | sed 's/^/#   /'
+	check "$1: $3 strict 'stray read' report(s) and no other PKS line (got $s of $n)" \
+		test "$n" = "$3" -a "$s" = "$3"
+}
+
+# exc_ctx CMD MODE [PROBE]: one of the pks_pmem context commands (nmi,
+# irq, fork); PROBE 1 (strict mode): the context first reads the page
+# without a window
 exc_ctx() {
 	cmd=$1
 	mode=$2
+	probe=${3:-0}
 	mark=$(($(kmsg_lines) + 1))
 	rf0=$(cat "$RELAXED_FAULTS" 2>/dev/null)
-	if ! pmem_cmd "$cmd" /dev/pmem0 "$EXC_PAGE"; then
+	if ! pmem_cmd "$cmd" /dev/pmem0 "$EXC_PAGE" "$probe"; then
 		notok "$cmd ($mode): pks_pmem '$cmd' ran ($res)"
 		return
 	fi
@@ -89,11 +111,58 @@ exc_ctx() {
 		test "$(field exit_pkrs)" = "$init" -a "$(field exit_count)" = 0
 	check "$cmd ($mode): the thread's window is intact after it (MSR $(field after_pkrs) rw=$(field after_rw), count $(field after_count) of $(field win_count))" \
 		test "$(field after_rw)" = 1 -a "$(field after_count)" = "$(field win_count)"
+	if [ "$probe" = 1 ]; then
+		check "$cmd ($mode): its read through the interrupted thread's window, before a window of its own, faults (probe_read=$(field probe_read))" \
+			test "$(field probe_read)" = 0
+		exc_stray_lines "$cmd ($mode, probe)" "$mark" 1
+		check "$cmd ($mode, probe): pks_relaxed_faults unchanged ('$rf0' -> '$rf1')" \
+			test -n "$rf0" -a "$rf0" = "$rf1"
+		return
+	fi
 	kmsg "$mark" | grep -E "$PKS_FAULT" >/tmp/exc.ev
 	n=$(wc -l </tmp/exc.ev)
 	head -n 10 /tmp/exc.ev | sed 's/^/#   /'
 	check "$cmd ($mode): no PKS fault (0 memremap/WARNING/oops lines, got $n; pks_relaxed_faults '$rf0' -> '$rf1')" \
 		test "$n" = 0 -a -n "$rf0" -a "$rf0" = "$rf1"
+}
+
+# exc_kmap_nest: nested kmap_local_page() windows, another thread beside
+# them (strict mode)
+exc_kmap_nest() {
+	mark=$(($(kmsg_lines) + 1))
+	if ! pmem_cmd kmap_nest /dev/pmem0 "$EXC_PAGE"; then
+		notok "kmap_nest (strict): pks_pmem 'kmap_nest' ran ($res)"
+		return
+	fi
+	diag "$res"
+	check "kmap_nest (strict): the access count goes 0, 1, 2, 1, 0 (got $(field count))" \
+		test "$(field count)" = 0,1,2,1,0
+	check "kmap_nest (strict): the page reads inside the nested window (nested=$(field nested)) and inside the outer one after the inner one closed (outer=$(field outer))" \
+		test "$(field nested)" = 1 -a "$(field outer)" = 1
+	check "kmap_nest (strict): a kernel thread reading the page while the windows are open faults (other=$(field other))" \
+		test "$(field other)" = 0
+	check "kmap_nest (strict): the page faults before the windows and after them (before=$(field before) after=$(field after))" \
+		test "$(field before)" = 0 -a "$(field after)" = 0
+	exc_stray_lines "kmap_nest (strict)" "$mark" 3
+}
+
+# exc_dax: the DAX guards of /dev/pmem0 nest (strict mode)
+exc_dax() {
+	mark=$(($(kmsg_lines) + 1))
+	if ! pmem_cmd dax /dev/pmem0 "$EXC_PAGE"; then
+		notok "dax guards (strict): pks_pmem 'dax' ran ($res)"
+		return
+	fi
+	diag "$res"
+	check "dax guards (strict): /dev/pmem0's DAX device maps protected memory (map_protected=$(field map_protected))" \
+		test "$(field map_protected)" = 1
+	check "dax guards (strict): dax_mk_readwrite()/dax_mk_noaccess() count 0, 1, 2, 1, 0 (got $(field count))" \
+		test "$(field count)" = 0,1,2,1,0
+	check "dax guards (strict): the page reads inside them (open=$(field open) nested=$(field nested) outer=$(field outer))" \
+		test "$(field open)" = 1 -a "$(field nested)" = 1 -a "$(field outer)" = 1
+	check "dax guards (strict): the page faults outside them (before=$(field before) after=$(field after))" \
+		test "$(field before)" = 0 -a "$(field after)" = 0
+	exc_stray_lines "dax guards (strict)" "$mark" 2
 }
 
 exc_tests() {
@@ -104,5 +173,12 @@ exc_tests() {
 	for c in nmi irq fork; do
 		exc_ctx "$c" "$1"
 	done
+	if [ "$1" = strict ]; then
+		for c in nmi irq fork; do
+			exc_ctx "$c" "$1" 1
+		done
+		exc_kmap_nest
+		exc_dax
+	fi
 	exc_daxread "$1"
 }
