@@ -2,9 +2,9 @@
 #
 # pmguard: plain GNU make, no configure step.
 #   make            library (static + shared), CLI, tests, VM binaries
-#   make check      build check, host suite, VM suite (PKU in QEMU), kernel
-#                   suite, Linux 6.1 + the PKS/PMEM series in QEMU
-#                   (mk/linux.mk)
+#   make check      build check, host suite, VM suite (PKU in QEMU), DAX
+#                   suite, install and examples, Linux 6.1 + the PKS/PMEM
+#                   series in QEMU (mk/linux.mk)
 #   make demo       the main job
 # Variables: CC, CFLAGS, O (build dir), WERROR=0 to allow warnings.
 
@@ -135,7 +135,7 @@ $(O)/vm/bin/%: $(O)/tests/%
 
 # ---- tests -----------------------------------------------------------
 # Suites whose totals add up in the closing line of `make check`.
-CHECK_SUITES := build-check host-check vm-check dax-check kernel-check \
+CHECK_SUITES := build-check host-check vm-check dax-check \
 		install-check examples-check examples-vm-check linux-check
 
 check: all version-check man-check
@@ -183,7 +183,7 @@ bench: all
 CLANG_FORMAT      ?= clang-format
 CLANG_FORMAT_DIFF ?= clang-format-diff
 FORMAT_BASE       ?= HEAD
-FORMAT_DIRS       := src tools include core tests examples fuzz kernel
+FORMAT_DIRS       := src tools include core tests examples fuzz
 FORMAT_NEW         = $(filter %.c %.h,$(shell git ls-files --others \
 			--exclude-standard -- $(FORMAT_DIRS) 2>/dev/null))
 format_diff        = git diff -U0 --no-color $(FORMAT_BASE) -- \
@@ -205,22 +205,13 @@ format-check:
 		echo "format-check: the diff above would be applied"; exit 1; \
 	fi; echo "format-check: clean"
 
-clean: kernel-clean
+clean:
 	rm -rf $(O)
 
 # Fragments: install (mk/install.mk), sanitizers, fuzzing, examples.
 -include $(sort $(wildcard mk/*.mk))
 
--include kernel/kernel.mk
-
 # The compiler's header dependencies (DEPFLAGS above), of every fragment.
-# Not under $(O)/linux* (the kernel's build trees) or $(O)/kernel (kernel.mk
-# includes its own).
--include $(shell find $(O) \( -path '$(O)/linux*' -o -path '$(O)/kernel' \) \
-	-prune -o -name '*.d' -print 2>/dev/null)
-ifeq ($(wildcard kernel/kernel.mk),)
-.PHONY: kernel-check kernel-clean
-kernel-check:
-	@echo "kernel: not built yet"; false
-kernel-clean:
-endif
+# Not under $(O)/linux* (the kernel's build trees).
+-include $(shell find $(O) -path '$(O)/linux*' -prune -o -name '*.d' \
+	-print 2>/dev/null)

@@ -6,16 +6,17 @@
  * (arch/<arch>/pmg_arch.h).
  *
  * Freestanding C11: it includes only <stdint.h>, <stdbool.h> and <stddef.h>
- * and calls nothing, so the same source builds into libpmguard (user space,
- * x86 PKU or the mprotect fallback) and into the supervisor-mode kernel
- * (x86 PKS).  Each port supplies the register access, the page tagging and
- * the place where an interrupted context's register value is saved; see
- * src/prim.h and kernel/.
+ * and calls nothing.  It builds into libpmguard (user space, x86 PKU or the
+ * mprotect fallback); it was also the core of the supervisor-mode model
+ * kernel, retired (git tag model-kernel-last) now that the Linux series
+ * (linux/) is the kernel implementation.  The port supplies the register
+ * access, the page tagging and the place where an interrupted context's
+ * register value is saved; see src/prim.h.
  *
  * Mapping to the seeds (Linux PKS V8): PMG_PKR_*_KEY() are PKR_*_KEY(),
  * pmg_pkval_update() is pkey_update_pkval(), struct pmg_core is the table
- * behind enum pks_pkey_consumers (whose entries are the kernel's, in
- * kernel/pks.h), pmg_core_fault_decide() is the pks_fault_mode /
+ * behind enum pks_pkey_consumers (whose entries are the kernel's, in the
+ * series' include/linux/pks-keys.h), pmg_core_fault_decide() is the pks_fault_mode /
  * pks_key_callback / pks_update_exception() logic of
  * handle_pks_key_callback().
  */
@@ -106,8 +107,8 @@ static inline unsigned pmg_window_rights(unsigned dflt, unsigned acc)
 
 /* Key 0 is every untagged page's key: it must stay read/write.  Which
  * other key serves whom is the port's: the kernel's static consumers
- * (the seeds' enum pks_pkey_consumers, PKS_INIT_VALUE) are in kernel/pks.h,
- * user space gets its keys from pkey_alloc(). */
+ * (the seeds' enum pks_pkey_consumers, PKS_INIT_VALUE) are the series'
+ * include/linux/pks-keys.h, user space gets its keys from pkey_alloc(). */
 #define PMG_KEY_DEFAULT 0
 
 /* ---- Errors: Linux errno values, negated by the callers' convention ---- */
@@ -147,7 +148,7 @@ struct pmg_fault;
  * the access needs); the kernel, as in the seeds, loads only what the
  * callback itself set with pks_update_exception().  Runs in the fault
  * path: signal handler or #PF handler.  It takes no argument: each port
- * keeps its per-key state in a table of its own (fault.c, kernel/pks.c).
+ * keeps its per-key state in a table of its own (src/fault.c).
  */
 typedef bool (*pmg_core_fault_cb)(const struct pmg_fault *f);
 

@@ -5,8 +5,8 @@
  * cannot answer itself: how to read and write the permission register, how
  * to tag pages with a key, and where an interrupted context's register is
  * saved.  Two implementations: prim_pku.c (x86 PKU) and prim_mprotect.c
- * (page permissions).  The supervisor port answers the same questions in
- * kernel/.
+ * (page permissions).  The Linux series (linux/) answers the same
+ * questions for PKS in the kernel itself.
  *
  * All functions return 0 (or a key) or a negative errno.  Only probe sets
  * the thread's error message (why the backend cannot run); the others

@@ -15,7 +15,8 @@
 #define PLAN 66
 
 /*
- * The seeds' static consumers (the kernel's table, kernel/pks.h): key 1
+ * The seeds' static consumers (the kernel's table, the Linux series'
+ * include/linux/pks-keys.h): key 1
  * TEST, key 2 PMEM, both access-disabled, as is every unused key; key 0
  * read/write.  The core only does the math.
  */

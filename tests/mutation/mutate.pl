@@ -10,9 +10,9 @@
 #
 # A mutant is a block of lines, blocks separated by blank lines:
 #
-#   mutant K01
-#   file   kernel/pks.c
-#   suite  kernel                 (or host:test-a,test-b)
+#   mutant U01
+#   file   src/window.c
+#   suite  host:test-a,test-b
 #   desc   one line saying what the mutant breaks
 #   old    text to find           (literal; \n newline, \t tab, \\ backslash)
 #   new    text to put there
