@@ -20,9 +20,10 @@
 #   "ok N name"            passed      "ok N name # SKIP why"  skipped
 #   "not ok N name"        failed      "not ok N name # TODO"  skipped
 # Then its exit status:
-#   0     fine (no TAP result lines at all: counts as 1 passed, or 1 skipped
-#         if it printed a "1..0 # SKIP why" plan; fewer results than its
-#         "1..N" plan: 1 failure)
+#   0     fine if its "1..N" plan matches its results: no plan at all, or
+#         fewer or more results than planned, is 1 failure (a crash after
+#         the last printed line must not pass); "1..0 # SKIP why" with no
+#         results is 1 skipped
 #   77    whole program skipped: if it printed no result lines, 1 skipped
 #         and the reason (a "1..0 # SKIP why" plan, else its last output
 #         line) is printed; otherwise its result lines count as they are
@@ -139,7 +140,7 @@ count_tap() {
 			why = $0; sub(/^[^#]*#[ \t]*[Ss][Kk][Ii][Pp][ \t:]*/, "", why)
 		}
 	}
-	END { printf "%d %d %d %d %s\n", p, f, s, plan + 0, why }
+	END { printf "%d %d %d %d %s\n", p, f, s, plan == "" ? -1 : plan, why }
 	' "$1"
 }
 
@@ -183,14 +184,18 @@ run_one() {
 
 	case $rc in
 	0)
-		if [ "$results" -eq 0 ]; then
-			if [ "$plan" -eq 0 ] && [ -n "$why" ]; then
+		if [ "$plan" -lt 0 ]; then
+			echo "not ok - $t printed no TAP plan (1..N) for its $results results"
+			f=$((f + 1))
+		elif [ "$results" -eq 0 ] && [ "$plan" -eq 0 ]; then
+			if [ -n "$why" ]; then
 				echo "# SKIP $t: $why"
 				s=1
 			else
-				p=1
+				echo "not ok - $t planned no tests and gave no reason (1..0 # SKIP why)"
+				f=1
 			fi
-		elif [ "$plan" -gt "$results" ]; then
+		elif [ "$plan" -ne "$results" ]; then
 			echo "not ok - $t planned $plan tests but reported $results"
 			f=$((f + 1))
 		fi

@@ -107,6 +107,17 @@ w() {	# w NAME COMMAND...: /tmp/dax-bin/NAME runs COMMAND
 	chmod +x "/tmp/dax-bin/$n"
 	list="$list /tmp/dax-bin/$n"
 }
+# w1 NAME COMMAND...: the same for a command that prints no TAP of its own
+# (the CLI's demo, inject, bench): one result, its exit status
+w1() {
+	n=$1
+	shift
+	w "$n" "echo 1..1
+( $* )
+rc=\$?
+if [ \$rc = 0 ]; then echo 'ok 1 - $n'; else echo \"not ok 1 - $n (exit \$rc)\"; fi
+exit \$rc"
+}
 list=
 fsdax_ok=0
 grep -q ' /mnt/dax ' /proc/mounts && fsdax_ok=1
@@ -120,10 +131,10 @@ if [ "$fsdax_ok" = 1 ]; then
 	w fsdax-test-persist-mprotect 'PMG_DISK_DIR=/mnt/dax PMGUARD_BACKEND=mprotect exec /bin/test-persist'
 	# shellcheck disable=SC2016  # expanded by the wrapper
 	w fsdax-test-crash 'TMPDIR=/mnt/dax PMG_CRASH_ITERS=${PMG_CRASH_ITERS:-60} exec /bin/test-crash'
-	w fsdax-demo 'mkdir -p /mnt/dax/demo && TMPDIR=/mnt/dax/demo exec /bin/pmguard demo --writes 400'
-	w fsdax-inject 'mkdir -p /mnt/dax/inject && exec /bin/pmguard inject --dir /mnt/dax/inject --writes 2000 --threads 2 --mode audit --trials 2'
-	w fsdax-bench-persist 'exec /bin/pmguard bench persist --dir /mnt/dax --rounds 5'
-	w fsdax-bench-persist-mprotect 'PMGUARD_BACKEND=mprotect exec /bin/pmguard bench persist --dir /mnt/dax --rounds 5'
+	w1 fsdax-demo 'mkdir -p /mnt/dax/demo && TMPDIR=/mnt/dax/demo /bin/pmguard demo --writes 400'
+	w1 fsdax-inject 'mkdir -p /mnt/dax/inject && /bin/pmguard inject --dir /mnt/dax/inject --writes 2000 --threads 2 --mode audit --trials 2'
+	w1 fsdax-bench-persist '/bin/pmguard bench persist --dir /mnt/dax --rounds 5'
+	w1 fsdax-bench-persist-mprotect 'PMGUARD_BACKEND=mprotect /bin/pmguard bench persist --dir /mnt/dax --rounds 5'
 fi
 if [ -n "$devdax" ]; then
 	w devdax-dax-test "exec /bin/dax-test devdax $devdax"
