@@ -126,43 +126,43 @@ exc_ctx() {
 		test "$n" = 0 -a -n "$rf0" -a "$rf0" = "$rf1"
 }
 
+# exc_nest WHAT CMD LINES: "CMD /dev/pmem0 EXC_PAGE" (strict mode), whose
+# windows or guards must count 0, 1, 2, 1, 0 with the page faulting before
+# and after them, LINES strict "stray read" reports; returns 1 if CMD
+# could not run (the caller's own checks are skipped)
+exc_nest() {
+	mark=$(($(kmsg_lines) + 1))
+	if ! pmem_cmd "$2" /dev/pmem0 "$EXC_PAGE"; then
+		notok "$1: pks_pmem '$2' ran ($res)"
+		return 1
+	fi
+	diag "$res"
+	check "$1: the access count goes 0, 1, 2, 1, 0 (got $(field count))" \
+		test "$(field count)" = 0,1,2,1,0
+	check "$1: the page faults before them and after them (before=$(field before) after=$(field after))" \
+		test "$(field before)" = 0 -a "$(field after)" = 0
+	exc_stray_lines "$1" "$mark" "$3"
+}
+
 # exc_kmap_nest: nested kmap_local_page() windows, another thread beside
 # them (strict mode)
 exc_kmap_nest() {
-	mark=$(($(kmsg_lines) + 1))
-	if ! pmem_cmd kmap_nest /dev/pmem0 "$EXC_PAGE"; then
-		notok "kmap_nest (strict): pks_pmem 'kmap_nest' ran ($res)"
-		return
-	fi
-	diag "$res"
-	check "kmap_nest (strict): the access count goes 0, 1, 2, 1, 0 (got $(field count))" \
-		test "$(field count)" = 0,1,2,1,0
-	check "kmap_nest (strict): the page reads inside the nested window (nested=$(field nested)) and inside the outer one after the inner one closed (outer=$(field outer))" \
+	w="kmap_nest (strict)"
+	exc_nest "$w" kmap_nest 3 || return
+	check "$w: the page reads inside the nested window (nested=$(field nested)) and inside the outer one after the inner one closed (outer=$(field outer))" \
 		test "$(field nested)" = 1 -a "$(field outer)" = 1
-	check "kmap_nest (strict): a kernel thread reading the page while the windows are open faults (other=$(field other))" \
+	check "$w: a kernel thread reading the page while the windows are open faults (other=$(field other))" \
 		test "$(field other)" = 0
-	check "kmap_nest (strict): the page faults before the windows and after them (before=$(field before) after=$(field after))" \
-		test "$(field before)" = 0 -a "$(field after)" = 0
-	exc_stray_lines "kmap_nest (strict)" "$mark" 3
 }
 
 # exc_dax: the DAX guards of /dev/pmem0 nest (strict mode)
 exc_dax() {
-	mark=$(($(kmsg_lines) + 1))
-	if ! pmem_cmd dax /dev/pmem0 "$EXC_PAGE"; then
-		notok "dax guards (strict): pks_pmem 'dax' ran ($res)"
-		return
-	fi
-	diag "$res"
-	check "dax guards (strict): /dev/pmem0's DAX device maps protected memory (map_protected=$(field map_protected))" \
+	w="dax guards (strict)"
+	exc_nest "$w" dax 2 || return
+	check "$w: /dev/pmem0's DAX device maps protected memory (map_protected=$(field map_protected))" \
 		test "$(field map_protected)" = 1
-	check "dax guards (strict): dax_mk_readwrite()/dax_mk_noaccess() count 0, 1, 2, 1, 0 (got $(field count))" \
-		test "$(field count)" = 0,1,2,1,0
-	check "dax guards (strict): the page reads inside them (open=$(field open) nested=$(field nested) outer=$(field outer))" \
+	check "$w: the page reads inside dax_mk_readwrite()/dax_mk_noaccess() (open=$(field open) nested=$(field nested) outer=$(field outer))" \
 		test "$(field open)" = 1 -a "$(field nested)" = 1 -a "$(field outer)" = 1
-	check "dax guards (strict): the page faults outside them (before=$(field before) after=$(field after))" \
-		test "$(field before)" = 0 -a "$(field after)" = 0
-	exc_stray_lines "dax guards (strict)" "$mark" 2
 }
 
 exc_tests() {
