@@ -65,8 +65,10 @@ static int pku_key_free(int key)
 
 static int pku_tag(void *addr, size_t len, int key, unsigned rights)
 {
-	(void)rights;	/* the key carries them */
-	return syscall(SYS_pkey_mprotect, addr, len, PROT_READ | PROT_WRITE,
+	/* a key carries the rights; without one (a virtual domain) the
+	 * pages do, key 0 */
+	return syscall(SYS_pkey_mprotect, addr, len,
+		       key ? PROT_READ | PROT_WRITE : _pmg_prot_of(rights),
 		       key) ? -errno : 0;
 }
 
