@@ -72,10 +72,12 @@ static int pku_tag(void *addr, size_t len, int key, unsigned rights)
 		       key) ? -errno : 0;
 }
 
+/* Read-write, key 0: as the program's own mprotect() left the pages, if
+ * it changed them meanwhile (pagewin.c remembers it). */
 static int pku_untag(void *addr, size_t len)
 {
-	return syscall(SYS_pkey_mprotect, addr, len, PROT_READ | PROT_WRITE,
-		       0) ? -errno : 0;
+	return _pmg_cap_pkey_mprotect((uintptr_t)addr, (uintptr_t)addr + len,
+				      PROT_READ | PROT_WRITE, 0);
 }
 
 static int pku_set_rights(int key, unsigned rights)
