@@ -450,6 +450,8 @@ static void bench_usage(FILE *f)
 		   "       pmguard bench fault [--json] [--writes N]\n"
 		   "       pmguard bench persist [--json] [--rounds N] "
 		   "[--dir DIR]\n"
+		   "       pmguard bench domains [--json] [--domains N] "
+		   "[--pairs N]\n"
 		   "  (pmguard bench NAME --help for each)\n");
 }
 
@@ -469,7 +471,9 @@ int cmd_bench(int argc, char **argv)
 		return cmd_bench_persist(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "fault"))
 		return cmd_bench_fault(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "domains"))
+		return cmd_bench_domains(argc - 1, argv + 1);
 	return cli_error("bench: unknown benchmark '%s' (window, persist, "
-			 "fault)",
+			 "fault, domains)",
 			 argv[1]);
 }
