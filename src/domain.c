@@ -104,14 +104,17 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 	pthread_mutex_lock(&_pmg.lock);
 	for (id = 1; id < PMG_DOM_MAX; id++) {
 		if (_pmg.dom[id].live && !strcmp(_pmg.dom[id].ck.name, name)) {
-			rc = _pmg_err(-EEXIST, "a domain named '%s' exists", name);
+			rc = _pmg_err(-EEXIST, "a domain named '%s' exists",
+				      name);
 			goto out;
 		}
 	}
 	id = slot_get();
 	if (!id) {
-		rc = _pmg_err(-ENOSPC, "no room for domain '%s': %d domains "
-			      "live (PMG_DOMAINS_MAX)", name, PMG_DOM_MAX - 1);
+		rc = _pmg_err(-ENOSPC,
+			      "no room for domain '%s': %d domains "
+			      "live (PMG_DOMAINS_MAX)",
+			      name, PMG_DOM_MAX - 1);
 		goto out;
 	}
 	d = &_pmg.dom[id];
@@ -190,12 +193,15 @@ PMG_API int pmg_domain_delete(struct pmg_domain **dp)
 		goto out;
 	}
 	if (d->gw || d->gr || (d->hw && _pmg_key_in_use(d->hw))) {
-		rc = _pmg_err(-EBUSY, "domain '%s' has open windows: close "
-			      "them first", d->ck.name);
+		rc = _pmg_err(-EBUSY,
+			      "domain '%s' has open windows: close "
+			      "them first",
+			      d->ck.name);
 		goto out;
 	}
 	if (d->nranges) {
-		rc = _pmg_err(-EBUSY, "domain '%s' still protects %u "
+		rc = _pmg_err(-EBUSY,
+			      "domain '%s' still protects %u "
 			      "range(s): unprotect them first",
 			      d->ck.name, d->nranges);
 		goto out;

@@ -207,7 +207,8 @@ bool _pmg_steps_on(int key, int id)
 		} else {
 			unsigned n = i - STEP_STATIC;
 
-			for (c = __atomic_load_n(&step_chunks, __ATOMIC_ACQUIRE);
+			for (c = __atomic_load_n(&step_chunks,
+						 __ATOMIC_ACQUIRE);
 			     c && n >= STEP_CHUNK; c = c->next)
 				n -= STEP_CHUNK;
 			if (!c)
@@ -224,7 +225,8 @@ bool _pmg_steps_on(int key, int id)
 			continue;
 		j = __atomic_load_n(&st->npages, __ATOMIC_RELAXED);
 		while (j-- > 0 && j < PMG_PENDING_PAGES)
-			if (__atomic_load_n(&st->dom[j], __ATOMIC_RELAXED) == id)
+			if (__atomic_load_n(&st->dom[j], __ATOMIC_RELAXED) ==
+			    id)
 				return true;
 	}
 }
@@ -412,7 +414,7 @@ static void fault_info(const struct pmg_fault *f, pid_t tid, int action,
 	fi->domain = _pmg.dom[f->dom].h;
 	/* pmg_domain_key()'s answer: a key (PKU), none (a virtual domain,
 	 * page protection), or the domain's number (mprotect) */
-	fi->key = !f->no_sync ? (int)f->key
+	fi->key = !f->no_sync			     ? (int)f->key
 		  : _pmg.prim->id == PMG_BACKEND_PKU ? -ENOKEY
 						     : f->dom;
 	fi->access = (int)f->acc;
@@ -461,8 +463,7 @@ static struct hook *observer;
 /* The core's callback for every domain: calls the domain's public one. */
 static bool cb_bridge(const struct pmg_fault *f)
 {
-	struct hook *h = __atomic_load_n(&domain_cb[f->dom],
-					 __ATOMIC_ACQUIRE);
+	struct hook *h = __atomic_load_n(&domain_cb[f->dom], __ATOMIC_ACQUIRE);
 	struct pmg_fault_info fi;
 
 	if (!h)
@@ -1658,7 +1659,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			 * key's domain */
 			if (k2 <= 0 || k2 >= PMG_NR_KEYS)
 				goto not_ours;
-			id = __atomic_load_n(&_pmg.keyown[k2], __ATOMIC_ACQUIRE);
+			id = __atomic_load_n(&_pmg.keyown[k2],
+					     __ATOMIC_ACQUIRE);
 			if (!id)
 				goto not_ours;
 			hw = k2;
@@ -1685,8 +1687,9 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		 * the domain (it may have begun while the domain was still
 		 * virtual), judged by the key.
 		 */
-		if (!k2 && pmg_rights_allow(pmg_pkval_rights(*reg, (unsigned)hw),
-					    f.acc))
+		if (!k2 &&
+		    pmg_rights_allow(pmg_pkval_rights(*reg, (unsigned)hw),
+				     f.acc))
 			goto not_ours;
 		/*
 		 * The handler starts with every key access-disabled: give it
@@ -1722,7 +1725,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			goto retry;
 		/* page permissions are the process-wide rights: never stale */
 		f.saved_pkval = pmg_pkval_update(0, (unsigned)key,
-				_pmg_process_rights(&_pmg.dom[id]));
+						 _pmg_process_rights(
+							 &_pmg.dom[id]));
 		f.no_sync = true;
 	}
 	f.key = (unsigned)key;
@@ -1737,9 +1741,9 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		goto not_ours;
 	/* a grant that outlives this access leaves the thread with rights
 	 * on the key: it must not move to another domain (keys.c) */
-	if (reg && (f.action == PMG_ACT_GRANT ||
-		    f.action == PMG_ACT_RELAX_REPORT ||
-		    f.action == PMG_ACT_RELAX_SILENT))
+	if (reg &&
+	    (f.action == PMG_ACT_GRANT || f.action == PMG_ACT_RELAX_REPORT ||
+	     f.action == PMG_ACT_RELAX_SILENT))
 		_pmg_key_keep(id);
 
 	tid = (pid_t)syscall(SYS_gettid);

@@ -546,10 +546,11 @@ NOSAN PMG_API int madvise(void *addr, size_t len, int advice)
 		snprintf(fate, sizeof(fate),
 			 "%s: its data there %s, not by a window; the range "
 			 "stays protected",
-			 name, advice == MADV_HWPOISON
-				       ? "is poisoned"
-				       : "was dropped (zero pages or the "
-					 "file's bytes come back)");
+			 name,
+			 advice == MADV_HWPOISON
+				 ? "is poisoned"
+				 : "was dropped (zero pages or the "
+				   "file's bytes come back)");
 		report_reprotect("madvise", (uintptr_t)addr, len, &r, fate);
 	}
 	errno = err;

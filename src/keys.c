@@ -116,7 +116,8 @@ int _pmg_thread_register(void)
 		struct _pmg_ws **m = realloc(threads, n * sizeof(*m));
 
 		if (!m) {
-			rc = _pmg_err(-ENOMEM, "pmg_open: out of memory to "
+			rc = _pmg_err(-ENOMEM,
+				      "pmg_open: out of memory to "
 				      "register the thread's window counts");
 			goto out;
 		}
@@ -324,8 +325,7 @@ static void handle_bits(struct _pmg_dom *d, int k)
 	unsigned dflt = d->ck.dflt;
 
 	h->_mask = PMG_PKR_MASK(k);
-	h->_rd_bits = pmg_window_rights(dflt, PMG_ACC_READ)
-		      << PMG_PKR_SHIFT(k);
+	h->_rd_bits = pmg_window_rights(dflt, PMG_ACC_READ) << PMG_PKR_SHIFT(k);
 	h->_dflt_bits = dflt << PMG_PKR_SHIFT(k);
 }
 
@@ -377,7 +377,8 @@ static int retag(struct _pmg_dom *d, int prot, int key, int back_prot,
 	_pmg_reg_each(d->id, retag_one, &t);
 	if (t.err) {
 		/* ranges are visited in address order: those before it */
-		struct retag_back b = { .stop = t.failed_at, .prot = back_prot,
+		struct retag_back b = { .stop = t.failed_at,
+					.prot = back_prot,
 					.key = back_key };
 
 		_pmg_reg_each(d->id, retag_back_one, &b);
@@ -398,8 +399,10 @@ static int assign(struct _pmg_dom *d, int k, bool fresh)
 	rc = retag(d, PROT_READ | PROT_WRITE, k,
 		   _pmg_prot_of(_pmg_process_rights(d)), 0);
 	if (rc)
-		return _pmg_err(rc, "tagging the ranges of '%s' with key %d: "
-				"%s", d->ck.name, k, strerror(-rc));
+		return _pmg_err(rc,
+				"tagging the ranges of '%s' with key %d: "
+				"%s",
+				d->ck.name, k, strerror(-rc));
 	if (fresh)
 		_pmg_tls.w[k] = _pmg_tls.r[k] = 0;
 	pmg_core_key_release(&_pmg.core, (unsigned)k);
@@ -474,9 +477,11 @@ static int evict_into(struct _pmg_dom *d)
 	int k, rc;
 
 	if (mb_probe() < 0)
-		return _pmg_err(-ENOSPC, "no free protection key for '%s', "
+		return _pmg_err(-ENOSPC,
+				"no free protection key for '%s', "
 				"and none can be taken from another domain: "
-				"membarrier(2) is missing", d->ck.name);
+				"membarrier(2) is missing",
+				d->ck.name);
 	/* the clock: domains windowed since the last scan are young */
 	for (k = 1; k < PMG_NR_KEYS; k++) {
 		struct _pmg_dom *x;
@@ -579,18 +584,19 @@ int _pmg_key_get(struct _pmg_dom *d, bool evict)
 		char who[600];
 
 		describe_holders(who, sizeof(who));
-		return _pmg_err(-ENOSPC,
-				"no protection key for '%s': %d of %d keys "
-				"held by pmguard (PMGUARD_KEYS=%d) [%s], %u "
-				"reserved for write-disabled domains, %u "
-				"readable in some threads (a write-disabled "
-				"domain's: not for a no-access one)%s, the rest "
-				"by the kernel or other code in this process",
-				d->ck.name, keys_held(), PMG_NR_KEYS - 1,
-				_pmg.keys_max, who, nreserved, nskipped,
-				evict ? ", every keyed domain busy (a window "
-					"open), pinned or no-access-incompatible"
-				      : "");
+		return _pmg_err(
+			-ENOSPC,
+			"no protection key for '%s': %d of %d keys "
+			"held by pmguard (PMGUARD_KEYS=%d) [%s], %u "
+			"reserved for write-disabled domains, %u "
+			"readable in some threads (a write-disabled "
+			"domain's: not for a no-access one)%s, the rest "
+			"by the kernel or other code in this process",
+			d->ck.name, keys_held(), PMG_NR_KEYS - 1, _pmg.keys_max,
+			who, nreserved, nskipped,
+			evict ? ", every keyed domain busy (a window "
+				"open), pinned or no-access-incompatible"
+			      : "");
 	}
 }
 
@@ -649,7 +655,6 @@ PMG_API int pmg_key_stats_get(struct pmg_key_stats *st)
 	st->evict_busy = __atomic_load_n(&ks.evict_busy, __ATOMIC_RELAXED);
 	st->kept = __atomic_load_n(&ks.kept, __ATOMIC_RELAXED);
 	st->raced = __atomic_load_n(&_pmg_keys_raced, __ATOMIC_RELAXED);
-	st->paged_windows =
-		__atomic_load_n(&_pmg_keys_paged, __ATOMIC_RELAXED);
+	st->paged_windows = __atomic_load_n(&_pmg_keys_paged, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -195,8 +195,7 @@ static void run_prot(int id, uintptr_t b, uintptr_t e, int prot)
 		uintptr_t x = r.base > b ? r.base : b;
 		uintptr_t y = r.end < e ? r.end : e;
 
-		if (r.dom == id &&
-		    _pmg_pw_mprotect(id, x, y, prot) == -EINVAL)
+		if (r.dom == id && _pmg_pw_mprotect(id, x, y, prot) == -EINVAL)
 			(void)_pmg_pw_mprotect(id, r.base, r.end, prot);
 		b = y;
 	}
@@ -211,8 +210,8 @@ static bool record(struct lz *l, uintptr_t page)
 
 		if (i >= LZ_MAX)
 			return false;
-		if (__atomic_compare_exchange_n(&l->page[i], &zero, page,
-						false, __ATOMIC_SEQ_CST,
+		if (__atomic_compare_exchange_n(&l->page[i], &zero, page, false,
+						__ATOMIC_SEQ_CST,
 						__ATOMIC_RELAXED))
 			return true;
 		/* a stale entry from an earlier window: the next slot */
@@ -277,7 +276,7 @@ bool _pmg_lazy_grant(int id, uintptr_t page)
 					 _pmg_process_rights(&_pmg.dom[id])));
 		else
 			ranges_prot(id, _pmg_prot_of(_pmg_process_rights(
-						 &_pmg.dom[id])));
+						&_pmg.dom[id])));
 	}
 	_pmg_lazy_lower_end(ph);
 	return true;

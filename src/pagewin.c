@@ -38,7 +38,7 @@
 
 static struct {
 	uintptr_t base, end;
-	int id;				/* the domain; 0: free */
+	int id; /* the domain; 0: free */
 } pw[PW_MAX];
 static unsigned pw_used;		/* entries in use */
 
@@ -308,8 +308,8 @@ int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len)
 	for (i = 0; i < PW_MAX && pw[i].id; i++)
 		;
 	/* (a domain holding a key needs a window, not pages) */
-	if (i == PW_MAX || id < 1 || id >= PMG_DOM_MAX ||
-	    !_pmg.dom[id].live || _pmg.dom[id].h != d || _pmg.dom[id].hw) {
+	if (i == PW_MAX || id < 1 || id >= PMG_DOM_MAX || !_pmg.dom[id].live ||
+	    _pmg.dom[id].h != d || _pmg.dom[id].hw) {
 		pthread_mutex_unlock(&_pmg.lock);
 		return 0;
 	}
@@ -369,6 +369,7 @@ void _pmg_pw_fork_child(void)
 	__atomic_store_n(&pw_used, 0, __ATOMIC_RELAXED);
 	for (i = 0; i < n; i++)
 		if (_pmg.dom[ids[i]].live && !_pmg.dom[ids[i]].hw)
-			(void)_pmg_paged_set(ids[i], _pmg_process_rights(
-							     &_pmg.dom[ids[i]]));
+			(void)_pmg_paged_set(ids[i],
+					     _pmg_process_rights(
+						     &_pmg.dom[ids[i]]));
 }

@@ -72,8 +72,9 @@ static int pku_tag(void *addr, size_t len, int key, unsigned rights)
 	/* a key carries the rights; without one (a virtual domain) the
 	 * pages do, key 0 */
 	return syscall(SYS_pkey_mprotect, addr, len,
-		       key ? PROT_READ | PROT_WRITE : _pmg_prot_of(rights),
-		       key) ? -errno : 0;
+		       key ? PROT_READ | PROT_WRITE : _pmg_prot_of(rights), key)
+		       ? -errno
+		       : 0;
 }
 
 /* Read-write, key 0: as the program's own mprotect() left the pages, if

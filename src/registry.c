@@ -207,8 +207,9 @@ bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end)
 
 int _pmg_reg_insert(uintptr_t base, uintptr_t end, int id)
 {
-	struct _pmg_range r = { .base = base, .end = end, .lim = end,
-				.dom = id };
+	struct _pmg_range r = {
+		.base = base, .end = end, .lim = end, .dom = id
+	};
 	int rc = _pmg_rt_insert(&reg, &r);
 
 	if (!rc)

@@ -190,7 +190,7 @@ static int paged_edge_locked(struct _pmg_dom *d, int acc, enum edge edge)
 		return -EPERM;
 	if (open && acc && _pmg_lazy && _pmg_lazy_prepare(d->id))
 		return _pmg_err(-ENOMEM, "pmg_open: out of memory for the "
-				"lazy window's record");
+					 "lazy window's record");
 	if (open)
 		++*n;
 	else
@@ -223,13 +223,12 @@ static int paged_edge_locked(struct _pmg_dom *d, int acc, enum edge edge)
 	return rc;
 }
 
-static int paged_edge(struct _pmg_dom *d, int acc, enum edge edge,
-		      void *caller)
+static int paged_edge(struct _pmg_dom *d, int acc, enum edge edge, void *caller)
 {
 	int rc;
 
 	if (edge == EDGE_OPEN)
-		_pmg_thread_arm();	/* a thread ending inside it */
+		_pmg_thread_arm(); /* a thread ending inside it */
 	pthread_mutex_lock(&_pmg.lock);
 	rc = paged_edge_locked(d, acc, edge);
 	pthread_mutex_unlock(&_pmg.lock);
@@ -354,14 +353,15 @@ void _pmg_release_windows(void)
 		if (!(w | r))
 			continue;
 		t->w[k] = t->r[k] = 0;
-		pmg_strlcpy(gone[n].name, id ? _pmg.dom[id].ck.name
-					     : "(deleted)",
+		pmg_strlcpy(gone[n].name,
+			    id ? _pmg.dom[id].ck.name : "(deleted)",
 			    sizeof(gone[n].name));
 		gone[n].w = w;
 		gone[n].r = r;
 		n++;
 	}
-	n += paged_release(gone + n, (unsigned)(sizeof(gone) / sizeof(gone[0])) - n);
+	n += paged_release(gone + n,
+			   (unsigned)(sizeof(gone) / sizeof(gone[0])) - n);
 	t->w[0] = 0;
 	pthread_mutex_unlock(&_pmg.lock);
 	_pmg_thread_unregister();
@@ -469,9 +469,11 @@ PMG_API int _pmg_open_raced(struct pmg_domain *d, int acc, unsigned k)
 	uint32_t v = _pmg_rdpkru(), nv;
 
 	--*n;
-	nv = pmg_pkval_update(v, k, t->w[k] | t->r[k]
-				? pmg_ws_rights((struct pmg_ws *)t, k, dflt)
-				: dflt);
+	nv = pmg_pkval_update(v, k,
+			      t->w[k] | t->r[k]
+				      ? pmg_ws_rights((struct pmg_ws *)t, k,
+						      dflt)
+				      : dflt);
 	if (nv != v)
 		_pmg_wrpkru(nv);
 	__atomic_add_fetch(&_pmg_keys_raced, 1, __ATOMIC_RELAXED);

@@ -366,10 +366,12 @@ static void test_exhaustion(void)
 	memset(d, 0, sizeof(d));
 	if (!pku) {
 		tap_skip("key exhaustion: a pinned domain gets -ENOSPC once "
-			 "no key is left", "mprotect: no hardware keys, "
+			 "no key is left",
+			 "mprotect: no hardware keys, "
 			 "PMG_DOMAIN_PINNED takes none");
 		tap_skip("the -ENOSPC message says how many keys exist and "
-			 "are held", "mprotect: no hardware keys");
+			 "are held",
+			 "mprotect: no hardware keys");
 		tap_skip("the -ENOSPC message lists every holder with its key",
 			 "mprotect: no hardware keys");
 		n = 0;
@@ -384,10 +386,15 @@ static void test_exhaustion(void)
 	}
 	snprintf(msg, sizeof(msg), "%s", pmg_errormsg());
 	snprintf(want, sizeof(want), "'%s'", name);
-	tap_ok(n >= 1 && n < 16 && err_is(rc, -ENOSPC, "no protection key "
-	       "for", want) && !d[n],
+	tap_ok(n >= 1 && n < 16 &&
+		       err_is(rc, -ENOSPC,
+			      "no protection key "
+			      "for",
+			      want) &&
+		       !d[n],
 	       "key exhaustion: a pinned domain gets -ENOSPC after %d, "
-	       "naming the one refused, *dp cleared", n);
+	       "naming the one refused, *dp cleared",
+	       n);
 
 	snprintf(want, sizeof(want), "%d of 15 keys", n);
 	if (!strstr(msg, want))
@@ -408,10 +415,10 @@ static void test_exhaustion(void)
 	for (i = 0; i < n; i++)
 		pmg_domain_delete(&d[i]);
 
-virtual:
-	/* past the keys: virtual domains (PKU), page protection all along
+	virtual :
+		/* past the keys: virtual domains (PKU), page protection all along
 	 * (mprotect), up to PMG_DOMAINS_MAX live */
-	memset(v, 0, sizeof(v));
+		memset(v, 0, sizeof(v));
 	for (nv = 0; nv < PMG_DOMAINS_MAX; nv++) {
 		snprintf(name, sizeof(name), "v%04d", nv);
 		rc = TRY(pmg_domain_new(&v[nv], name, 0));
@@ -424,17 +431,18 @@ virtual:
 	tap_diag("%d domains before %s ('%s'), %d with a key", nv,
 		 strerror(-rc), msg, keyed);
 	tap_ok(rc == -ENOSPC && strstr(msg, "no room") && !v[nv] &&
-	       nv == PMG_DOMAINS_MAX - 1 &&
-	       (pku ? keyed >= 1 && keyed <= 15 : keyed == nv),
+		       nv == PMG_DOMAINS_MAX - 1 &&
+		       (pku ? keyed >= 1 && keyed <= 15 : keyed == nv),
 	       "domains past the keys: %d live (PMG_DOMAINS_MAX - 1), %s; "
-	       "the next -ENOSPC 'no room'", nv,
+	       "the next -ENOSPC 'no room'",
+	       nv,
 	       pku ? "those without a key say -ENOKEY"
 		   : "each with its own number");
 	for (i = 0; i < nv; i++)
 		pmg_domain_delete(&v[i]);
 	rc = pmg_domain_new(&x, "after-exhaustion", 0);
 	tap_ok(rc == 0 && keys_used() == (pku ? 1 : 0) &&
-	       pmg_domain_key(x) > 0 && pmg_domain_delete(&x) == 0,
+		       pmg_domain_key(x) > 0 && pmg_domain_delete(&x) == 0,
 	       "after deleting them all, keys are free again");
 }
 

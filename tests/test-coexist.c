@@ -51,14 +51,17 @@ static uint32_t jit_rdpkru(void)
 {
 	uint32_t eax, edx;
 
-	__asm__ volatile(".byte 0x0f,0x01,0xee" : "=a"(eax), "=d"(edx)
+	__asm__ volatile(".byte 0x0f,0x01,0xee"
+			 : "=a"(eax), "=d"(edx)
 			 : "c"(0));
 	return eax;
 }
 
 static void jit_wrpkru(uint32_t v)
 {
-	__asm__ volatile(".byte 0x0f,0x01,0xef" : : "a"(v), "c"(0), "d"(0)
+	__asm__ volatile(".byte 0x0f,0x01,0xef"
+			 :
+			 : "a"(v), "c"(0), "d"(0)
 			 : "memory");
 }
 
@@ -191,8 +194,8 @@ static int exercise(void)
 			return 23;
 		if (probe(d[i], pg[i] + 16, PMG_WRITE) != 1)
 			return 24;
-		if (probe(d[(i + 7) % ND], pg[(i + 7) % ND] + 24,
-			  PMG_WRITE) != 1)
+		if (probe(d[(i + 7) % ND], pg[(i + 7) % ND] + 24, PMG_WRITE) !=
+		    1)
 			return 25;
 	}
 	probe_end();
@@ -222,8 +225,8 @@ static int before_some(void *arg)
 	if (pmg_init() || domains(0))
 		return 3;
 	pmg_key_stats_get(&ks);
-	printf("# JIT holds %d keys; pmguard: %d keyed of %d, %d held\n",
-	       jit_n, keyed_count(), ND, ks.keys_held);
+	printf("# JIT holds %d keys; pmguard: %d keyed of %d, %d held\n", jit_n,
+	       keyed_count(), ND, ks.keys_held);
 	if (pmg_backend() == PMG_BACKEND_PKU &&
 	    (ks.keys_held != 15 - jit_n || keyed_count() != 15 - jit_n))
 		return 4;
@@ -255,8 +258,7 @@ static int before_all(void *arg)
 	if (rc)
 		return rc;
 	pmg_key_stats_get(&ks);
-	if (pmg_backend() == PMG_BACKEND_PKU &&
-	    ks.paged_windows < ND)
+	if (pmg_backend() == PMG_BACKEND_PKU && ks.paged_windows < ND)
 		return 5;
 	rc = pmg_domain_new(&pin, "pinned", PMG_DOMAIN_PINNED);
 	if (pmg_backend() == PMG_BACKEND_PKU &&
@@ -324,8 +326,8 @@ int main(void)
 	syscall(SYS_pkey_free, k);
 	tap_init(3);
 	tap_diag("backend (each child): %s", getenv("PMGUARD_BACKEND")
-					     ? getenv("PMGUARD_BACKEND")
-					     : "auto");
+						     ? getenv("PMGUARD_BACKEND")
+						     : "auto");
 	run(before_some,
 	    "other code takes 10 keys before pmguard: pmguard gets the other "
 	    "5, its 20 domains past them virtual; windows work, strays "

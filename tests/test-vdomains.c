@@ -97,20 +97,23 @@ static void t_created(void)
 		}
 		CHECK(ok, keyed == ks0.keyed && keyed <= ks0.keys_max);
 		CHECK(ok, ks0.domains == N && N - keyed > 0);
-		tap_ok(ok, "%d domains: %d hold a key (PMGUARD_KEYS %d), %d "
-		       "are virtual (-ENOKEY)", N, keyed, ks0.keys_max,
-		       N - keyed);
+		tap_ok(ok,
+		       "%d domains: %d hold a key (PMGUARD_KEYS %d), %d "
+		       "are virtual (-ENOKEY)",
+		       N, keyed, ks0.keys_max, N - keyed);
 	} else {
 		CHECK(ok, keyed == N && ks0.keyed == 0 && ks0.domains == N);
-		tap_ok(ok, "%d domains on mprotect: each numbered, none holds a "
-		       "hardware key (page protection)", N);
+		tap_ok(ok,
+		       "%d domains on mprotect: each numbered, none holds a "
+		       "hardware key (page protection)",
+		       N);
 	}
 }
 
 /* A stray write into a virtual domain in @mode, in a child: the fault
  * names it; strict aborts, contain keeps the byte, audit lets it through
  * and re-arms, relaxed lets it through. */
-static int v;		/* a domain without key (PKU) */
+static int v; /* a domain without key (PKU) */
 static int rep_fd;
 
 static int mode_child(void *arg)
@@ -165,9 +168,9 @@ static void t_modes(void)
 		close(rep_fd);
 		/* contain's report names no key */
 		snprintf(want, sizeof(want), "in domain 'vd%02d'%s", v,
-			 m[i].mode == PMG_FAULT_CONTAIN
-				 ? ""
-				 : pku ? " (no key: page protection)" : " (key");
+			 m[i].mode == PMG_FAULT_CONTAIN ? ""
+			 : pku ? " (no key: page protection)"
+			       : " (key");
 		if (m[i].mode == PMG_FAULT_STRICT)
 			CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 		else
@@ -182,7 +185,8 @@ static void t_modes(void)
 				 WEXITSTATUS(st));
 	}
 	CHECK(ok, pages_intact(-1, 0));
-	tap_ok(ok, "a stray write into %s domain vd%02d in each mode: "
+	tap_ok(ok,
+	       "a stray write into %s domain vd%02d in each mode: "
 	       "SEGV_ACCERR with its address and domain, reported; strict "
 	       "aborts, contain undoes it, audit and relaxed let it through "
 	       "(in children: the parent's page unchanged)",
@@ -207,7 +211,8 @@ static void t_each(void)
 			r = probe(d[o], pg[o] + 16 + (size_t)i, PMG_WRITE);
 			if (r != 1) {
 				tap_diag("window on vd%02d: stray into vd%02d: "
-					 "%d", i, o, r);
+					 "%d",
+					 i, o, r);
 				ok = 0;
 			}
 			/* audit let it through: put the letter back */
@@ -239,14 +244,16 @@ static void t_each(void)
 	 * protection: that key is busy */
 	if (pku && ks0.keys_max > 0 && ks.evict)
 		CHECK(ok, ks.evictions - ks0.evictions >=
-				  (uint64_t)(N - ks0.keys_max) &&
-			  (ks0.keys_max < 2 ||
-			   ks.paged_windows == ks0.paged_windows));
+					  (uint64_t)(N - ks0.keys_max) &&
+				  (ks0.keys_max < 2 ||
+				   ks.paged_windows == ks0.paged_windows));
 	else if (pku)
 		CHECK(ok, ks.paged_windows - ks0.paged_windows >= 1);
-	tap_ok(ok, "a write window on each of %d domains in turn writes its "
+	tap_ok(ok,
+	       "a write window on each of %d domains in turn writes its "
 	       "page; a stray write into others meanwhile is caught (right "
-	       "domain, address, key, si_code)%s", N,
+	       "domain, address, key, si_code)%s",
+	       N,
 	       pku ? (ks0.keys_max ? "; virtual ones got keys by eviction"
 				   : "; PMGUARD_KEYS=0: page-protection "
 				     "windows")
@@ -258,7 +265,7 @@ static void t_each(void)
 		CHECK(ok, pmg_close(d[i], PMG_WRITE) == 0);
 	}
 	tap_ok(pages_intact(-1, 0), "every page holds exactly what its "
-	       "windows wrote, no other byte changed");
+				    "windows wrote, no other byte changed");
 }
 
 /* ---- PKU only ---- */
@@ -304,9 +311,10 @@ static void t_threads(void)
 
 	if (!pku || !ks0.keys_max) {
 		tap_skip("a virtual domain's window, once keyed, is "
-			 "thread-local", pku ? "PMGUARD_KEYS=0: no key to take"
-					      : "mprotect: windows are "
-						"process-wide");
+			 "thread-local",
+			 pku ? "PMGUARD_KEYS=0: no key to take"
+			     : "mprotect: windows are "
+			       "process-wide");
 		tap_skip("a domain with a window open in another thread keeps "
 			 "its key through every eviction",
 			 pku ? "PMGUARD_KEYS=0" : "mprotect: no keys");
@@ -324,9 +332,11 @@ static void t_threads(void)
 	CHECK(ok, (intptr_t)res == 1);
 	CHECK(ok, probe(d[vi], pg[vi] + 56, PMG_WRITE) == 0);
 	CHECK(ok, pmg_close(d[vi], PMG_WRITE) == 0);
-	tap_ok(ok, "a window on virtual domain vd%02d gets it a key and is "
+	tap_ok(ok,
+	       "a window on virtual domain vd%02d gets it a key and is "
 	       "thread-local: another thread's write faults (SEGV_PKUERR), "
-	       "the window's own goes through", vi);
+	       "the window's own goes through",
+	       vi);
 
 	ok = 1;
 	for (h.i = 0; h.i < N && pmg_domain_key(d[h.i]) < 0; h.i++)
@@ -345,9 +355,11 @@ static void t_threads(void)
 	pthread_join(t, NULL);
 	CHECK(ok, h.wrote_ok);
 	probe_end();
-	tap_ok(ok, "vd%02d, with a window open in another thread, keeps key "
+	tap_ok(ok,
+	       "vd%02d, with a window open in another thread, keeps key "
 	       "%d through windows on the %d others (evictions pass it over); "
-	       "that thread's write goes through", h.i, h.key, N - 1);
+	       "that thread's write goes through",
+	       h.i, h.key, N - 1);
 	/* the probes' bytes back */
 	for (i = 0; i < N; i++) {
 		pmg_open(d[i], PMG_WRITE);
@@ -402,10 +414,12 @@ static void t_all_busy(void)
 	while (n)
 		CHECK(ok, pmg_close(d[open[--n]], PMG_WRITE) == 0);
 	probe_end();
-	tap_ok(ok, "%d keys each held by a window: a window on virtual "
+	tap_ok(ok,
+	       "%d keys each held by a window: a window on virtual "
 	       "vd%02d is a page-protection one (stats.paged_windows +1), "
 	       "process-wide (another thread's write goes through); after it "
-	       "closes a stray write faults (SEGV_ACCERR)", a.keys_held, vi);
+	       "closes a stray write faults (SEGV_ACCERR)",
+	       a.keys_held, vi);
 	for (i = 0; i < N; i++) {
 		pmg_open(d[i], PMG_WRITE);
 		memset(pg[i], 'a' + i % 26, PAGE);
@@ -522,7 +536,8 @@ static void t_race(void)
 		 (unsigned long long)(b.raced - a.raced));
 	CHECK(ok, (intptr_t)res > 0 && race_faults == 0);
 	CHECK(ok, pages_intact(-1, 0));
-	tap_ok(ok, "windows on vd00 in one thread racing evictions in "
+	tap_ok(ok,
+	       "windows on vd00 in one thread racing evictions in "
 	       "another: %d faults on vd00 (want 0), every byte in place",
 	       race_faults);
 }
@@ -556,9 +571,11 @@ static void t_delete(void)
 	CHECK(ok, b.evictions == a.evictions && b.assigned == a.assigned + 1);
 	/* back: a new domain for that page */
 	CHECK(ok, pmg_domain_new(&d[keyed], "vd-again", 0) == 0 &&
-		  pmg_protect(d[keyed], pg[keyed], PAGE) == 0);
-	tap_ok(ok, "vd%02d deleted: its key goes to virtual vd%02d's window "
-	       "with no eviction", keyed, virt);
+			  pmg_protect(d[keyed], pg[keyed], PAGE) == 0);
+	tap_ok(ok,
+	       "vd%02d deleted: its key goes to virtual vd%02d's window "
+	       "with no eviction",
+	       keyed, virt);
 }
 
 int main(void)
@@ -575,8 +592,9 @@ int main(void)
 	setup();
 	pmg_key_stats_get(&ks0);
 	tap_diag("%d domains, %d keyed, %d keys held, PMGUARD_KEYS %d, "
-		 "eviction %s", ks0.domains, ks0.keyed, ks0.keys_held,
-		 ks0.keys_max, ks0.evict ? "possible" : "not possible");
+		 "eviction %s",
+		 ks0.domains, ks0.keyed, ks0.keys_held, ks0.keys_max,
+		 ks0.evict ? "possible" : "not possible");
 	t_created();
 	t_modes();
 	t_each();
@@ -605,9 +623,11 @@ int main(void)
 		waitpid(st, &st, 0);
 		CHECK(ok, WIFEXITED(st) && WEXITSTATUS(st) == 0);
 		CHECK(ok, pmg_close(d[N - 1], PMG_WRITE) == 0);
-		tap_ok(ok, "fork inside a window on vd%02d: the child's copy is "
+		tap_ok(ok,
+		       "fork inside a window on vd%02d: the child's copy is "
 		       "closed (its close -EPERM), its own windows work; the "
-		       "parent's close succeeds", N - 1);
+		       "parent's close succeeds",
+		       N - 1);
 	}
 	{
 		int ok = 1;

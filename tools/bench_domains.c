@@ -233,14 +233,16 @@ out:
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: pmguard bench domains [--json] [--domains N] "
-		   "[--pairs N]\n"
-		   "  many domains, each on its own mapping (100 and 1000 by "
-		   "default): a window on\n  a domain that holds a key vs the "
-		   "classic window, a window that must take\n  a key from "
-		   "another domain, a stray write into each caught; medians of "
-		   "%d rounds\n  of N pairs (default 200000 on PKU, 20000 on "
-		   "mprotect)\n", ROUNDS);
+	fprintf(f,
+		"usage: pmguard bench domains [--json] [--domains N] "
+		"[--pairs N]\n"
+		"  many domains, each on its own mapping (100 and 1000 by "
+		"default): a window on\n  a domain that holds a key vs the "
+		"classic window, a window that must take\n  a key from "
+		"another domain, a stray write into each caught; medians of "
+		"%d rounds\n  of N pairs (default 200000 on PKU, 20000 on "
+		"mprotect)\n",
+		ROUNDS);
 }
 
 int cmd_bench_domains(int argc, char **argv)
@@ -249,10 +251,18 @@ int cmd_bench_domains(int argc, char **argv)
 	unsigned long long nd = 0, pairs = 0;
 	const struct cli_opt opts[] = {
 		{ .name = "--json", .kind = CLI_FLAG, .out = &json },
-		{ .name = "--domains", .kind = CLI_COUNT, .lo = 2,
-		  .hi = PMG_DOMAINS_MAX - 2, .out = &nd, .seen = &seen_n },
-		{ .name = "--pairs", .kind = CLI_COUNT, .lo = 1,
-		  .hi = 100000000, .out = &pairs, .seen = &seen_p },
+		{ .name = "--domains",
+		  .kind = CLI_COUNT,
+		  .lo = 2,
+		  .hi = PMG_DOMAINS_MAX - 2,
+		  .out = &nd,
+		  .seen = &seen_n },
+		{ .name = "--pairs",
+		  .kind = CLI_COUNT,
+		  .lo = 1,
+		  .hi = 100000000,
+		  .out = &pairs,
+		  .seen = &seen_p },
 		{ .name = NULL },
 	};
 	const struct cli_verb verb = { "bench domains", opts, usage, NULL,
@@ -288,7 +298,8 @@ int cmd_bench_domains(int argc, char **argv)
 		json_int(&j, "rounds", ROUNDS);
 		json_u64(&j, "pairs_per_round", pairs);
 		if (!pku)
-			json_str(&j, "note", "mprotect: no hardware keys, every "
+			json_str(&j, "note",
+				 "mprotect: no hardware keys, every "
 				 "domain is page-protected; no eviction, no "
 				 "floor");
 		json_arr(&j, "results");
@@ -309,11 +320,10 @@ int cmd_bench_domains(int argc, char **argv)
 			} else {
 				json_null(&j, "floor_ns_per_pair");
 			}
-			json_num(&j, "round_robin_ns_per_pair",
-				 fg[i].evicting, 1);
+			json_num(&j, "round_robin_ns_per_pair", fg[i].evicting,
+				 1);
 			json_u64(&j, "round_robin_evictions", fg[i].evictions);
-			json_u64(&j, "round_robin_paged_windows",
-				 fg[i].paged);
+			json_u64(&j, "round_robin_paged_windows", fg[i].paged);
 			json_int(&j, "strays", fg[i].n);
 			json_int(&j, "strays_caught", fg[i].caught);
 			json_int(&j, "strays_misattributed", fg[i].wrong);
@@ -324,8 +334,9 @@ int cmd_bench_domains(int argc, char **argv)
 		json_finish(&j);
 	} else {
 		printf("backend: %s%s\n", pmg_backend_name(pmg_backend()),
-		       pku ? "" : " (no hardware keys: every domain "
-				  "page-protected, no eviction)");
+		       pku ? ""
+			   : " (no hardware keys: every domain "
+			     "page-protected, no eviction)");
 		for (i = 0; i < nc; i++) {
 			printf("%d domains, a mapping each (%d held a key at "
 			       "start, %d keys held), median of %d rounds:\n",
@@ -333,20 +344,23 @@ int cmd_bench_domains(int argc, char **argv)
 			printf("  base      %10.2f ns  (one domain live)\n",
 			       fg[i].base);
 			printf("  %-9s %10.2f ns  (%.2fx base%s)\n",
-			       pku ? "keyed" : "one of N",
-			       fg[i].keyed_ns, fg[i].keyed_ns / fg[i].base,
+			       pku ? "keyed" : "one of N", fg[i].keyed_ns,
+			       fg[i].keyed_ns / fg[i].base,
 			       pku ? "; a domain holding a key" : "");
 			if (pku)
 				printf("  floor     %10.2f ns  (two bare WRPKRU; "
-				       "keyed %.2fx)\n", fg[i].floor,
+				       "keyed %.2fx)\n",
+				       fg[i].floor,
 				       fg[i].keyed_ns / fg[i].floor);
 			printf("  round robin %8.1f ns  (%llu evictions, %llu "
-			       "page-protection windows)\n", fg[i].evicting,
+			       "page-protection windows)\n",
+			       fg[i].evicting,
 			       (unsigned long long)fg[i].evictions,
 			       (unsigned long long)fg[i].paged);
 			printf("  strays    %d of %d caught (%d misattributed), "
-			       "%.0f ns each, bytes %s\n", fg[i].caught,
-			       fg[i].n, fg[i].wrong, fg[i].stray_ns,
+			       "%.0f ns each, bytes %s\n",
+			       fg[i].caught, fg[i].n, fg[i].wrong,
+			       fg[i].stray_ns,
 			       fg[i].intact ? "intact" : "CHANGED");
 		}
 	}

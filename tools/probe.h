@@ -108,9 +108,8 @@ static inline int probe(struct pmg_domain *d, volatile char *p, int acc)
 		       "(want %p), access %d (want %d), key %d (want %d), "
 		       "si_code %d (want %d), domain %s\n",
 		       probe_log.strays - before, probe_log.addr, (void *)p,
-		       probe_log.access, acc, probe_log.key,
-		       pmg_domain_key(d), probe_log.si_code,
-		       probe_si_code_for(d),
+		       probe_log.access, acc, probe_log.key, pmg_domain_key(d),
+		       probe_log.si_code, probe_si_code_for(d),
 		       probe_log.domain == d ? "right" : "WRONG");
 		return -1;
 	}

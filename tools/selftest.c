@@ -475,8 +475,8 @@ static int run_all_keys(void)
 	CHECK(ok, n >= 1);
 	if (pku) {
 		CHECK(ok, rc == -ENOSPC);
-		CHECK(ok, strstr(pmg_errormsg(), "no protection key for") !=
-				  NULL);
+		CHECK(ok,
+		      strstr(pmg_errormsg(), "no protection key for") != NULL);
 	} else {
 		CHECK(ok, n == 16 && rc == 0);
 	}
