@@ -451,6 +451,16 @@ PMG_API int _pmg_close_slow(struct pmg_domain *d, int acc)
 	 * key does not move while one is open */
 	if (_pmg_fast && keyed(d))
 		return _pmg_close_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
+	if (_pmg_fast && __atomic_load_n(&x->hw, __ATOMIC_ACQUIRE)) {
+		/* _key 0 with a key held: an eviction is trying the domain
+		 * (keys.c) and, finding this window, gives the key back;
+		 * it does so under the lock: look again after it */
+		pthread_mutex_lock(&_pmg.lock);
+		pthread_mutex_unlock(&_pmg.lock);
+		if (keyed(d))
+			return _pmg_close_edge(d, acc, _pmg_rdpkru,
+					       _pmg_wrpkru);
+	}
 	return paged_edge(x, acc, EDGE_CLOSE, caller);
 }
 
