@@ -137,6 +137,10 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 	/* PKU: a key if one is free (a pinned domain takes one from
 	 * another domain if it must); else virtual, page protection */
 	if (_pmg.prim->thread_local) {
+		char msg[PMG_ERRMSG_MAX];
+
+		/* virtual is success: the message stays as it was */
+		_pmg_err_save(msg, sizeof(msg));
 		rc = _pmg_key_get(d, d->pinned);
 		if (rc && (rc != -ENOSPC || d->pinned)) {
 			d->h = NULL;
@@ -144,6 +148,8 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 			__atomic_store_n(&h->_self, NULL, __ATOMIC_RELEASE);
 			goto out;
 		}
+		if (rc)
+			_pmg_err_restore(msg);
 		rc = 0;
 	}
 	if (flags & PMG_DOMAIN_NOACCESS)

@@ -421,11 +421,16 @@ PMG_API int _pmg_open_slow(struct pmg_domain *d, int acc)
 	/* a virtual domain: a key, unless page-protection windows are open
 	 * on it (they stay process-wide until the last closes) */
 	if (!x->hw && !x->gw && !x->gr) {
+		char msg[PMG_ERRMSG_MAX];
+
+		_pmg_err_save(msg, sizeof(msg));
 		rc = _pmg_key_get(x, true);
 		if (rc && rc != -ENOSPC) {
 			pthread_mutex_unlock(&_pmg.lock);
 			return rc;
 		}
+		if (rc) /* no key: a page-protection window, no failure */
+			_pmg_err_restore(msg);
 	}
 	if (x->hw) {
 		pthread_mutex_unlock(&_pmg.lock);
