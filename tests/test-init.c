@@ -100,8 +100,7 @@ static int message_child(void *arg)
 	if (pmg_domain_new(&d, "init-msg", 0))
 		return 2;
 	if (pmg_backend() != PMG_BACKEND_MPROTECT &&
-	    !(pmg_backend() == PMG_BACKEND_PKU &&
-	      pmg_domain_key(d) == -ENOKEY))
+	    !(pmg_backend() == PMG_BACKEND_PKU && pmg_domain_key(d) == -ENOKEY))
 		return 3;
 	if (pmg_open(d, PMG_WRITE) || pmg_close(d, PMG_WRITE))
 		return 5;
@@ -137,9 +136,11 @@ int main(void)
 			       : "");
 	}
 	st = tap_child(message_child, NULL);
-	tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a successful "
+	tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "a successful "
 	       "pmg_domain_new() (with pmg_init() falling back from PKU to "
 	       "mprotect, or, every key taken, a virtual domain on PKU) and a "
-	       "window on it leave pmg_errormsg() as it was (status %#x)", st);
+	       "window on it leave pmg_errormsg() as it was (status %#x)",
+	       st);
 	return tap_done();
 }
