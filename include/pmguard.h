@@ -216,9 +216,9 @@ struct pmg_domain *pmg_lookup(const void *addr, void **base, size_t *len);
 /*
  * private: per-thread window counts per hardware key, one cache line.
  * w[0] counts the nested signal-handler contexts with windows (window.c);
- * r[0] is nonzero once the thread is known to the library (its counts
+ * r[0] bit 0 is set once the thread is known to the library (its counts
  * are then seen by key eviction): until then pmg_open() goes the slow
- * way once.
+ * way once; bit 1: the thread may hold page-protection windows.
  */
 struct _pmg_ws {
 	uint16_t w[16];
@@ -291,7 +291,7 @@ _PMG_INLINE int _pmg_open_edge(struct pmg_domain *d, int acc,
 	if (__builtin_expect(d->_self != d, 0))
 		return _pmg_bad_handle(d, acc);
 	/* no key now (virtual), or a thread the library has not seen */
-	if (__builtin_expect(k - 1 >= 15 || !t->r[0], 0))
+	if (__builtin_expect(k - 1 >= 15 || !(t->r[0] & 1), 0))
 		return _pmg_open_slow(d, acc);
 	n = acc ? &t->w[k] : &t->r[k];
 	w = t->w[k];

@@ -103,6 +103,11 @@ extern int _pmg_noaccess_domains;	/* live PMG_DOMAIN_NOACCESS domains */
 int _pmg_key_get(struct _pmg_dom *d, bool pinned);
 /* @d is deleted: its key goes back to the kernel. */
 void _pmg_key_put(struct _pmg_dom *d);
+/* _pmg_tls.r[0]: the thread is registered (keys.c), may hold
+ * page-protection windows (window.c: its thread-exit path takes the lock
+ * only then) */
+#define _PMG_TLS_REG 1u
+#define _PMG_TLS_PAGED 2u
 /* Make the calling thread's window counts known (PKU; takes the lock). */
 int _pmg_thread_register(void);
 /* The calling thread ends: forgotten (takes the lock). */

@@ -108,7 +108,7 @@ int _pmg_thread_register(void)
 	struct _pmg_ws *t = &_pmg_tls;
 	int rc = 0;
 
-	if (t->r[0])
+	if (t->r[0] & _PMG_TLS_REG)
 		return 0;
 	pthread_mutex_lock(&_pmg.lock);
 	if (nthreads == capthreads) {
@@ -125,7 +125,7 @@ int _pmg_thread_register(void)
 		capthreads = n;
 	}
 	threads[nthreads++] = t;
-	__atomic_store_n(&t->r[0], 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->r[0], t->r[0] | _PMG_TLS_REG, __ATOMIC_RELEASE);
 out:
 	pthread_mutex_unlock(&_pmg.lock);
 	if (!rc)
@@ -138,7 +138,7 @@ void _pmg_thread_unregister(void)
 	struct _pmg_ws *t = &_pmg_tls;
 	size_t i;
 
-	if (!t->r[0])
+	if (!(t->r[0] & _PMG_TLS_REG))
 		return;
 	pthread_mutex_lock(&_pmg.lock);
 	for (i = 0; i < nthreads; i++)
@@ -146,7 +146,7 @@ void _pmg_thread_unregister(void)
 			threads[i] = threads[--nthreads];
 			break;
 		}
-	__atomic_store_n(&t->r[0], 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->r[0], t->r[0] & ~_PMG_TLS_REG, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&_pmg.lock);
 }
 

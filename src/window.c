@@ -125,12 +125,18 @@ static struct twin *twin_of(int id, bool add)
 		captwins = n;
 	}
 	twins[ntwins] = (struct twin){ .t = me, .id = id };
-	return &twins[ntwins++];
+	__atomic_store_n(&ntwins, ntwins + 1, __ATOMIC_RELAXED);
+	return &twins[ntwins - 1];
 }
 
+/* ntwins: atomic stores (the lock held), as a thread that ends looks at
+ * it without the lock (_pmg_release_windows()) */
 static void twin_drop(struct twin *e)
 {
-	*e = twins[--ntwins];
+	size_t n = ntwins - 1;
+
+	*e = twins[n];
+	__atomic_store_n(&ntwins, n, __ATOMIC_RELAXED);
 }
 
 /* Does the calling thread hold a page-protection window?  Lock held. */
@@ -191,10 +197,12 @@ static int paged_edge_locked(struct _pmg_dom *d, int acc, enum edge edge)
 	if (open && acc && _pmg_lazy && _pmg_lazy_prepare(d->id))
 		return _pmg_err(-ENOMEM, "pmg_open: out of memory for the "
 					 "lazy window's record");
-	if (open)
+	if (open) {
 		++*n;
-	else
+		_pmg_tls.r[0] |= _PMG_TLS_PAGED; /* its exit looks here */
+	} else {
 		--*n;
+	}
 	before = _pmg_process_rights(d);
 	__atomic_store_n(g, open ? *g + 1 : *g - 1, __ATOMIC_RELAXED);
 	after = _pmg_process_rights(d);
@@ -295,7 +303,7 @@ void _pmg_windows_fork_child(void)
 {
 	int id;
 
-	ntwins = 0;
+	__atomic_store_n(&ntwins, 0, __ATOMIC_RELAXED);
 	for (id = 1; id < PMG_DOM_MAX; id++) {
 		struct _pmg_dom *d = &_pmg.dom[id];
 
@@ -332,12 +340,14 @@ void _pmg_release_windows(void)
 		;
 	if (k < PMG_NR_KEYS)
 		any = true;
-	if (!any && __atomic_load_n(&ntwins, __ATOMIC_RELAXED)) {
-		/* a racy look: another thread's entries are not ours, an
-		 * entry of ours is only ever added by this thread */
+	/* page-protection windows: only a thread that opened one looks
+	 * (the lock) */
+	if (!any && (t->r[0] & _PMG_TLS_PAGED)) {
 		pthread_mutex_lock(&_pmg.lock);
 		any = twin_mine();
 		pthread_mutex_unlock(&_pmg.lock);
+		if (!any)
+			t->r[0] &= (uint16_t)~_PMG_TLS_PAGED;
 	}
 	if (!any) {
 		t->w[0] = 0;
@@ -362,6 +372,7 @@ void _pmg_release_windows(void)
 	}
 	n += paged_release(gone + n,
 			   (unsigned)(sizeof(gone) / sizeof(gone[0])) - n);
+	t->r[0] &= (uint16_t)~_PMG_TLS_PAGED;
 	t->w[0] = 0;
 	pthread_mutex_unlock(&_pmg.lock);
 	_pmg_thread_unregister();
@@ -408,7 +419,7 @@ PMG_API int _pmg_open_slow(struct pmg_domain *d, int acc)
 	if (!_pmg_fast)
 		return paged_edge(x, acc, EDGE_OPEN, caller);
 	/* the thread's counts known first: then no key moves under them */
-	if (!_pmg_tls.r[0] && (rc = _pmg_thread_register()))
+	if (!(_pmg_tls.r[0] & _PMG_TLS_REG) && (rc = _pmg_thread_register()))
 		return rc;
 	if (keyed(d))
 		return _pmg_open_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
