@@ -167,17 +167,25 @@ int pmg_ws_close(struct pmg_ws *ws, unsigned key, unsigned acc)
  */
 void pmg_core_fault_decide(struct pmg_core *c, struct pmg_fault *f)
 {
-	struct pmg_core_key *e;
-	unsigned saved, grant;
-	pmg_core_fault_cb cb;
-
 	f->new_pkval = f->saved_pkval;
 	if (f->key == PMG_KEY_DEFAULT || f->key >= PMG_NR_KEYS ||
 	    !c->key[f->key].used) {
 		f->action = PMG_ACT_NOT_OURS;
 		return;
 	}
-	e = &c->key[f->key];
+	pmg_core_fault_decide_entry(&c->key[f->key], f);
+}
+
+void pmg_core_fault_decide_entry(struct pmg_core_key *e, struct pmg_fault *f)
+{
+	unsigned saved, grant;
+	pmg_core_fault_cb cb;
+
+	f->new_pkval = f->saved_pkval;
+	if (!e->used || f->key == PMG_KEY_DEFAULT || f->key >= PMG_NR_KEYS) {
+		f->action = PMG_ACT_NOT_OURS;
+		return;
+	}
 	saved = pmg_pkval_rights(f->saved_pkval, f->key);
 
 	if (!f->no_sync && saved != e->dflt &&

@@ -166,6 +166,9 @@ struct pmg_fault {
 	bool no_sync;		/* the port's saved register is never stale:
 				   skip the sync step (the kernel's PKRS, the
 				   mprotect backend's page protection) */
+	int dom;		/* port's own: the consumer behind the key
+				   (user space: the domain's number, which
+				   may hold no key at all) */
 };
 
 #define PMG_KEY_NAME_MAX 32
@@ -204,6 +207,9 @@ int pmg_ws_open(struct pmg_ws *ws, unsigned key, unsigned acc);
 int pmg_ws_close(struct pmg_ws *ws, unsigned key, unsigned acc);
 
 void pmg_core_fault_decide(struct pmg_core *c, struct pmg_fault *f);
+/* The same for the consumer @e, whatever table holds it (user space:
+ * more domains than keys); f->key names the register field. */
+void pmg_core_fault_decide_entry(struct pmg_core_key *e, struct pmg_fault *f);
 
 const char *pmg_mode_name(unsigned mode);
 int pmg_mode_parse(const char *s);

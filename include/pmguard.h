@@ -82,37 +82,65 @@ const char *pmg_version(void);
 
 /** Domain flags. */
 #define PMG_DOMAIN_NOACCESS	(1u << 0)	/* no reads outside windows */
+#define PMG_DOMAIN_PINNED	(1u << 1)	/* PKU: a hardware key for life */
 
 /**
- * struct pmg_domain - a protection domain (one protection key).
+ * struct pmg_domain - a protection domain.
  *
  * Opaque: the fields are read by the inline window code below and are not
  * part of the API.  Create with pmg_domain_new(), free with
- * pmg_domain_delete().
+ * pmg_domain_delete().  The library allocates every handle: fields are
+ * only ever appended (0.1 ends at _self), so code compiled against an
+ * older header keeps reading the fields it knows at their places.
+ *
+ * On PKU a domain holds a hardware key (1..15) or, when more domains
+ * exist than keys, none: a "virtual" domain, kept by page protection;
+ * a window on it gets it a key (pmguard(7), "Virtual domains").  _key and
+ * the register bits change only under the library lock, the bits before
+ * _key (release); the inline code reads _key with acquire.
  */
 struct pmg_domain {
-	int _key;		/* protection key, 1..15; 0 once deleted */
+	int _key;		/* PKU: its hardware key 1..15; 0 while it
+				   holds none, on mprotect, once deleted */
 	uint32_t _mask;		/* the key's two register bits */
 	uint32_t _rd_bits;	/* register bits with a read window open */
 	uint32_t _dflt_bits;	/* register bits with no window open */
 	const struct pmg_domain *_self;	/* this handle's address while it
 					   is live: a copy's is not its own */
+	/* 0.2 (issue 24) */
+	int _id;		/* the domain's number, 1..PMG_DOMAINS_MAX-1 */
+	uint32_t _ref;		/* a window opened since the last eviction
+				   scan (the clock bit: set inline) */
+	uintptr_t _reserved[4];
 };
 
+/** The most domains that can live at once (pmg_domain_new(): -ENOSPC). */
+#define PMG_DOMAINS_MAX	4096
+
 /**
- * pmg_domain_new() - create a domain and allocate its protection key.
+ * pmg_domain_new() - create a domain.
  * @dp:    where the handle goes
  * @name:  1..31 printable characters, unique among live domains
- * @flags: 0 (write-disabled outside windows) or PMG_DOMAIN_NOACCESS
+ * @flags: 0 (write-disabled outside windows), PMG_DOMAIN_NOACCESS,
+ *         PMG_DOMAIN_PINNED
  *
- * The calling thread and every thread created later see the default rights
- * at once; threads that already exist pick them up on their first access.
+ * On PKU the domain gets a hardware key if one can be had (a free one, up
+ * to PMGUARD_KEYS held by pmguard); otherwise it is virtual: its ranges
+ * are kept by page protection until a window opens on it, which gets it a
+ * key, evicting the least recently windowed domain that has no window
+ * open (pmguard(7), "Virtual domains").  PMG_DOMAIN_PINNED asks for a key
+ * now and for life (never evicted; the domain's windows are always
+ * thread-local and AS-safe): -ENOSPC if none can be had.  On the mprotect
+ * backend every domain is kept by page protection and PMG_DOMAIN_PINNED
+ * changes nothing.  The calling thread and every thread created later see
+ * the default rights at once; threads that already exist pick them up on
+ * their first access.
  * Returns 0, -EINVAL (bad name or flags, or a bad PMGUARD_* value at the
- * implicit pmg_init()), -EEXIST (name in use), -ENOSPC (no protection key
- * left: the message says how many exist and who holds them), -ENOTSUP
- * (PMGUARD_BACKEND=pku where PKU is missing), -ENOMEM, -EBUSY (the kernel
- * gave a key pmguard cannot use), or another pkey_alloc() error.  Not
- * AS-safe.
+ * implicit pmg_init()), -EEXIST (name in use), -ENOSPC (PMG_DOMAINS_MAX
+ * domains live, or PMG_DOMAIN_PINNED and no key to be had: the message
+ * says how many exist and who holds them), -ENOTSUP (PMGUARD_BACKEND=pku
+ * where PKU is missing), -ENOMEM, -EBUSY (the kernel gave a key pmguard
+ * cannot use), or another pkey_alloc() error.  Not AS-safe.
  */
 int pmg_domain_new(struct pmg_domain **dp, const char *name, unsigned flags);
 
@@ -130,7 +158,14 @@ int pmg_domain_new(struct pmg_domain **dp, const char *name, unsigned flags);
  */
 int pmg_domain_delete(struct pmg_domain **dp);
 
-/** The protection key of @d (1..15), or -EINVAL.  AS-safe. */
+/**
+ * pmg_domain_key() - on PKU the hardware key @d holds now (1..15), or
+ * -ENOKEY when it holds none (a virtual domain: page protection); on the
+ * mprotect backend the domain's number (1..PMG_DOMAINS_MAX-1; no hardware
+ * key), as struct pmg_fault_info.key reports it.  -EINVAL: not a live
+ * domain.  A virtual domain's key changes as windows open on it and on
+ * others: the answer is a snapshot.  AS-safe.
+ */
 int pmg_domain_key(const struct pmg_domain *d);
 
 /** The name of @d, or NULL.  AS-safe. */
@@ -178,7 +213,13 @@ struct pmg_domain *pmg_lookup(const void *addr, void **base, size_t *len);
 #define PMG_READ	0	/* reads of a PMG_DOMAIN_NOACCESS domain */
 #define PMG_WRITE	1	/* reads and writes */
 
-/* private: per-thread window counts, one cache line */
+/*
+ * private: per-thread window counts per hardware key, one cache line.
+ * w[0] counts the nested signal-handler contexts with windows (window.c);
+ * r[0] bit 0 is set once the thread is known to the library (its counts
+ * are then seen by key eviction): until then pmg_open() goes the slow
+ * way once; bit 1: the thread may hold page-protection windows.
+ */
 struct _pmg_ws {
 	uint16_t w[16];
 	uint16_t r[16];
@@ -195,6 +236,7 @@ int _pmg_overflow(struct pmg_domain *d);
 int _pmg_bad_handle(struct pmg_domain *d, int acc);
 int _pmg_ctx_open(struct pmg_domain *d, int acc, uint32_t reg);
 bool _pmg_ctx_close(struct pmg_domain *d, int acc);
+int _pmg_open_raced(struct pmg_domain *d, int acc, unsigned key);
 
 #define _PMG_INLINE static inline __attribute__((always_inline))
 
@@ -240,14 +282,20 @@ _PMG_INLINE int _pmg_open_edge(struct pmg_domain *d, int acc,
 			       uint32_t (*rd)(void), void (*wr)(uint32_t))
 {
 	struct _pmg_ws *t = &_pmg_tls;
-	unsigned k = (unsigned)d->_key;
-	uint16_t *n = acc ? &t->w[k] : &t->r[k];
-	unsigned w = t->w[k], r = t->r[k];
+	unsigned k = (unsigned)__atomic_load_n(&d->_key, __ATOMIC_ACQUIRE);
+	uint16_t *n;
+	unsigned w, r;
 	uint32_t v, nv;
 
 	/* a copy or a forged struct: not at the address it names */
 	if (__builtin_expect(d->_self != d, 0))
 		return _pmg_bad_handle(d, acc);
+	/* no key now (virtual), or a thread the library has not seen */
+	if (__builtin_expect(k - 1 >= 15 || !(t->r[0] & 1), 0))
+		return _pmg_open_slow(d, acc);
+	n = acc ? &t->w[k] : &t->r[k];
+	w = t->w[k];
+	r = t->r[k];
 	v = rd();
 	if (__builtin_expect(w | r, 0)) {
 		/* nested: check the register still holds our windows */
@@ -263,6 +311,20 @@ _PMG_INLINE int _pmg_open_edge(struct pmg_domain *d, int acc,
 	}
 	if (nv != v)
 		wr(nv);
+	if (__builtin_expect(!d->_ref, 0))
+		d->_ref = 1;
+	/*
+	 * The key may have been taken from the domain between the first
+	 * read and the count (key eviction, pmguard(7)): the evictor
+	 * clears _key, waits for every thread to pass a barrier
+	 * (membarrier), then reads the counts; so either it saw ours, or
+	 * this read sees the change.  The edge is then undone.
+	 */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (__builtin_expect(__atomic_load_n(&d->_key, __ATOMIC_RELAXED) !=
+				     (int)k,
+			     0))
+		return _pmg_open_raced(d, acc, k);
 	return 0;
 }
 
@@ -311,16 +373,25 @@ _PMG_INLINE bool _pmg_valid(const struct pmg_domain *d, int acc)
  * through pmguard's pthread_create wrapper (the default).  @d must be the
  * handle pmg_domain_new() gave: a copy of it, or a struct made by hand,
  * is refused with -EINVAL on both backends.
+ * A virtual domain (PKU, no key now) first gets a key, evicting another
+ * domain's if none is free: the lock, a membarrier(2) and a
+ * pkey_mprotect(2) per range of the two domains; when no key can be had
+ * (every keyed domain has a window open, is pinned, or PMGUARD_KEYS is
+ * 0) the window is a page-protection one, process-wide as on the mprotect
+ * backend (counted in pmg_key_stats_get()).  A thread's first window goes
+ * through the library once (the lock) to make its counts known.
  * Returns 0, -EINVAL (bad domain or kind), -EOVERFLOW (nesting too deep,
- * or more than 16 nested signal handlers with windows), and on mprotect
- * what mprotect() returned (the edge is then undone).  AS-safe on PKU (a
- * window opened in a signal handler is that handler's own; the
- * interrupted context's rights come back when it returns); not AS-safe on
- * mprotect, where it takes the library lock.
+ * or more than 16 nested signal handlers with windows), -ENOMEM, and for
+ * page protection what mprotect() returned (the edge is then undone).
+ * AS-safe on PKU for a domain that holds a key (PMG_DOMAIN_PINNED: always)
+ * in a thread that has opened a window before (a window opened in a
+ * signal handler is that handler's own; the interrupted context's rights
+ * come back when it returns); otherwise not AS-safe: it takes the library
+ * lock.
  */
 static inline int pmg_open(struct pmg_domain *d, int acc)
 {
-	if (__builtin_expect(!_pmg_fast || !_pmg_valid(d, acc), 0))
+	if (__builtin_expect(!_pmg_fast || !d || (acc & ~1), 0))
 		return _pmg_open_slow(d, acc);
 	return _pmg_open_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
 }
@@ -443,15 +514,19 @@ struct pmg_fault_info {
 	void *addr;			/* faulting address */
 	void *ip;			/* faulting instruction */
 	struct pmg_domain *domain;	/* domain of the address */
-	int key;			/* its protection key */
+	int key;			/* pmg_domain_key() of the domain as
+					   the fault was handled: PKU its
+					   key, or -ENOKEY (virtual: page
+					   protection); mprotect its number */
 	int access;			/* PMG_READ or PMG_WRITE */
 	uint32_t pkru;			/* interrupted register (emulated
 					   on mprotect) */
 	pid_t tid;			/* faulting thread */
 	int mode;			/* enum pmg_fault_mode in force */
 	int action;			/* enum pmg_fault_action (observers) */
-	int si_code;			/* SEGV_PKUERR (PKU) or SEGV_ACCERR
-					   (mprotect) */
+	int si_code;			/* SEGV_PKUERR (a key) or SEGV_ACCERR
+					   (page protection: mprotect, or a
+					   virtual domain on PKU) */
 };
 
 /**
@@ -528,6 +603,33 @@ struct pmg_stats {
 
 /** Read the counters.  0 or -EINVAL.  AS-safe. */
 int pmg_stats_get(struct pmg_stats *st);
+
+/**
+ * struct pmg_key_stats - domains and hardware keys (pmguard(7), "Virtual
+ * domains").  Gauges are now; counters since start or pmg_stats_reset().
+ */
+struct pmg_key_stats {
+	int domains;		/* live domains */
+	int keyed;		/* ... holding a hardware key now (PKU) */
+	int pinned;		/* ... PMG_DOMAIN_PINNED or kept (below) */
+	int keys_held;		/* hardware keys pmguard holds (keyed
+				   domains and reserved keys) */
+	int keys_max;		/* PMGUARD_KEYS: the most it takes */
+	bool evict;		/* eviction possible (PKU, membarrier(2)) */
+	uint64_t assigned;	/* keys given to a virtual domain */
+	uint64_t evictions;	/* domains that lost their key to another */
+	uint64_t evict_busy;	/* victims passed over: a window, a single
+				   step or a fault handler on their key */
+	uint64_t paged_windows;	/* windows on a virtual domain that got
+				   no key: process-wide page protection */
+	uint64_t raced;		/* inline opens that met an eviction */
+	uint64_t kept;		/* domains kept on their key for good: a
+				   relaxed-mode or callback grant left a
+				   thread with rights on it */
+};
+
+/** Fill @st.  0 or -EINVAL.  Not AS-safe (the library lock). */
+int pmg_key_stats_get(struct pmg_key_stats *st);
 
 /** Zero the counters and the audit site table.  Not AS-safe. */
 void pmg_stats_reset(void);

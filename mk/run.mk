@@ -46,7 +46,8 @@ RUN_TEST_BINS += $(O)/tests/run/pmem-prog
 endif
 ifeq ($(call run_have,lmdb.h),1)
 RUN_TEST_BINS += $(O)/tests/run/lmdb-prog
-RUN_EXTRA_BINS := $(O)/tests/run/lmdb-early $(O)/tests/run/lmdb-daemon
+RUN_EXTRA_BINS := $(O)/tests/run/lmdb-early $(O)/tests/run/lmdb-daemon \
+	$(O)/tests/run/lmdb-multi
 endif
 ifeq ($(call run_have,libpmem2.h),1)
 RUN_TEST_BINS += $(O)/tests/run/pmem2-prog
@@ -104,6 +105,10 @@ $(O)/tests/run/lmdb-prog: tests/run/lmdb-prog.c
 	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb -lpthread
 
 $(O)/tests/run/lmdb-daemon: tests/run/lmdb-daemon.c
+	@mkdir -p $(dir $@)
+	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
+
+$(O)/tests/run/lmdb-multi: tests/run/lmdb-multi.c
 	@mkdir -p $(dir $@)
 	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Domains and protected ranges: creation and deletion, key allocation,
- * protect, unprotect and lookup.  Windows are window.c's.
+ * Domains and protected ranges: creation and deletion, protect,
+ * unprotect and lookup.  Hardware keys are keys.c's, windows window.c's.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -16,18 +16,19 @@
 
 int _pmg_noaccess_domains;
 
-/* The _pmg_dom behind a handle, or NULL if it is not a live one of ours. */
+/* The _pmg_dom behind a handle, or NULL if it is not a live one of ours.
+ * AS-safe. */
 struct _pmg_dom *_pmg_dom_of(const struct pmg_domain *d)
 {
 	struct _pmg_dom *x;
-	int k;
+	int id;
 
 	if (!d)
 		return NULL;
-	k = __atomic_load_n(&d->_key, __ATOMIC_ACQUIRE);
-	if (k < 1 || k >= PMG_NR_KEYS)
+	id = __atomic_load_n(&d->_id, __ATOMIC_ACQUIRE);
+	if (id < 1 || id >= PMG_DOM_MAX)
 		return NULL;
-	x = &_pmg.dom[k];
+	x = &_pmg.dom[id];
 	if (!__atomic_load_n(&x->live, __ATOMIC_ACQUIRE) || x->h != d)
 		return NULL;
 	return x;
@@ -51,91 +52,24 @@ static int check_name(const char *name)
 	return 0;
 }
 
-static void describe_holders(char *buf, size_t size)
+/* A free slot (lock held): the next after the last one taken, so that a
+ * number is not reused at once (a stale handle's _id names an empty slot
+ * for a while).  0: none. */
+static int slot_get(void)
 {
-	size_t n = 0;
-	unsigned k;
+	static int next = 1;
+	int i, id;
 
-	buf[0] = '\0';
-	for (k = 1; k < PMG_NR_KEYS && n < size; k++)
-		if (_pmg.dom[k].live)
-			n += (size_t)snprintf(buf + n, size - n, "%s%s (key %u)",
-					      n ? ", " : "",
-					      _pmg.core.key[k].name, k);
-}
-
-/*
- * Keys reserved early (_pmg_keys_reserve(): `pmguard run`'s constructor,
- * before the program creates threads).  pkey_alloc() sets the rights of
- * the calling thread only, and a thread inherits its creator's register:
- * a thread created before a domain's key was allocated has it
- * access-disabled, and its first read of the domain needs the handler to
- * sync its rights in the signal frame, which a thread that blocks SIGSEGV
- * cannot take (a blocked fault kills).  A key allocated write-disabled
- * before any such thread exists is write-disabled in all of them: a
- * write-disabled domain created later on it needs no sync.  Only
- * write-disabled domains take one: every thread created since the
- * reservation may read the key, which a no-access domain must not allow.
- * Under the library lock.
- */
-static int reserved[PMG_NR_KEYS];
-static unsigned nreserved;
-
-/*
- * Keys that some thread may read (PKU): a write-disabled domain's default
- * (every thread that synced or was created since has it readable) or a
- * reservation.  pmg_domain_delete() can reset the calling thread's
- * register only, so such a key, freed and allocated again, is still
- * readable in those threads: it may serve a write-disabled domain again,
- * never a no-access one (whose memory they would read unnoticed).
- */
-static uint32_t key_readable;
-static unsigned nskipped; /* readable keys key_get() passed over */
-
-int _pmg_keys_reserve(unsigned n)
-{
-	int k;
-
-	if (_pmg_ensure_init() || !_pmg.prim->thread_local)
-		return 0; /* mprotect: rights are process-wide */
-	pthread_mutex_lock(&_pmg.lock);
-	while (nreserved < n && nreserved < PMG_NR_KEYS - 1) {
-		k = _pmg.prim->key_alloc(PMG_RIGHTS_WD);
-		if (k < 0)
-			break;
-		if (k < 1 || k >= PMG_NR_KEYS || _pmg.dom[k].live) {
-			_pmg.prim->key_free(k);
-			break;
-		}
-		reserved[nreserved++] = k;
-		key_readable |= 1u << k;
+	for (i = 1; i < PMG_DOM_MAX; i++) {
+		id = next;
+		next = next + 1 < PMG_DOM_MAX ? next + 1 : 1;
+		if (!_pmg.dom[id].live && !_pmg.dom[id].h)
+			return id;
 	}
-	n = nreserved;
-	pthread_mutex_unlock(&_pmg.lock);
-	return (int)n;
+	return 0;
 }
 
-/* A key for a new domain whose default is @dflt (lock held). */
-static int key_get(unsigned dflt)
-{
-	int held[PMG_NR_KEYS], k;
-	unsigned n = 0;
-
-	nskipped = 0;
-	if (dflt == PMG_RIGHTS_WD && nreserved)
-		return reserved[--nreserved];
-	for (;;) {
-		k = _pmg.prim->key_alloc(dflt);
-		if (k < 1 || k >= PMG_NR_KEYS || dflt == PMG_RIGHTS_WD ||
-		    !(key_readable & (1u << k)) || n == PMG_NR_KEYS)
-			break;
-		held[n++] = k; /* readable somewhere: not for no-access */
-	}
-	nskipped = n;
-	while (n)
-		_pmg.prim->key_free(held[--n]);
-	return k;
-}
+#define DOMAIN_FLAGS (PMG_DOMAIN_NOACCESS | PMG_DOMAIN_PINNED)
 
 /*
  * @storage: the handle's memory, owned by the caller (pool.c's shared
@@ -148,7 +82,7 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 	struct pmg_domain *h;
 	struct _pmg_dom *d;
 	unsigned dflt;
-	int key, rc, k;
+	int rc, id;
 
 	if (!dp)
 		return _pmg_err(-EINVAL, "pmg_domain_new: dp is NULL");
@@ -156,9 +90,9 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 	rc = check_name(name);
 	if (rc)
 		return rc;
-	if (flags & ~PMG_DOMAIN_NOACCESS)
+	if (flags & ~DOMAIN_FLAGS)
 		return _pmg_err(-EINVAL, "pmg_domain_new: unknown flags 0x%x",
-				flags & ~PMG_DOMAIN_NOACCESS);
+				flags & ~DOMAIN_FLAGS);
 	rc = _pmg_ensure_init();
 	if (rc)
 		return rc;
@@ -168,72 +102,58 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 		return _pmg_err(-ENOMEM, "pmg_domain_new: out of memory");
 
 	pthread_mutex_lock(&_pmg.lock);
-	for (k = 1; k < PMG_NR_KEYS; k++) {
-		if (_pmg.dom[k].live &&
-		    !strcmp(_pmg.core.key[k].name, name)) {
-			rc = _pmg_err(-EEXIST, "a domain named '%s' exists "
-				      "(key %d)", name, k);
+	for (id = 1; id < PMG_DOM_MAX; id++) {
+		if (_pmg.dom[id].live && !strcmp(_pmg.dom[id].ck.name, name)) {
+			rc = _pmg_err(-EEXIST, "a domain named '%s' exists",
+				      name);
 			goto out;
 		}
 	}
-	key = key_get(dflt);
-	if (key < 0) {
-		char who[400];
-
-		describe_holders(who, sizeof(who));
-		if (key == -ENOSPC)
-			rc = _pmg_err(-ENOSPC,
-				      "no protection key left for "
-				      "'%s': %d of %d keys are held by "
-				      "pmguard domains [%s], %u reserved "
-				      "for write-disabled domains, %u "
-				      "readable in some threads (a deleted "
-				      "write-disabled domain's: not for a "
-				      "no-access one), the rest by the "
-				      "kernel or other code in this process",
-				      name, pmg_core_count_used(&_pmg.core),
-				      PMG_NR_KEYS - 1, who, nreserved,
-				      nskipped);
-		else
-			rc = _pmg_err(key, "allocating a key for '%s': %s",
-				      name, strerror(-key));
+	id = slot_get();
+	if (!id) {
+		rc = _pmg_err(-ENOSPC,
+			      "no room for domain '%s': %d domains "
+			      "live (PMG_DOMAINS_MAX)",
+			      name, PMG_DOM_MAX - 1);
 		goto out;
 	}
-	if (key < 1 || key >= PMG_NR_KEYS || _pmg.dom[key].live) {
-		_pmg.prim->key_free(key);
-		rc = _pmg_err(-EBUSY, "the backend returned key %d, which "
-			      "pmguard cannot use", key);
-		goto out;
-	}
-	rc = pmg_core_key_claim(&_pmg.core, (unsigned)key, name, dflt);
-	if (rc) {
-		_pmg.prim->key_free(key);
-		rc = _pmg_err(rc, "claiming key %d failed", key);
-		goto out;
-	}
-	d = &_pmg.dom[key];
+	d = &_pmg.dom[id];
+	memset(d, 0, sizeof(*d));
 	d->h = h;
-	d->key = key;
-	h->_mask = PMG_PKR_MASK(key);
-	h->_rd_bits = pmg_window_rights(dflt, PMG_ACC_READ)
-		      << PMG_PKR_SHIFT(key);
-	h->_dflt_bits = dflt << PMG_PKR_SHIFT(key);
+	d->id = id;
+	d->flags = flags;
+	d->pinned = flags & PMG_DOMAIN_PINNED;
+	d->ck.used = true;
+	d->ck.dflt = (uint8_t)dflt;
+	pmg_strlcpy(d->ck.name, name, sizeof(d->ck.name));
+	h->_key = 0;
+	h->_mask = h->_rd_bits = h->_dflt_bits = 0;
+	h->_ref = 0;
+	__atomic_store_n(&h->_id, id, __ATOMIC_RELEASE);
 	/* the inline edges refuse a handle not at this address (a copy) */
 	h->_self = h;
-	__atomic_store_n(&h->_key, key, __ATOMIC_RELEASE);
-	d->flags = flags;
-	d->nranges = 0;
-	d->gw = d->gr = 0;
-	_pmg_lazy_reset(key);
-	/* A key reused after pmg_domain_delete(): no stale counts here. */
-	_pmg_tls.w[key] = _pmg_tls.r[key] = 0;
-	if (_pmg.prim->thread_local)
-		_pmg.prim->set_rights(key, dflt);
-	if (_pmg.prim->thread_local && dflt == PMG_RIGHTS_WD)
-		key_readable |= 1u << key;
+	_pmg_lazy_reset(id);
+	_pmg_fault_cb_clear(id);
+	/* PKU: a key if one is free (a pinned domain takes one from
+	 * another domain if it must); else virtual, page protection */
+	if (_pmg.prim->thread_local) {
+		char msg[PMG_ERRMSG_MAX];
+
+		/* virtual is success: the message stays as it was */
+		_pmg_err_save(msg, sizeof(msg));
+		rc = _pmg_key_get(d, d->pinned);
+		if (rc && (rc != -ENOSPC || d->pinned)) {
+			d->h = NULL;
+			d->ck.used = false;
+			__atomic_store_n(&h->_self, NULL, __ATOMIC_RELEASE);
+			goto out;
+		}
+		if (rc)
+			_pmg_err_restore(msg);
+		rc = 0;
+	}
 	if (flags & PMG_DOMAIN_NOACCESS)
 		__atomic_add_fetch(&_pmg_noaccess_domains, 1, __ATOMIC_RELAXED);
-	_pmg_fault_cb_clear(key);
 	__atomic_store_n(&d->live, true, __ATOMIC_RELEASE);
 	*dp = h;
 	h = NULL;
@@ -259,7 +179,7 @@ int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
 PMG_API int pmg_domain_delete(struct pmg_domain **dp)
 {
 	struct _pmg_dom *d;
-	int key, rc = 0;
+	int rc = 0;
 
 	if (!dp || !*dp)
 		return 0;
@@ -269,38 +189,38 @@ PMG_API int pmg_domain_delete(struct pmg_domain **dp)
 		rc = _pmg_err(-EINVAL, "pmg_domain_delete: not a live domain");
 		goto out;
 	}
-	key = d->key;
 	if (_pmg_pool_domain_refs(*dp)) {
 		rc = _pmg_err(
 			-EBUSY,
 			"domain '%s' is the pool layer's shared "
 			"domain, used by %u open pool(s): pmg_pool_close() "
 			"deletes it with the last",
-			_pmg.core.key[key].name, _pmg_pool_domain_refs(*dp));
+			d->ck.name, _pmg_pool_domain_refs(*dp));
 		goto out;
 	}
-	if (d->gw || d->gr || _pmg_tls.w[key] || _pmg_tls.r[key]) {
-		rc = _pmg_err(-EBUSY, "domain '%s' has open windows: close "
-			      "them first", _pmg.core.key[key].name);
+	if (d->gw || d->gr || (d->hw && _pmg_key_in_use(d->hw))) {
+		rc = _pmg_err(-EBUSY,
+			      "domain '%s' has open windows: close "
+			      "them first",
+			      d->ck.name);
 		goto out;
 	}
 	if (d->nranges) {
-		rc = _pmg_err(-EBUSY, "domain '%s' still protects %u "
+		rc = _pmg_err(-EBUSY,
+			      "domain '%s' still protects %u "
 			      "range(s): unprotect them first",
-			      _pmg.core.key[key].name, d->nranges);
+			      d->ck.name, d->nranges);
 		goto out;
 	}
 	__atomic_store_n(&d->live, false, __ATOMIC_RELEASE);
 	if (d->flags & PMG_DOMAIN_NOACCESS)
 		__atomic_sub_fetch(&_pmg_noaccess_domains, 1, __ATOMIC_RELAXED);
-	if (_pmg.prim->thread_local)
-		_pmg.prim->set_rights(key, PMG_RIGHTS_AD);
-	pmg_core_key_release(&_pmg.core, (unsigned)key);
-	_pmg.prim->key_free(key);
-	/* the handle stays allocated: a stale copy reads key 0 */
+	_pmg_key_put(d);
+	/* the handle stays allocated: a stale copy is refused */
 	__atomic_store_n(&d->h->_key, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&d->h->_self, NULL, __ATOMIC_RELEASE);
 	d->h = NULL;
+	d->ck.used = false;
 	*dp = NULL;
 out:
 	pthread_mutex_unlock(&_pmg.lock);
@@ -309,26 +229,34 @@ out:
 
 /*
  * Whether @d's default denies reads too (PMG_DOMAIN_NOACCESS): a read of
- * its memory needs a read window.  From the handle alone, as the inline
- * edges see it: no lock, AS-safe.
+ * its memory needs a read window.  No lock, AS-safe.
  */
 bool _pmg_domain_noaccess(const struct pmg_domain *d)
 {
-	return d->_rd_bits != d->_dflt_bits;
+	int id = __atomic_load_n(&d->_id, __ATOMIC_RELAXED);
+
+	return id > 0 && id < PMG_DOM_MAX &&
+	       _pmg.dom[id].ck.dflt == PMG_RIGHTS_AD;
 }
 
 PMG_API int pmg_domain_key(const struct pmg_domain *d)
 {
 	struct _pmg_dom *x = _pmg_dom_of(d);
+	int k;
 
-	return x ? x->key : _pmg_err_s(-EINVAL, "pmg_domain_key: not a live domain");
+	if (!x)
+		return _pmg_err_s(-EINVAL, "pmg_domain_key: not a live domain");
+	if (!_pmg.prim->thread_local)
+		return x->id; /* mprotect: no hardware key, its number */
+	k = _pmg_dom_hw(x->id);
+	return k ? k : -ENOKEY;
 }
 
 PMG_API const char *pmg_domain_name(const struct pmg_domain *d)
 {
 	struct _pmg_dom *x = _pmg_dom_of(d);
 
-	return x ? _pmg.core.key[x->key].name : NULL;
+	return x ? x->ck.name : NULL;
 }
 
 /*
@@ -398,7 +326,7 @@ PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
 	/* overlap first: a protected range is not read-write on mprotect */
 	rc = _pmg_reg_overlaps(base, end) ? -EEXIST : check_mapping(base, end);
 	if (!rc)
-		rc = _pmg_reg_insert(base, end, d->key);
+		rc = _pmg_reg_insert(base, end, d->id);
 	if (rc == -EEXIST) {
 		rc = _pmg_err(-EEXIST, "range %p-%#lx overlaps a protected "
 			      "range", addr, (unsigned long)end);
@@ -411,11 +339,13 @@ PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
 			      (unsigned long)end, strerror(-rc));
 		goto out;
 	}
-	rc = _pmg.prim->tag(addr, len, d->key, _pmg_process_rights(d));
+	rc = _pmg.prim->tag(addr, len, d->hw, _pmg_process_rights(d));
 	if (rc) {
 		_pmg_reg_remove(base, end, &dummy);
-		rc = _pmg_err(rc, "tagging %p-%#lx with key %d: %s", addr,
-			      (unsigned long)end, d->key, strerror(-rc));
+		rc = _pmg_err(rc, "protecting %p-%#lx for domain '%s' (%s): %s",
+			      addr, (unsigned long)end, d->ck.name,
+			      d->hw ? "its key" : "page protection",
+			      strerror(-rc));
 		goto out;
 	}
 	d->nranges++;
@@ -428,7 +358,7 @@ PMG_API int pmg_unprotect(void *addr, size_t len)
 {
 	uintptr_t base = (uintptr_t)addr;
 	struct _pmg_range r;
-	int rc, key;
+	int rc, id;
 
 	if (!len || base + len < base)
 		return _pmg_err(-EINVAL, "pmg_unprotect(%p, %zu): bad length",
@@ -457,8 +387,8 @@ PMG_API int pmg_unprotect(void *addr, size_t len)
 		rc = _pmg_err(rc, "untagging %p: %s", addr, strerror(-rc));
 		goto out;
 	}
-	_pmg_reg_remove(base, base + len, &key);
-	_pmg.dom[key].nranges--;
+	_pmg_reg_remove(base, base + len, &id);
+	_pmg.dom[id].nranges--;
 out:
 	pthread_mutex_unlock(&_pmg.lock);
 	return rc;
@@ -475,5 +405,5 @@ PMG_API struct pmg_domain *pmg_lookup(const void *addr, void **base,
 		*base = (void *)r.base;
 	if (len)
 		*len = r.end - r.base;
-	return _pmg.dom[r.key].h;
+	return _pmg.dom[r.dom].h;
 }

@@ -66,7 +66,7 @@ static struct sigaction old_segv, old_trap, old_bus;
 struct _pmg_save {
 	uintptr_t addr;
 	unsigned len;
-	int key;
+	int dom;
 	uint8_t old[PMG_CT_MAXLEN];
 };
 struct step {
@@ -78,7 +78,7 @@ struct step {
 	uint32_t mask, bits;		/* PKU: register bits to restore */
 	unsigned npages;		/* mprotect: pages to re-protect */
 	uintptr_t page[PMG_PENDING_PAGES];
-	int key[PMG_PENDING_PAGES];
+	int dom[PMG_PENDING_PAGES];	/* their domains */
 	/* contain */
 	unsigned nsave;
 	struct _pmg_save save[PMG_SAVES];
@@ -184,7 +184,55 @@ static void step_release(void)
 }
 
 static void protect_page(uintptr_t page, int prot);
-static void reprotect_page(int key, uintptr_t page);
+static void reprotect_page(int id, uintptr_t page);
+
+/*
+ * strict: the process ends.  Every pmguard handler runs inside the keys'
+ * bracket (keys.c: no domain's key moves under it); leave it first, as
+ * a program's SIGABRT handler may carry on.
+ */
+static __attribute__((noreturn)) void die(void)
+{
+	_pmg_keys_leave();
+	abort();
+}
+
+bool _pmg_steps_on(int key, int id)
+{
+	uint32_t m = key ? PMG_PKR_MASK(key) : 0;
+	struct step_chunk *c;
+	unsigned i, j;
+	struct step *st;
+
+	for (i = 0;; i++) {
+		if (i < STEP_STATIC) {
+			st = &step_static[i];
+		} else {
+			unsigned n = i - STEP_STATIC;
+
+			for (c = __atomic_load_n(&step_chunks,
+						 __ATOMIC_ACQUIRE);
+			     c && n >= STEP_CHUNK; c = c->next)
+				n -= STEP_CHUNK;
+			if (!c)
+				return false;
+			st = &c->s[n];
+		}
+		if (!__atomic_load_n(&st->owner, __ATOMIC_ACQUIRE))
+			continue;
+		if (m && ((__atomic_load_n(&st->mask, __ATOMIC_RELAXED) |
+			   __atomic_load_n(&st->rd_mask, __ATOMIC_RELAXED)) &
+			  m))
+			return true;
+		if (!id)
+			continue;
+		j = __atomic_load_n(&st->npages, __ATOMIC_RELAXED);
+		while (j-- > 0 && j < PMG_PENDING_PAGES)
+			if (__atomic_load_n(&st->dom[j], __ATOMIC_RELAXED) ==
+			    id)
+				return true;
+	}
+}
 
 /* fork child: a step another thread was in has no trap here: its pages
  * (mprotect: open for the process) are protected again, the record
@@ -195,7 +243,7 @@ static void step_fork_free(struct step *s)
 
 	if (s->owner && s->active)
 		for (i = 0; i < s->npages && i < PMG_PENDING_PAGES; i++)
-			reprotect_page(s->key[i], s->page[i]);
+			reprotect_page(s->dom[i], s->page[i]);
 	s->active = false;
 	s->contain = false;
 	s->masked = false;
@@ -366,8 +414,12 @@ static void fault_info(const struct pmg_fault *f, pid_t tid, int action,
 {
 	fi->addr = (void *)f->addr;
 	fi->ip = (void *)f->ip;
-	fi->domain = _pmg.dom[f->key].h;
-	fi->key = (int)f->key;
+	fi->domain = _pmg.dom[f->dom].h;
+	/* pmg_domain_key()'s answer: a key (PKU), none (a virtual domain,
+	 * page protection), or the domain's number (mprotect) */
+	fi->key = !f->no_sync			     ? (int)f->key
+		  : _pmg.prim->id == PMG_BACKEND_PKU ? -ENOKEY
+						     : f->dom;
 	fi->access = (int)f->acc;
 	fi->pkru = f->saved_pkval;
 	fi->tid = tid;
@@ -408,14 +460,13 @@ static int hook_publish(struct hook **slot, const struct hook *h)
 	return 0;
 }
 
-static struct hook *domain_cb[PMG_NR_KEYS];
+static struct hook *domain_cb[PMG_DOM_MAX];
 static struct hook *observer;
 
-/* The core's callback for every key: calls the key's public one. */
+/* The core's callback for every domain: calls the domain's public one. */
 static bool cb_bridge(const struct pmg_fault *f)
 {
-	struct hook *h = __atomic_load_n(&domain_cb[f->key],
-					 __ATOMIC_ACQUIRE);
+	struct hook *h = __atomic_load_n(&domain_cb[f->dom], __ATOMIC_ACQUIRE);
 	struct pmg_fault_info fi;
 
 	if (!h)
@@ -424,10 +475,11 @@ static bool cb_bridge(const struct pmg_fault *f)
 	return h->fn.cb(&fi, h->arg);
 }
 
-/* A new domain on @key starts without the old one's callback (lock held). */
-void _pmg_fault_cb_clear(int key)
+/* A new domain in slot @id starts without the old one's callback (lock
+ * held). */
+void _pmg_fault_cb_clear(int id)
 {
-	__atomic_store_n(&domain_cb[key], NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&domain_cb[id], NULL, __ATOMIC_RELEASE);
 }
 
 PMG_API int pmg_domain_set_callback(struct pmg_domain *dom, pmg_fault_cb cb,
@@ -444,12 +496,11 @@ PMG_API int pmg_domain_set_callback(struct pmg_domain *dom, pmg_fault_cb cb,
 		return _pmg_err(-EINVAL, "pmg_domain_set_callback: not a "
 				"live domain");
 	}
-	rc = hook_publish(&domain_cb[d->key], cb ? &h : NULL);
+	rc = hook_publish(&domain_cb[d->id], cb ? &h : NULL);
 	if (rc)
 		rc = _pmg_err(rc, "pmg_domain_set_callback: out of memory");
 	else
-		rc = pmg_core_set_callback(&_pmg.core, (unsigned)d->key,
-					   cb_bridge);
+		__atomic_store_n(&d->ck.cb, cb_bridge, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&_pmg.lock);
 	return rc;
 }
@@ -534,7 +585,7 @@ static void contain_strict(const struct pmg_fault *f, const ucontext_t *uc,
 	_pmg_buf_flush(&b, fd);
 	_pmg_report_fault(f, tid, "strict (aborting)", stack_ok);
 	notify(f, tid, PMG_FAULT_STRICT_ABORT);
-	abort();
+	die();
 }
 
 /*
@@ -628,13 +679,26 @@ static void close_keys(uint32_t mask, uint32_t cur)
 		_pmg_wrpkru(cur);
 }
 
-/* Does the thread (rights in @pkval on PKU) lack write access to @key? */
-static bool write_denied(int key, uint32_t pkval, bool pku)
+/*
+ * Is range @r kept the way this fault is judged: by a key (@pku: the
+ * faulting address's domain holds one on PKU) or by page protection?
+ * A write across both kinds at once is not contained (strict), a rep run
+ * stops at the change.  AS-safe.
+ */
+static bool same_kind(const struct _pmg_range *r, bool pku)
 {
-	unsigned r = pku ? pmg_pkval_rights(pkval, (unsigned)key)
-			 : _pmg_process_rights(&_pmg.dom[key]);
+	return (_pmg_dom_hw(r->dom) != 0) == pku;
+}
 
-	return r != PMG_RIGHTS_RW;
+/* Does the thread (rights in @pkval on PKU) lack write access to the
+ * domain of @r (of this fault's kind)? */
+static bool write_denied(const struct _pmg_range *r, uint32_t pkval, bool pku)
+{
+	unsigned x = pku ? pmg_pkval_rights(pkval,
+					    (unsigned)_pmg_dom_hw(r->dom))
+			 : _pmg_process_rights(&_pmg.dom[r->dom]);
+
+	return x != PMG_RIGHTS_RW;
 }
 
 /*
@@ -668,16 +732,16 @@ static void protect_page(uintptr_t page, int prot)
 }
 
 /*
- * @page of @key back to the protection it should have now: the rights
- * are read inside the bracket a write window opening its domain whole
- * waits for (lazywin.c), so that this never lowers a page after it.
- * AS-safe.
+ * @page of domain @id back to the protection it should have now: the
+ * rights are read inside the bracket a write window opening its domain
+ * whole waits for (lazywin.c), so that this never lowers a page after
+ * it.  AS-safe.
  */
-static void reprotect_page(int key, uintptr_t page)
+static void reprotect_page(int id, uintptr_t page)
 {
 	unsigned ph = _pmg_lazy_lower_begin();
 
-	protect_page(page, _pmg_pw_prot(key, page));
+	protect_page(page, _pmg_pw_prot(id, page));
 	_pmg_lazy_lower_end(ph);
 }
 
@@ -691,11 +755,11 @@ static bool page_denied(const struct _pmg_range *r, uintptr_t page,
 			uint32_t pkval, bool pku)
 {
 	if (pku)
-		return write_denied(r->key, pkval, true);
-	/* a lazy write window on the key: the page's first write in it,
-	 * granted here (lazywin.c) */
-	return !(_pmg_pw_prot(r->key, page) & PROT_WRITE) &&
-	       !_pmg_lazy_grant(r->key, page);
+		return write_denied(r, pkval, true);
+	/* a lazy write window on the domain: the page's first write in
+	 * it, granted here (lazywin.c) */
+	return !(_pmg_pw_prot(r->dom, page) & PROT_WRITE) &&
+	       !_pmg_lazy_grant(r->dom, page);
 }
 
 /*
@@ -779,7 +843,7 @@ static void bulk_report(const struct pmg_fault *f, pid_t tid,
 			uintptr_t hi, uint64_t run, bool stack_protected)
 {
 	struct _pmg_buf b = { .n = 0 };
-	uint64_t count = _pmg_audit_site_hit(f->ip, (int)f->key);
+	uint64_t count = _pmg_audit_site_hit(f->ip, f->dom);
 	int fd = _pmg_report_fd();
 
 	if (fd < 0)
@@ -791,7 +855,7 @@ static void bulk_report(const struct pmg_fault *f, pid_t tid,
 	_pmg_buf_str(&b, " (site count ");
 	_pmg_buf_dec(&b, (int64_t)count);
 	_pmg_buf_str(&b, ") in domain '");
-	_pmg_buf_str(&b, _pmg_key_name((int)f->key));
+	_pmg_buf_str(&b, _pmg_dom_name(f->dom));
 	_pmg_buf_str(&b, "' by thread ");
 	_pmg_buf_dec(&b, tid);
 	_pmg_buf_str(&b, ": undone\n");
@@ -832,7 +896,7 @@ static bool run_page(uintptr_t addr, struct _pmg_range *r, enum run_need need,
 {
 	uintptr_t page = addr & PMG_PAGE_MASK;
 
-	if (_pmg_reg_find(addr, r))
+	if (_pmg_reg_find(addr, r) || !same_kind(r, pku))
 		return false;
 	if (need == RUN_READ)
 		return page_read_denied(r, page, pkval, pku);
@@ -990,7 +1054,7 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 				struct _pmg_range r;
 
 				if (!_pmg_reg_find(pg < lo ? lo : pg, &r))
-					reprotect_page(r.key, pg);
+					reprotect_page(r.dom, pg);
 			}
 		if (!done)
 			return false;
@@ -1016,9 +1080,9 @@ static bool page_read_denied(const struct _pmg_range *r, uintptr_t page,
 			     uint32_t pkval, bool pku)
 {
 	if (pku)
-		return pmg_pkval_rights(pkval, (unsigned)r->key) ==
+		return pmg_pkval_rights(pkval, (unsigned)_pmg_dom_hw(r->dom)) ==
 		       PMG_RIGHTS_AD;
-	return !(_pmg_pw_prot(r->key, page) & PROT_READ);
+	return !(_pmg_pw_prot(r->dom, page) & PROT_READ);
 }
 
 /*
@@ -1090,7 +1154,7 @@ static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
 			struct _pmg_range r;
 
 			if (!_pmg_reg_find(pg < lo ? lo : pg, &r))
-				reprotect_page(r.key, pg);
+				reprotect_page(r.dom, pg);
 		}
 	if (!done)
 		return false;
@@ -1223,9 +1287,15 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			if (!_pmg_reg_find(a, &r)) {
 				if (next > r.end)
 					next = r.end;
+				if (!same_kind(&r, pku))
+					contain_strict(
+						f, uc, tid, &d,
+						"the write spans a domain kept "
+						"by a key and one kept by page "
+						"protection (a virtual domain)");
 				/* a lazy write window's block: granted */
-				if (write_denied(r.key, f->saved_pkval, pku) &&
-				    (pku || !_pmg_lazy_grant(r.key, a))) {
+				if (write_denied(&r, f->saved_pkval, pku) &&
+				    (pku || !_pmg_lazy_grant(r.dom, a))) {
 					struct _pmg_save *sv;
 
 					if (d.wr[i].stack)
@@ -1239,12 +1309,14 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 					sv = &pending.save[nsave++];
 					sv->addr = a;
 					sv->len = (unsigned)(next - a);
-					sv->key = r.key;
-					grant |= PMG_PKR_MASK(r.key);
+					sv->dom = r.dom;
+					if (pku)
+						grant |= PMG_PKR_MASK(
+							_pmg_dom_hw(r.dom));
 					if (!pku && npages < PMG_PENDING_PAGES) {
 						pages[npages] = a &
 							~(PMG_PAGE_SIZE - 1);
-						pkeys[npages++] = r.key;
+						pkeys[npages++] = r.dom;
 					}
 				}
 			}
@@ -1265,7 +1337,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			for (; a < d.wr[i].addr + d.wr[i].len;
 			     a += PMG_PAGE_SIZE)
 				if (!_pmg_reg_find(a, &r))
-					reprotect_page(r.key, a);
+					reprotect_page(r.dom, a);
 		}
 		_PMG_STAT_INC(contain_regrant);
 		f->new_pkval = f->saved_pkval;
@@ -1296,7 +1368,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 	pending.f = *f;
 	pending.tid = tid;
 	pending.dec = d;
-	pending.count = _pmg_audit_site_hit(f->ip, (int)f->key);
+	pending.count = _pmg_audit_site_hit(f->ip, f->dom);
 	{
 		struct _pmg_range r;
 
@@ -1355,7 +1427,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		/* process-wide: the pages are writable during the step */
 		for (i = 0; i < npages; i++) {
 			pending.page[pending.npages] = pages[i];
-			pending.key[pending.npages++] = pkeys[i];
+			pending.dom[pending.npages++] = pkeys[i];
 			protect_page(pages[i], PROT_READ | PROT_WRITE);
 		}
 		f->new_pkval = f->saved_pkval;
@@ -1450,7 +1522,7 @@ static void contain_end(ucontext_t *uc)
 	_pmg_buf_str(&b, " (site count ");
 	_pmg_buf_dec(&b, (int64_t)pending.count);
 	_pmg_buf_str(&b, ") in domain '");
-	_pmg_buf_str(&b, _pmg_key_name((int)pending.f.key));
+	_pmg_buf_str(&b, _pmg_dom_name(pending.f.dom));
 	_pmg_buf_str(&b, "' by thread ");
 	_pmg_buf_dec(&b, pending.tid);
 	_pmg_buf_str(&b, ": undone\n");
@@ -1525,6 +1597,17 @@ static size_t altstack_left(void)
 	return sp - base;
 }
 
+/*
+ * The register field the emulated PKRU of a page-protection fault uses
+ * (the core decides on register values; a domain without a key has
+ * none): any key but 0 does.
+ */
+#define PAGED_FIELD 1
+
+/* The access is retried as it is: the state it faulted on has changed
+ * (a domain's key moving, keys.c).  It faults afresh, judged anew. */
+#define RETRY (-1)
+
 static void segv_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
@@ -1532,14 +1615,19 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	const struct _pmg_prim *p = __atomic_load_n(&_pmg.prim,
 						    __ATOMIC_ACQUIRE);
 	struct pmg_fault f;
+	struct _pmg_range r;
 	uint32_t *reg = NULL, hpkru = 0;
 	uintptr_t page = 0;
 	pid_t tid;
-	int key, mode;
-	bool allowed, trace;
+	int key, mode, id = 0, hw = 0, k2;
+	bool allowed, trace, in = false;
 
 	if (!p)
 		goto not_ours;
+	/* no domain's key moves while this handler looks at one (keys.c);
+	 * left on every way out: return, chain, abort (die()) */
+	_pmg_keys_enter();
+	in = true;
 	f.addr = (uintptr_t)si->si_addr;
 #ifdef __x86_64__
 	f.ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
@@ -1553,16 +1641,59 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	/* the core knows no contain: it decides as audit, we contain */
 	f.mode = mode == PMG_FAULT_CONTAIN ? PMG_MODE_AUDIT : (unsigned)mode;
 	f.code = si->si_code;
-	if (p->id == PMG_BACKEND_PKU) {
-		if (si->si_code != SEGV_PKUERR)
+	/*
+	 * The domain is the address's (the registry), kept as it is now: by
+	 * its key, or by page protection (the mprotect backend; a virtual
+	 * domain on PKU).  The kind of fault says how it was kept when the
+	 * access began: where that differs (the key moved meanwhile), the
+	 * access is retried, or judged as the domain is kept now.
+	 */
+	if (!_pmg_reg_find(f.addr, &r)) {
+		id = r.dom;
+		if (__atomic_load_n(&_pmg.dom[id].moving, __ATOMIC_SEQ_CST))
+			goto retry;
+		hw = _pmg_dom_hw(id);
+	}
+	k2 = si->si_code == SEGV_PKUERR ? (int)si->si_pkey : 0;
+	if (p->id == PMG_BACKEND_PKU && (id ? hw != 0 : k2 != 0)) {
+		if (!id) {
+			/* a page tagged with our key outside every range
+			 * (moved pages the static library did not see): its
+			 * key's domain */
+			if (k2 <= 0 || k2 >= PMG_NR_KEYS)
+				goto not_ours;
+			id = __atomic_load_n(&_pmg.keyown[k2],
+					     __ATOMIC_ACQUIRE);
+			if (!id)
+				goto not_ours;
+			hw = k2;
+		} else if (k2 && k2 != hw) {
+			/* the page had another key of ours when the access
+			 * began: retried; not ours, a key of the program's */
+			if (k2 > 0 && k2 < PMG_NR_KEYS &&
+			    __atomic_load_n(&_pmg.keyown[k2], __ATOMIC_ACQUIRE))
+				goto retry;
 			goto not_ours;
-		key = (int)si->si_pkey;
-		if (key <= 0 || key >= PMG_NR_KEYS)
+		} else if (!k2 && si->si_code != SEGV_ACCERR) {
 			goto not_ours;
+		}
+		key = hw;
 		reg = p->saved_reg(uc);
 		if (!reg)
 			goto not_ours;
 		f.saved_pkval = *reg;
+		/*
+		 * SEGV_ACCERR on a domain that holds a key: the page
+		 * protection refused it.  If the key lets the access
+		 * through, that protection is the program's (its own
+		 * mprotect()): not ours.  If not, it is a stray access to
+		 * the domain (it may have begun while the domain was still
+		 * virtual), judged by the key.
+		 */
+		if (!k2 &&
+		    pmg_rights_allow(pmg_pkval_rights(*reg, (unsigned)hw),
+				     f.acc))
+			goto not_ours;
 		/*
 		 * The handler starts with every key access-disabled: give it
 		 * the domains' default rights, so that a callback or an
@@ -1579,33 +1710,44 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		 */
 		f.no_sync = false;
 	} else {
-		struct _pmg_range r;
-
-		if (si->si_code != SEGV_ACCERR || _pmg_reg_find(f.addr, &r) ||
+		if (!id)
+			goto not_ours;
+		/* PKU: a key fault on a domain that holds none now: it had
+		 * one when the access began (a raced move), retried */
+		if (k2 > 0 && k2 < PMG_NR_KEYS &&
+		    __atomic_load_n(&_pmg.keyown[k2], __ATOMIC_ACQUIRE))
+			goto retry;
+		if (si->si_code != SEGV_ACCERR ||
 		    !_pmg_cap_allows(f.addr, f.acc)) /* the program's own */
 			goto not_ours;
-		key = r.key;
+		key = PAGED_FIELD;
 		page = f.addr & ~(PMG_PAGE_SIZE - 1);
 		/* a write window is open on the domain: the page's first
 		 * write in it (lazywin.c); granted, recorded, retried */
-		if (_pmg_lazy_grant(key, page)) {
-			errno = saved_errno;
-			return;
-		}
+		if (_pmg_lazy_grant(id, page))
+			goto retry;
 		/* page permissions are the process-wide rights: never stale */
 		f.saved_pkval = pmg_pkval_update(0, (unsigned)key,
-				_pmg_process_rights(&_pmg.dom[key]));
+						 _pmg_process_rights(
+							 &_pmg.dom[id]));
 		f.no_sync = true;
 	}
 	f.key = (unsigned)key;
+	f.dom = id;
 	allowed = _pmg_site_allowed(f.ip);	/* --allow: audit, unreported */
 	if (allowed) {
 		f.mode = PMG_MODE_AUDIT;
 		mode = PMG_FAULT_AUDIT;		/* the write goes through */
 	}
-	pmg_core_fault_decide(&_pmg.core, &f);
+	pmg_core_fault_decide_entry(&_pmg.dom[id].ck, &f);
 	if (f.action == PMG_ACT_NOT_OURS)
 		goto not_ours;
+	/* a grant that outlives this access leaves the thread with rights
+	 * on the key: it must not move to another domain (keys.c) */
+	if (reg &&
+	    (f.action == PMG_ACT_GRANT || f.action == PMG_ACT_RELAX_REPORT ||
+	     f.action == PMG_ACT_RELAX_SILENT))
+		_pmg_key_keep(id);
 
 	tid = (pid_t)syscall(SYS_gettid);
 	trace = f.action == PMG_ACT_SYNC || f.action == PMG_ACT_GRANT ||
@@ -1649,7 +1791,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 					  "memory for the single step)",
 					  stack_unprotected(uc));
 			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
-			abort();
+			die();
 		}
 		if (mode == PMG_FAULT_CONTAIN && f.acc == PMG_ACC_WRITE &&
 		    !pending.active && altstack_left() < CONTAIN_STACK) {
@@ -1660,7 +1802,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 					  "backtrace: it needs stack too)",
 					  false);
 			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
-			abort();
+			die();
 		}
 		if (mode == PMG_FAULT_CONTAIN &&
 		    !(pending.active && f.acc == PMG_ACC_READ) &&
@@ -1672,11 +1814,10 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 				step_block(uc);
 			else
 				step_release(); /* retried, no step */
-			errno = saved_errno;
-			return;
+			goto out;
 		}
 #endif
-		n = allowed ? 0 : _pmg_audit_site_hit(f.ip, key);
+		n = allowed ? 0 : _pmg_audit_site_hit(f.ip, f.dom);
 		if (!allowed)
 			_pmg_report_fault(&f, tid,
 					  trace || n != 1
@@ -1693,8 +1834,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		    rep_audit(&f, uc, reg != NULL, tid, mode)) {
 			if (reg)
 				*reg = f.saved_pkval;
-			errno = saved_errno;
-			return;
+			goto out;
 		}
 		if (!pending.active) {
 			pending.active = true;
@@ -1710,7 +1850,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			pending.bits |= f.saved_pkval & PMG_PKR_MASK(key);
 		} else if (pending.npages < PMG_PENDING_PAGES) {
 			pending.page[pending.npages] = page;
-			pending.key[pending.npages++] = key;
+			pending.dom[pending.npages++] = f.dom;
 		}
 		uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
 		step_block(uc);
@@ -1724,7 +1864,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 					  "little signal stack left)",
 				  trace && stack_unprotected(uc));
 		notify(&f, tid, PMG_FAULT_STRICT_ABORT);
-		abort();
+		die();
 	}
 	/* Carry out the new rights for the interrupted context. */
 	if (reg)
@@ -1734,15 +1874,20 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 
 		/* lazy windows: the next write window's close re-arms it */
 		if (rights == PMG_RIGHTS_RW)
-			_pmg_lazy_note(key, page);
+			_pmg_lazy_note(f.dom, page);
 		protect_page(page, _pmg_prot_of(rights));
 	}
+retry:
+out:
+	_pmg_keys_leave();
 	errno = saved_errno;
 	return;
 
 not_ours:
-	if (p)
+	if (in) {
 		step_abort(uc);
+		_pmg_keys_leave();
+	}
 	if (reg)
 		_pmg_wrpkru(hpkru);
 	/* a closed pool's quarantined address: reported (strict aborts) */
@@ -1775,7 +1920,7 @@ static void step_finish(ucontext_t *uc)
 			*reg = (*reg & ~pending.mask) | pending.bits;
 	}
 	for (i = 0; i < pending.npages; i++)
-		reprotect_page(pending.key[i], pending.page[i]);
+		reprotect_page(pending.dom[i], pending.page[i]);
 	had_tf = pending.had_tf;
 #ifdef __x86_64__
 	if (!had_tf)
@@ -1848,13 +1993,19 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	bool had_tf;
 
 	if (!step_trap(si, uc)) {
+		_pmg_keys_enter();
 		step_abort(uc);
+		_pmg_keys_leave();
 		errno = saved_errno;
 		chain(sig, si, ucv, &old_trap);
 		return;
 	}
+	/* as the SIGSEGV handler: contain_end() may fall back to strict
+	 * (die() leaves the bracket) */
+	_pmg_keys_enter();
 	had_tf = pending.had_tf;
 	step_finish(uc);
+	_pmg_keys_leave();
 	_PMG_STAT_INC(rearmed);
 	errno = saved_errno;
 	/*
@@ -1875,8 +2026,11 @@ static void bus_handler(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
 
-	if (__atomic_load_n(&_pmg.prim, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&_pmg.prim, __ATOMIC_ACQUIRE)) {
+		_pmg_keys_enter();
 		step_abort(ucv);
+		_pmg_keys_leave();
+	}
 	errno = saved_errno;
 	chain(sig, si, ucv, &old_bus);
 }

@@ -191,7 +191,7 @@ static unsigned xsave_pkru_offset(void)
  * @d's key with no window open. */
 uint32_t _pmg_default_rights(const struct _pmg_dom *d)
 {
-	return _pmg.core.key[d->key].dflt;
+	return d->ck.dflt;
 }
 
 PMG_API int pmg_init(void)
@@ -236,6 +236,7 @@ PMG_API int pmg_init(void)
 	/* before any domain: windows grant pages on their first write */
 	_pmg_lazy = prim == &_pmg_prim_mprotect && !o.mp_eager;
 	pmg_core_init(&_pmg.core);
+	_pmg.keys_max = o.keys_max;
 	/* the environment, unless the API set a value before init */
 	if (!__atomic_load_n(&_pmg.mode_set, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&_pmg.mode, o.mode, __ATOMIC_RELAXED);
@@ -292,7 +293,13 @@ PMG_API int pmg_get_info(struct pmg_info *info)
 	info->xsave_pkru_offset = xsave_pkru_offset();
 	info->keys_total = PMG_NR_KEYS - 1;
 	pthread_mutex_lock(&_pmg.lock);
-	info->keys_used = _pmg.inited ? pmg_core_count_used(&_pmg.core) : 0;
+	info->keys_used = 0;
+	if (_pmg.inited && _pmg.prim->thread_local) {
+		int k;
+
+		for (k = 1; k < PMG_NR_KEYS; k++)
+			info->keys_used += _pmg.keyown[k] != 0;
+	}
 	info->keys_free = info->keys_total - info->keys_used;
 	if (info->backend == PMG_BACKEND_PKU || info->cpu_ospke) {
 		int n = _pmg_pku_free_keys();

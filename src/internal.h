@@ -26,45 +26,116 @@ _Static_assert(PMG_READ == PMG_ACC_READ && PMG_WRITE == PMG_ACC_WRITE,
 	       "access kinds differ");
 
 /*
- * A domain slot, one per key.  The handle users hold (h) is allocated per
- * pmg_domain_new() and never freed: a stale handle still points to valid
- * memory whose _key is 0, and a slot reused by a newer domain has another
- * handle, so stale handles are refused instead of acting on the new one.
+ * A domain slot, by the domain's number (id, 1..PMG_DOM_MAX-1; 0 is "no
+ * domain" everywhere: a registry gap, a free key).  The handle users hold
+ * (h) is allocated per pmg_domain_new() and never freed: a stale handle
+ * still points to valid memory whose _self is NULL, and a slot reused by
+ * a newer domain has another handle, so stale handles are refused instead
+ * of acting on the new one.
+ *
+ * How a domain is kept (pmguard(7), "Virtual domains"): on PKU by its
+ * hardware key while it holds one (hw 1..15: pages read-write tagged
+ * with hw, windows thread-local in the register), else by page
+ * protection (hw 0: pages at the rights of _pmg_process_rights(), key 0,
+ * windows process-wide counts gw/gr), as every domain on the mprotect
+ * backend.  hw changes only under the lock, with no window open on the
+ * domain (keys.c).
  */
+#define PMG_DOM_MAX PMG_DOMAINS_MAX
+
 struct _pmg_dom {
 	struct pmg_domain *h;
-	int key;
+	int id;
+	int hw;			/* PKU: the hardware key held; 0: none */
 	bool live;
+	bool pinned;		/* never evicted: PMG_DOMAIN_PINNED, or kept
+				   (a grant left rights on its key) */
+	int moving;		/* its key is being taken or given (keys.c):
+				   the fault handlers retry */
 	unsigned flags;
 	unsigned nranges;
-	/* mprotect backend: process-wide window counts */
+	/* page protection: process-wide window counts */
 	unsigned gw, gr;
+	uint64_t stamp;		/* keys.c: when a window was last seen */
+	/* name, default rights, relaxed mode's "reported", callback */
+	struct pmg_core_key ck;
 };
 
 /* Process state.  Mutations hold .lock; the fault path only reads. */
 struct _pmg_state {
 	pthread_mutex_t lock;
 	const struct _pmg_prim *prim;
+	/* the hardware keys (PKU): default rights of the keys pmguard
+	 * holds, for the register resets (threads, handlers, fork) */
 	struct pmg_core core;
-	struct _pmg_dom dom[PMG_NR_KEYS];
+	int keyown[PMG_NR_KEYS];	/* the domain holding each key */
+	struct _pmg_dom dom[PMG_DOM_MAX];
 	int mode;			/* enum pmg_fault_mode */
 	int report_fd;
 	bool mode_set, fd_set;		/* set by the API before pmg_init() */
 	unsigned xsave_pkru_off;	/* CPUID.(0xD,9).EBX, 0 if none */
+	int keys_max;			/* PMGUARD_KEYS */
 	bool inited;
 };
 
 extern struct _pmg_state _pmg;
 
-/* The name of the domain holding @key. */
-static inline const char *_pmg_key_name(int key)
+/* The name of domain @id. */
+static inline const char *_pmg_dom_name(int id)
 {
-	return _pmg.core.key[key].name;
+	return _pmg.dom[id].ck.name;
+}
+
+/* The hardware key domain @id holds now (0: none).  AS-safe. */
+static inline int _pmg_dom_hw(int id)
+{
+	return __atomic_load_n(&_pmg.dom[id].hw, __ATOMIC_ACQUIRE);
 }
 extern int _pmg_noaccess_domains;	/* live PMG_DOMAIN_NOACCESS domains */
 
+/*
+ * keys.c: hardware keys for domains (PKU).  All with the lock held but
+ * the thread registration (which takes it) and the handlers' bracket.
+ */
+/* Give @d (holding none) a key: a free one, or one taken from the least
+ * recently windowed domain with nothing open on it.  0 (d->hw set),
+ * -ENOSPC (none to be had; the message says why), or another -errno. */
+int _pmg_key_get(struct _pmg_dom *d, bool pinned);
+/* @d is deleted: its key goes back to the kernel. */
+void _pmg_key_put(struct _pmg_dom *d);
+/* _pmg_tls.r[0]: the thread is registered (keys.c), may hold
+ * page-protection windows (window.c: its thread-exit path takes the lock
+ * only then) */
+#define _PMG_TLS_REG 1u
+#define _PMG_TLS_PAGED 2u
+/* Make the calling thread's window counts known (PKU; takes the lock). */
+int _pmg_thread_register(void);
+/* The calling thread ends: forgotten (takes the lock). */
+void _pmg_thread_unregister(void);
+void _pmg_keys_fork_child(void); /* only the forking thread is left */
+/* Some known thread holds a window on key @k (lock held). */
+bool _pmg_key_in_use(int k);
+/* fault.c: a single step in flight holds rights on key @key (0: any) or
+ * has pages of domain @id (0: none) open.  AS-safe reads. */
+bool _pmg_steps_on(int key, int id);
+/* The fault handlers, around every look at a domain's key: a key does
+ * not move while one is inside (AS-safe). */
+void _pmg_keys_enter(void);
+void _pmg_keys_leave(void);
+/* A grant (relaxed mode, a callback) left a thread with rights on @id's
+ * key: it keeps the key for good (AS-safe). */
+void _pmg_key_keep(int id);
+/* The inline open lost its key to an eviction (window.c). */
+extern uint64_t _pmg_keys_raced;
+extern uint64_t _pmg_keys_paged; /* a window with no key to be had */
+/* Reset the counters (pmg_stats_reset()). */
+void _pmg_keys_stats_reset(void);
+
 /* init.c */
 int _pmg_ensure_init(void);
+/* prim_mprotect.c: every range of domain @id to page protection @rights
+ * (pages of persistence calls' page windows left as they are) */
+int _pmg_paged_set(int id, unsigned rights);
 int _pmg_err(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int _pmg_err_s(int err, const char *msg);	/* AS-safe */
@@ -94,24 +165,28 @@ int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
 unsigned _pmg_process_rights(const struct _pmg_dom *d);
 int _pmg_prot_of(unsigned rights);
 /* lazywin.c: lazy write windows (mprotect backend): a page is granted on
- * its first write fault and recorded; the last close re-protects those */
+ * its first write fault and recorded; the last close re-protects those.
+ * By domain number (@id). */
 extern bool _pmg_lazy;
-bool _pmg_lazy_grant(int key, uintptr_t page); /* AS-safe */
-bool _pmg_lazy_has(int key, uintptr_t page); /* AS-safe */
-bool _pmg_lazy_full(int key); /* AS-safe */
-bool _pmg_lazy_keep(int key, uintptr_t b, uintptr_t e);
-void _pmg_lazy_close(int key, bool whole_done);
-void _pmg_lazy_open(int key);
-void _pmg_lazy_note(int key, uintptr_t page); /* AS-safe */
-void _pmg_lazy_reset(int key);
+bool _pmg_lazy_grant(int id, uintptr_t page); /* AS-safe */
+bool _pmg_lazy_has(int id, uintptr_t page); /* AS-safe */
+bool _pmg_lazy_full(int id); /* AS-safe */
+bool _pmg_lazy_keep(int id, uintptr_t b, uintptr_t e);
+void _pmg_lazy_close(int id, bool whole_done);
+void _pmg_lazy_open(int id);
+void _pmg_lazy_note(int id, uintptr_t page); /* AS-safe */
+void _pmg_lazy_reset(int id);
+/* a write window opens on @id (lock held): its record, allocated on
+ * first use.  0 or -ENOMEM. */
+int _pmg_lazy_prepare(int id);
 unsigned _pmg_lazy_lower_begin(void); /* AS-safe */
 void _pmg_lazy_lower_end(unsigned ph); /* AS-safe */
 void _pmg_lazy_fork_child(void);
 /* pagewin.c: page windows of the persistence calls (mprotect backend) */
 int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len);
 void _pmg_pw_close(int slot);
-int _pmg_pw_prot(int key, uintptr_t page);
-int _pmg_pw_mprotect(int key, uintptr_t base, uintptr_t end, int prot);
+int _pmg_pw_prot(int id, uintptr_t page);
+int _pmg_pw_mprotect(int id, uintptr_t base, uintptr_t end, int prot);
 void _pmg_pw_fork_child(void);
 /* pagewin.c: the program's own mprotect() rights over protected ranges,
  * which our protection never exceeds (lock held; _pmg_cap_mprotect() on
@@ -119,6 +194,9 @@ void _pmg_pw_fork_child(void);
 int _pmg_cap_set(uintptr_t b, uintptr_t e, int prot);
 void _pmg_cap_drop(uintptr_t b, uintptr_t e);
 int _pmg_cap_mprotect(uintptr_t b, uintptr_t e, int prot);
+/* the same with pkey_mprotect(2) and @key (PKU: a range changing from
+ * page protection to a key or back) */
+int _pmg_cap_pkey_mprotect(uintptr_t b, uintptr_t e, int prot, int key);
 /* whether the program's own rights at @addr allow access @acc: a fault
  * they forbid is the program's, not pmguard's.  AS-safe. */
 bool _pmg_cap_allows(uintptr_t addr, unsigned acc);
@@ -138,7 +216,8 @@ int _pmg_mprotect(void *addr, size_t len, int prot);
 struct _pmg_range {
 	uintptr_t base, end;
 	uintptr_t lim;		/* pool table: end of the usable bytes */
-	int key;		/* registry: the key; pool table: is pmem */
+	int dom;		/* registry: the domain's number; pool
+				   table: is pmem; quarantine: its slot */
 	uintptr_t alias;	/* pool table: writable alias of base, 0: none */
 };
 struct _pmg_rcopy {
@@ -180,19 +259,19 @@ size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr);
  */
 extern unsigned long _pmg_rt_gen;	/* 64 bits: never wraps */
 
-/* The protected ranges (key: the domain's key). */
+/* The protected ranges (dom: the domain's number). */
 bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end);
-int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key);
-int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key);
+int _pmg_reg_insert(uintptr_t base, uintptr_t end, int id);
+int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *id);
 int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out);
-/* The range holding @addr, or the gap around it (key 0).  AS-safe. */
+/* The range holding @addr, or the gap around it (dom 0).  AS-safe. */
 void _pmg_reg_interval(uintptr_t addr, struct _pmg_range *out);
 /* The first range overlapping [base, end): 0 and *out, or -ENOENT.
  * AS-safe. */
 int _pmg_reg_first_overlap(uintptr_t base, uintptr_t end,
 			   struct _pmg_range *out);
-/* Call fn for each range of @key (lock held by the caller). */
-int _pmg_reg_each(int key, int (*fn)(const struct _pmg_range *, void *),
+/* Call fn for each range of domain @id (lock held by the caller). */
+int _pmg_reg_each(int id, int (*fn)(const struct _pmg_range *, void *),
 		  void *arg);
 
 /* unmapped.c: ranges whose memory went away (munmap, mremap, MAP_FIXED);
@@ -207,7 +286,7 @@ void _pmg_gone_forget(uintptr_t base, uintptr_t end);
 
 /* fault.c */
 int _pmg_fault_install(void);
-void _pmg_fault_cb_clear(int key);
+void _pmg_fault_cb_clear(int id);
 
 /* report.c: AS-safe output: format into a buffer, write(2) once. */
 struct _pmg_buf {
@@ -239,7 +318,7 @@ void _pmg_report_range_gone(const char *what, uintptr_t a, size_t n,
 			    const struct _pmg_range *r, const char *fate);
 /* Count an audit fault at @ip: the site's count (1: first), 0 if the
  * site table is full. */
-uint64_t _pmg_audit_site_hit(uintptr_t ip, int key);
+uint64_t _pmg_audit_site_hit(uintptr_t ip, int id);
 extern struct pmg_stats _pmg_stats;
 #define _PMG_STAT_INC(f) __atomic_add_fetch(&_pmg_stats.f, 1, __ATOMIC_RELAXED)
 
@@ -264,6 +343,9 @@ void _pmg_thread_arm(void);	/* run _pmg_release_windows() at exit */
 
 /* window.c: close the calling thread's windows as it ends; report them */
 void _pmg_release_windows(void);
+/* window.c: the program forked (lock held): the child's windows are its
+ * copies of the forking thread's; page-protection ones closed */
+void _pmg_windows_fork_child(void);
 void _pmg_fault_fork_child(void); /* no step in flight in the child */
 
 #endif /* PMG_INTERNAL_H */

@@ -17,7 +17,8 @@
  * (mprotect(PROT_EXEC) would move it to the execute-only key and a later
  * mprotect() to key 0, and pkey_mprotect() names a key of its own; that
  * one is reported).
- * madvise() changes neither page protections nor keys: not interposed.
+ * madvise() changes neither page protections nor keys, but some advice
+ * drops or changes the data under a protected range: reported (below).
  *
  * Not seen (documented in docs/api.md and pmg_protect(3)): the static
  * library (no interposition), raw syscalls, libc's internal unmaps (a
@@ -30,6 +31,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -277,7 +279,7 @@ static void report_reprotect(const char *what, uintptr_t a, size_t n,
 	_pmg_buf_str(&b, "-");
 	_pmg_buf_hex(&b, r->end);
 	_pmg_buf_str(&b, " of domain '");
-	_pmg_buf_str(&b, _pmg_key_name(r->key));
+	_pmg_buf_str(&b, _pmg_dom_name(r->dom));
 	_pmg_buf_str(&b, "': ");
 	_pmg_buf_str(&b, fate);
 	_pmg_buf_str(&b, "\n");
@@ -309,12 +311,13 @@ static int plain_piece(uintptr_t a, size_t n, int prot, int pkey)
 static int mprotect_pieces(const char *what, uintptr_t a, size_t n, int prot,
 			   int pkey)
 {
-	bool pku = _pmg.prim->id == PMG_BACKEND_PKU, told = false;
 	uintptr_t at = a, e = a + n;
+	bool told = false;
 	struct _pmg_range r;
 
 	while (at < e) {
 		uintptr_t lo, hi;
+		int hw;
 
 		if (_pmg_reg_first_overlap(at, e, &r)) {
 			lo = hi = e;
@@ -326,18 +329,16 @@ static int mprotect_pieces(const char *what, uintptr_t a, size_t n, int prot,
 			return -1;
 		if (lo == e)
 			break;
-		if (pkey >= 0 && pkey != (pku ? r.key : 0) && !told) {
+		hw = _pmg_dom_hw(r.dom);
+		if (pkey >= 0 && pkey != hw && !told) {
 			told = true;
 			report_reprotect(what, a, n, &r,
-					 "the range keeps its own key");
+					 "the range keeps its own protection "
+					 "(its key, or page protection)");
 		}
-		if (pku) {
-			if (syscall(SYS_pkey_mprotect, lo, hi - lo, prot,
-				    r.key))
-				return -1;
-			at = hi;
-			continue;
-		}
+		/* remembered on both backends: a domain whose key goes
+		 * (PKU: page protection) or comes back keeps the program's
+		 * rights (keys.c, _pmg_cap_pkey_mprotect()) */
 		if (_pmg_cap_set(lo, hi, prot))
 			report_reprotect(what, a, n, &r,
 					 "applied, the "
@@ -345,9 +346,17 @@ static int mprotect_pieces(const char *what, uintptr_t a, size_t n, int prot,
 					 "such requests are remembered: "
 					 "windows may give these pages "
 					 "read-write");
-		if (_pmg_pw_mprotect(r.key, lo, hi,
+		if (hw) {
+			/* PKU, a key: the request with the range's key */
+			if (syscall(SYS_pkey_mprotect, lo, hi - lo, prot, hw))
+				return -1;
+			at = hi;
+			continue;
+		}
+		/* page protection: ours, capped by the request */
+		if (_pmg_pw_mprotect(r.dom, lo, hi,
 				     _pmg_prot_of(_pmg_process_rights(
-					     &_pmg.dom[r.key]))) == -ENOMEM) {
+					     &_pmg.dom[r.dom]))) == -ENOMEM) {
 			errno = ENOMEM;
 			return -1;
 		}
@@ -441,6 +450,110 @@ NOSAN PMG_API int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 	e = errno;
 	pthread_mutex_unlock(&_pmg.lock);
 	errno = e;
+	return rc;
+}
+
+/*
+ * madvise() changes neither page protections nor keys (a protected range
+ * stays protected: tested), but some advice changes or drops the data
+ * without a write: MADV_DONTNEED and MADV_FREE on private pages (zero
+ * pages, or the file's bytes, come back), MADV_REMOVE (the backing store
+ * is freed: shared data too), MADV_DONTNEED_LOCKED, MADV_HWPOISON.  Over
+ * a protected range that is a write the protection would have refused,
+ * made by the kernel: the call is made as asked, and reported.
+ */
+#ifndef MADV_FREE
+#define MADV_FREE 8
+#endif
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24
+#endif
+#ifndef MADV_HWPOISON
+#define MADV_HWPOISON 100
+#endif
+
+typedef int (*madvise_fn)(void *, size_t, int);
+
+static const char *advice_name(int advice)
+{
+	switch (advice) {
+	case MADV_DONTNEED:
+		return "MADV_DONTNEED";
+	case MADV_FREE:
+		return "MADV_FREE";
+	case MADV_REMOVE:
+		return "MADV_REMOVE";
+	case MADV_DONTNEED_LOCKED:
+		return "MADV_DONTNEED_LOCKED";
+	case MADV_HWPOISON:
+		return "MADV_HWPOISON";
+	}
+	return NULL;
+}
+
+/* Is any page of [@a, @b) in a private mapping?  (/proc/self/maps; where
+ * it cannot be read: yes, the report errs on the side of saying it.) */
+static bool any_private(uintptr_t a, uintptr_t b)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[256];
+	bool priv = false;
+
+	if (!f)
+		return true;
+	while (!priv && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[8];
+
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 &&
+		    lo < b && hi > a && perms[3] == 'p')
+			priv = true;
+	}
+	fclose(f);
+	return priv;
+}
+
+NOSAN PMG_API int madvise(void *addr, size_t len, int advice)
+{
+	static madvise_fn real;
+	madvise_fn f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+	const char *name = advice_name(advice);
+	uintptr_t a = (uintptr_t)addr, e;
+	struct _pmg_range r;
+	int rc, err;
+
+	if (!f) {
+		f = (madvise_fn)dlsym(RTLD_NEXT, "madvise");
+		if (f)
+			__atomic_store_n(&real, f, __ATOMIC_RELEASE);
+	}
+	rc = f ? f(addr, len, advice)
+	       : (int)syscall(SYS_madvise, addr, len, advice);
+	if (rc || !name || !touches(addr, len))
+		return rc;
+	err = errno;
+	e = a + pages(len);
+	if (e < a)
+		e = UINTPTR_MAX;
+	for (; a < e && !_pmg_reg_first_overlap(a, e, &r); a = r.end) {
+		uintptr_t lo = r.base > a ? r.base : a;
+		uintptr_t hi = r.end < e ? r.end : e;
+		char fate[160];
+
+		if ((advice == MADV_DONTNEED || advice == MADV_FREE) &&
+		    !any_private(lo, hi))
+			continue; /* shared pages: the data stays */
+		snprintf(fate, sizeof(fate),
+			 "%s: its data there %s, not by a window; the range "
+			 "stays protected",
+			 name,
+			 advice == MADV_HWPOISON
+				 ? "is poisoned"
+				 : "was dropped (zero pages or the "
+				   "file's bytes come back)");
+		report_reprotect("madvise", (uintptr_t)addr, len, &r, fate);
+	}
+	errno = err;
 	return rc;
 }
 

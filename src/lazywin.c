@@ -14,13 +14,13 @@
  * Windows stay process-wide: a page granted to one thread is writable by
  * every thread until the domain's last write window closes.
  *
- * Record: per key, LZ_MAX pages, appended by the fault handlers without a
+ * Record: per domain, LZ_MAX pages, appended by the fault handlers without a
  * lock (a slot reserved by fetch-and-add, filled by compare-and-swap).
  * When it is full the handler makes the whole domain read-write for the
  * rest of the window (`full`, stats.lazy_full) and the close re-protects
  * it whole, as an eager window would.
  *
- * The race with the close: a handler reads the key's epoch, checks that
+ * The race with the close: a handler reads the domain's epoch, checks that
  * a write window is open, records the page, makes it read-write, then
  * reads the epoch again.  The close (lock held) zeroes the count of write
  * windows, bumps the epoch, then reads the record.  Either the handler's
@@ -55,12 +55,49 @@
 #define LZ_BLOCK (256 * PMG_PAGE_SIZE)
 #define LZ_GAP (2048 * PMG_PAGE_SIZE)
 
-static struct {
+struct lz {
 	unsigned long epoch;
 	unsigned n; /* slots reserved (may exceed LZ_MAX) */
 	int full; /* the whole domain is read-write */
 	uintptr_t page[LZ_MAX]; /* a block's base; 0: free */
-} lz[PMG_NR_KEYS];
+};
+
+/*
+ * A record per domain that has had a write window (32 KiB of address
+ * space, mostly untouched), made by _pmg_lazy_prepare() under the lock
+ * and kept for the slot's life (handlers read it without a lock: never
+ * freed).  NULL: the domain never had a write window.
+ */
+static struct lz *lzs[PMG_DOM_MAX];
+
+static struct lz *lz_of(int id)
+{
+	return __atomic_load_n(&lzs[id], __ATOMIC_ACQUIRE);
+}
+
+/* @id's record, made if missing (mmap(2): AS-safe; a racing maker's
+ * copy is given back).  NULL: no memory. */
+static struct lz *lz_make(int id)
+{
+	struct lz *l = lz_of(id), *none = NULL;
+
+	if (l)
+		return l;
+	l = mmap(NULL, sizeof(*l), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (l == MAP_FAILED)
+		return NULL;
+	if (__atomic_compare_exchange_n(&lzs[id], &none, l, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return l;
+	munmap(l, sizeof(*l));
+	return none;
+}
+
+int _pmg_lazy_prepare(int id)
+{
+	return lz_make(id) ? 0 : -ENOMEM;
+}
 
 bool _pmg_lazy; /* set by pmg_init(): mprotect backend, lazy */
 
@@ -104,49 +141,53 @@ static void lowerers_wait(void)
 	}
 }
 
-bool _pmg_lazy_full(int key)
+bool _pmg_lazy_full(int id)
 {
-	return __atomic_load_n(&lz[key].full, __ATOMIC_SEQ_CST) != 0;
+	struct lz *l = lz_of(id);
+
+	return l && __atomic_load_n(&l->full, __ATOMIC_SEQ_CST) != 0;
 }
 
-/* @page of @key was granted in the open window (or @key is full).
+/* @page of @id was granted in the open window (or @id is full).
  * AS-safe. */
-bool _pmg_lazy_has(int key, uintptr_t page)
+bool _pmg_lazy_has(int id, uintptr_t page)
 {
+	struct lz *l = lz_of(id);
 	unsigned i, n;
 
-	if (!_pmg_lazy || !__atomic_load_n(&_pmg.dom[key].gw, __ATOMIC_RELAXED))
+	if (!_pmg_lazy || !l ||
+	    !__atomic_load_n(&_pmg.dom[id].gw, __ATOMIC_RELAXED))
 		return false;
-	if (_pmg_lazy_full(key))
+	if (_pmg_lazy_full(id))
 		return true;
-	n = __atomic_load_n(&lz[key].n, __ATOMIC_ACQUIRE);
+	n = __atomic_load_n(&l->n, __ATOMIC_ACQUIRE);
 	if (n > LZ_MAX)
 		n = LZ_MAX;
 	page &= ~(LZ_BLOCK - 1);
 	for (i = 0; i < n; i++)
-		if (__atomic_load_n(&lz[key].page[i], __ATOMIC_RELAXED) == page)
+		if (__atomic_load_n(&l->page[i], __ATOMIC_RELAXED) == page)
 			return true;
 	return false;
 }
 
-/* Make every range of @key @prot (AS-safe: the lock-free registry). */
-static void ranges_prot(int key, int prot)
+/* Make every range of @id @prot (AS-safe: the lock-free registry). */
+static void ranges_prot(int id, int prot)
 {
 	uintptr_t at = 0;
 	struct _pmg_range r;
 
 	while (!_pmg_reg_first_overlap(at, UINTPTR_MAX, &r)) {
-		if (r.key == key)
-			(void)_pmg_pw_mprotect(key, r.base, r.end, prot);
+		if (r.dom == id)
+			(void)_pmg_pw_mprotect(id, r.base, r.end, prot);
 		at = r.end;
 	}
 }
 
-/* Put [@b, @e) of @key back to @prot where it is still a range of @key.
+/* Put [@b, @e) of @id back to @prot where it is still a range of @id.
  * EINVAL (device dax, hugetlb: a mapping split only at its alignment, a
  * relaxed grant's page noted as a block): the whole range, as an eager
  * close would (protect_page() granted the aligned block around it). */
-static void run_prot(int key, uintptr_t b, uintptr_t e, int prot)
+static void run_prot(int id, uintptr_t b, uintptr_t e, int prot)
 {
 	struct _pmg_range r;
 
@@ -154,25 +195,23 @@ static void run_prot(int key, uintptr_t b, uintptr_t e, int prot)
 		uintptr_t x = r.base > b ? r.base : b;
 		uintptr_t y = r.end < e ? r.end : e;
 
-		if (r.key == key &&
-		    _pmg_pw_mprotect(key, x, y, prot) == -EINVAL)
-			(void)_pmg_pw_mprotect(key, r.base, r.end, prot);
+		if (r.dom == id && _pmg_pw_mprotect(id, x, y, prot) == -EINVAL)
+			(void)_pmg_pw_mprotect(id, r.base, r.end, prot);
 		b = y;
 	}
 }
 
 /* Record @page (slot taken by CAS).  false: the record is full. */
-static bool record(int key, uintptr_t page)
+static bool record(struct lz *l, uintptr_t page)
 {
 	for (;;) {
-		unsigned i = __atomic_fetch_add(&lz[key].n, 1,
-						__ATOMIC_SEQ_CST);
+		unsigned i = __atomic_fetch_add(&l->n, 1, __ATOMIC_SEQ_CST);
 		uintptr_t zero = 0;
 
 		if (i >= LZ_MAX)
 			return false;
-		if (__atomic_compare_exchange_n(&lz[key].page[i], &zero, page,
-						false, __ATOMIC_SEQ_CST,
+		if (__atomic_compare_exchange_n(&l->page[i], &zero, page, false,
+						__ATOMIC_SEQ_CST,
 						__ATOMIC_RELAXED))
 			return true;
 		/* a stale entry from an earlier window: the next slot */
@@ -180,32 +219,34 @@ static bool record(int key, uintptr_t page)
 }
 
 /*
- * The fault handler: a fault on @page of @key, in a range the program
- * lets us write.  true: a write window is open on @key and the page is
+ * The fault handler: a fault on @page of @id, in a range the program
+ * lets us write.  true: a write window is open on @id and the page is
  * now writable (retry the access); false: not ours to grant.  AS-safe.
  */
-bool _pmg_lazy_grant(int key, uintptr_t page)
+bool _pmg_lazy_grant(int id, uintptr_t page)
 {
 	uintptr_t b = page & ~(LZ_BLOCK - 1), e_ = b + LZ_BLOCK;
+	struct lz *l = lz_of(id);
 	struct _pmg_range r;
 	unsigned long e;
 	unsigned ph;
 	bool rec;
 	int rc;
 
-	if (!_pmg_lazy)
+	/* no record: no write window was ever opened on it */
+	if (!_pmg_lazy || !l)
 		return false;
-	e = __atomic_load_n(&lz[key].epoch, __ATOMIC_SEQ_CST);
-	if (!__atomic_load_n(&_pmg.dom[key].gw, __ATOMIC_SEQ_CST))
+	e = __atomic_load_n(&l->epoch, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&_pmg.dom[id].gw, __ATOMIC_SEQ_CST))
 		return false;
 	/* the block, within the faulting page's range */
-	if (_pmg_reg_find(page, &r) || r.key != key)
+	if (_pmg_reg_find(page, &r) || r.dom != id)
 		return false;
 	if (b < r.base)
 		b = r.base;
 	if (e_ > r.end)
 		e_ = r.end;
-	rec = !_pmg_lazy_full(key) && record(key, page & ~(LZ_BLOCK - 1));
+	rec = !_pmg_lazy_full(id) && record(l, page & ~(LZ_BLOCK - 1));
 	if (rec) {
 		rc = _pmg_cap_mprotect(b, e_, PROT_READ | PROT_WRITE);
 		/* device dax: no single-page split; the whole domain.
@@ -220,29 +261,29 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
 			_PMG_STAT_INC(lazy_grants);
 	}
 	if (!rec) {
-		if (!__atomic_exchange_n(&lz[key].full, 1, __ATOMIC_SEQ_CST))
+		if (!__atomic_exchange_n(&l->full, 1, __ATOMIC_SEQ_CST))
 			_PMG_STAT_INC(lazy_full);
-		ranges_prot(key, PROT_READ | PROT_WRITE);
+		ranges_prot(id, PROT_READ | PROT_WRITE);
 	}
 	ph = _pmg_lazy_lower_begin();
-	if (__atomic_load_n(&lz[key].epoch, __ATOMIC_SEQ_CST) != e ||
-	    !__atomic_load_n(&_pmg.dom[key].gw, __ATOMIC_SEQ_CST)) {
+	if (__atomic_load_n(&l->epoch, __ATOMIC_SEQ_CST) != e ||
+	    !__atomic_load_n(&_pmg.dom[id].gw, __ATOMIC_SEQ_CST)) {
 		/* the window closed meanwhile: the close may not have seen
 		 * this page; put it back, the retry decides again */
 		if (rec)
-			run_prot(key, b, e_,
+			run_prot(id, b, e_,
 				 _pmg_prot_of(
-					 _pmg_process_rights(&_pmg.dom[key])));
+					 _pmg_process_rights(&_pmg.dom[id])));
 		else
-			ranges_prot(key, _pmg_prot_of(_pmg_process_rights(
-						 &_pmg.dom[key])));
+			ranges_prot(id, _pmg_prot_of(_pmg_process_rights(
+						&_pmg.dom[id])));
 	}
 	_pmg_lazy_lower_end(ph);
 	return true;
 }
 
 /*
- * A write window opens on @key (lock held, the count already raised) in
+ * A write window opens on @id (lock held, the count already raised) in
  * a thread that blocks SIGSEGV: a signal handler whose sa_mask holds it
  * (a SIGSEGV handler's own, or a full mask; TSan runs every deferred
  * handler with all signals blocked), or a worker that blocked them all.
@@ -252,11 +293,12 @@ bool _pmg_lazy_grant(int key, uintptr_t page)
  * that ends the last write window re-protects it whole.  Read from the
  * kernel, not a libc wrapper a sanitizer intercepts.
  */
-void _pmg_lazy_open(int key)
+void _pmg_lazy_open(int id)
 {
+	struct lz *l = lz_of(id); /* made by _pmg_lazy_prepare() */
 	uint64_t set = 0;
 
-	if (!_pmg_lazy)
+	if (!_pmg_lazy || !l)
 		return;
 	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &set, sizeof(set)))
 		set = ~0ULL; /* cannot tell: take the safe side */
@@ -264,42 +306,49 @@ void _pmg_lazy_open(int key)
 		return;
 	/* from here _pmg_process_rights() says read-write: every edge
 	 * keeps the domain so until the last close */
-	if (!__atomic_exchange_n(&lz[key].full, 1, __ATOMIC_SEQ_CST))
+	if (!__atomic_exchange_n(&l->full, 1, __ATOMIC_SEQ_CST))
 		_PMG_STAT_INC(lazy_full);
 	lowerers_wait(); /* no handler lowers a page after this */
 	/* even if the edge made it read-write (a full record left from
 	 * before): a handler may have lowered pages before the wait */
-	ranges_prot(key, PROT_READ | PROT_WRITE);
+	ranges_prot(id, PROT_READ | PROT_WRITE);
 }
 
 /*
- * The handler granted @page of @key outside a lazy grant (relaxed mode, a
+ * The handler granted @page of @id outside a lazy grant (relaxed mode, a
  * domain callback): recorded, so that the next close of a write window
  * puts it back, as the whole-domain edges used to ("re-armed by the next
  * window edge").  AS-safe.
  */
-void _pmg_lazy_note(int key, uintptr_t page)
+void _pmg_lazy_note(int id, uintptr_t page)
 {
-	if (_pmg_lazy && !_pmg_lazy_full(key) &&
-	    !record(key, page & ~(LZ_BLOCK - 1)) &&
-	    !__atomic_exchange_n(&lz[key].full, 1, __ATOMIC_SEQ_CST))
+	struct lz *l;
+
+	if (!_pmg_lazy || _pmg_lazy_full(id))
+		return;
+	/* a domain that never had a write window has no record yet */
+	l = lz_make(id);
+	if (l && !record(l, page & ~(LZ_BLOCK - 1)) &&
+	    !__atomic_exchange_n(&l->full, 1, __ATOMIC_SEQ_CST))
 		_PMG_STAT_INC(lazy_full);
 }
 
 /*
- * Record @page of @key from outside the handler (lock held): a page
+ * Record @page of @id from outside the handler (lock held): a page
  * window's pages on a domain with a write window open stay writable for
  * the rest of that window.  false: no write window open, or full (the
  * caller protects them as usual).
  */
-bool _pmg_lazy_keep(int key, uintptr_t b, uintptr_t e)
+bool _pmg_lazy_keep(int id, uintptr_t b, uintptr_t e)
 {
-	if (!_pmg_lazy || !_pmg.dom[key].gw)
+	struct lz *l = lz_of(id);
+
+	if (!_pmg_lazy || !l || !_pmg.dom[id].gw)
 		return false;
-	if (_pmg_lazy_full(key))
+	if (_pmg_lazy_full(id))
 		return true;
 	for (b &= ~(LZ_BLOCK - 1); b < e; b += LZ_BLOCK)
-		if (!record(key, b))
+		if (!record(l, b))
 			return false;
 	return true;
 }
@@ -314,35 +363,36 @@ static int cmp_page(const void *a, const void *b)
 }
 
 /*
- * The last write window on @key closed (lock held; the count of write
+ * The last write window on @id closed (lock held; the count of write
  * windows is already 0): put the recorded pages back to the domain's
  * rights, coalesced; a full record, the whole domain.  @whole_done: the
  * caller has just set the whole domain to its rights (the process-wide
  * rights changed: the window was full when it read them), so only the
  * record is reset.
  */
-void _pmg_lazy_close(int key, bool whole_done)
+void _pmg_lazy_close(int id, bool whole_done)
 {
+	struct lz *l = lz_of(id);
 	unsigned i, n, m = 0;
 	int prot;
 
-	if (!_pmg_lazy)
+	if (!_pmg_lazy || !l)
 		return;
-	__atomic_add_fetch(&lz[key].epoch, 1, __ATOMIC_SEQ_CST);
-	n = __atomic_exchange_n(&lz[key].n, 0, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&l->epoch, 1, __ATOMIC_SEQ_CST);
+	n = __atomic_exchange_n(&l->n, 0, __ATOMIC_SEQ_CST);
 	if (n > LZ_MAX)
 		n = LZ_MAX;
 	for (i = 0; i < n; i++) {
-		uintptr_t p = __atomic_exchange_n(&lz[key].page[i], 0,
+		uintptr_t p = __atomic_exchange_n(&l->page[i], 0,
 						  __ATOMIC_SEQ_CST);
 
 		if (p)
 			sorted[m++] = p;
 	}
-	prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[key]));
-	if (__atomic_exchange_n(&lz[key].full, 0, __ATOMIC_SEQ_CST)) {
+	prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[id]));
+	if (__atomic_exchange_n(&l->full, 0, __ATOMIC_SEQ_CST)) {
 		if (!whole_done)
-			ranges_prot(key, prot); /* as an eager window closes */
+			ranges_prot(id, prot); /* as an eager window closes */
 		return;
 	}
 	if (!m || whole_done)
@@ -354,7 +404,7 @@ void _pmg_lazy_close(int key, bool whole_done)
 		for (i++; i < m && sorted[i] <= e + LZ_GAP; i++)
 			if (sorted[i] + LZ_BLOCK > e)
 				e = sorted[i] + LZ_BLOCK;
-		run_prot(key, b, e, prot);
+		run_prot(id, b, e, prot);
 	}
 }
 
@@ -367,16 +417,17 @@ void _pmg_lazy_fork_child(void)
 
 /* Fork child, or a domain's slot reset (lock held): forget the record
  * (the caller sets the pages' rights). */
-void _pmg_lazy_reset(int key)
+void _pmg_lazy_reset(int id)
 {
+	struct lz *l = lz_of(id);
 	unsigned i;
 
-	if (!_pmg_lazy)
+	if (!_pmg_lazy || !l)
 		return;
-	__atomic_add_fetch(&lz[key].epoch, 1, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&lz[key].n, 0, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&lz[key].full, 0, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&l->epoch, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&l->n, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&l->full, 0, __ATOMIC_SEQ_CST);
 	for (i = 0; i < LZ_MAX; i++)
-		if (lz[key].page[i])
-			lz[key].page[i] = 0;
+		if (l->page[i])
+			l->page[i] = 0;
 }

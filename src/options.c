@@ -86,6 +86,18 @@ static int parse_fd(struct _pmg_opts *o, void *f, const char *v)
 	return 0;
 }
 
+/* 0..15: the most hardware keys pmguard holds at once. */
+static int parse_keys(struct _pmg_opts *o, void *f, const char *v)
+{
+	long n;
+
+	(void)f;
+	if (parse_digits(v, &n) || n > PMG_NR_KEYS - 1)
+		return -1;
+	o->keys_max = (int)n;
+	return 0;
+}
+
 /* "0" or "1" into the int at @f. */
 static int parse_bool(struct _pmg_opts *o, void *f, const char *v)
 {
@@ -122,6 +134,8 @@ static const struct {
 	  _PMG_OPT_LIB },
 	{ "PMGUARD_REPORT_FD", "-1 or a file descriptor number (digits only)",
 	  parse_fd, 0, _PMG_OPT_LIB },
+	{ "PMGUARD_KEYS", "0 to 15 (the most protection keys pmguard holds)",
+	  parse_keys, 0, _PMG_OPT_LIB },
 	BOOL("PMGUARD_IS_PMEM_FORCE", force),
 	BOOL("PMGUARD_NO_CLWB", no_clwb),
 	BOOL("PMGUARD_NO_CLFLUSHOPT", no_clflushopt),
@@ -142,6 +156,7 @@ void _pmg_opts_defaults(struct _pmg_opts *o)
 	o->mode = PMG_FAULT_RELAXED;
 	o->report_fd = 2;
 	o->mp_eager = 0;
+	o->keys_max = PMG_NR_KEYS - 1;
 	o->force = -1;
 	o->no_clwb = o->no_clflushopt = o->no_flush = -1;
 	o->no_movnt = o->no_avx512f = o->no_avx2 = -1;

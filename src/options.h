@@ -12,6 +12,7 @@ struct _pmg_opts {
 	int mode;	/* PMGUARD_FAULT_MODE: strict | relaxed | audit */
 	int report_fd;	/* PMGUARD_REPORT_FD: -1 (none) .. INT_MAX */
 	int mp_eager; /* PMGUARD_MPROTECT_WINDOWS: lazy (0) | eager (1) */
+	int keys_max;	/* PMGUARD_KEYS: hardware keys pmguard holds, 0..15 */
 	/* persistence (read by the first persistence call); -1 = unset */
 	int force;	/* PMGUARD_IS_PMEM_FORCE: 0 | 1 */
 	int no_clwb, no_clflushopt, no_flush;	/* PMGUARD_NO_*: 0 | 1 */

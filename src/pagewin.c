@@ -7,7 +7,8 @@
  * domain).  Windows opened with pmg_open()/pmg_write_begin() stay
  * domain-wide.
  *
- * Each open page window is an entry [base, end) of a key in a small table,
+ * Each open page window is an entry [base, end) of a domain in a small
+ * table,
  * under _pmg.lock.  The pages of an entry are read-write; whoever lowers
  * a key's rights (a domain window's last close, the fault path's re-arm,
  * an entry's own close) leaves the pages of the remaining entries alone,
@@ -24,6 +25,12 @@
 #define _GNU_SOURCE
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_pkey_mprotect
+#define SYS_pkey_mprotect 329
+#endif
 
 #include "internal.h"
 
@@ -31,7 +38,7 @@
 
 static struct {
 	uintptr_t base, end;
-	int key;			/* 0: free */
+	int id; /* the domain; 0: free */
 } pw[PW_MAX];
 static unsigned pw_used;		/* entries in use */
 
@@ -156,12 +163,20 @@ int _pmg_cap_set(uintptr_t b, uintptr_t e, int prot)
 	return 0;
 }
 
-static int cap_mprotect_once(uintptr_t b, uintptr_t e, int prot)
+/* mprotect(2), or pkey_mprotect(2) with @key (>= 0).  -1 and errno. */
+static int prot_call(uintptr_t b, uintptr_t e, int prot, int key)
+{
+	if (key < 0)
+		return _pmg_mprotect((void *)b, e - b, prot);
+	return (int)syscall(SYS_pkey_mprotect, b, e - b, prot, key);
+}
+
+static int cap_mprotect_once(uintptr_t b, uintptr_t e, int prot, int key)
 {
 	uintptr_t at = b;
 
 	if (!__atomic_load_n(&cap_used, __ATOMIC_RELAXED))
-		return _pmg_mprotect((void *)b, e - b, prot) ? -errno : 0;
+		return prot_call(b, e, prot, key) ? -errno : 0;
 	/* page by page where entries are: a rare case, kept simple */
 	while (at < e) {
 		int c = cap_of(at);
@@ -169,7 +184,7 @@ static int cap_mprotect_once(uintptr_t b, uintptr_t e, int prot)
 
 		while (nx < e && cap_of(nx) == c)
 			nx += PMG_PAGE_SIZE;
-		if (_pmg_mprotect((void *)at, nx - at, capped(prot, c)))
+		if (prot_call(at, nx, capped(prot, c), key))
 			return -errno;
 		at = nx;
 	}
@@ -187,39 +202,47 @@ static int cap_mprotect_once(uintptr_t b, uintptr_t e, int prot)
  * ENOMEM the span is halved until each piece succeeds or is one page not
  * mapped: every mapped page gets @prot, -ENOMEM still returned.  AS-safe.
  */
-int _pmg_cap_mprotect(uintptr_t b, uintptr_t e, int prot)
+int _pmg_cap_pkey_mprotect(uintptr_t b, uintptr_t e, int prot, int key)
 {
 	uintptr_t m;
-	int rc = cap_mprotect_once(b, e, prot), r2;
+	int rc = cap_mprotect_once(b, e, prot, key), r2;
 
 	if (rc != -ENOMEM || e - b <= PMG_PAGE_SIZE)
 		return rc;
 	m = b + (((e - b) / 2) & ~(uintptr_t)(PMG_PAGE_SIZE - 1));
-	rc = _pmg_cap_mprotect(b, m, prot);
-	r2 = _pmg_cap_mprotect(m, e, prot);
+	rc = _pmg_cap_pkey_mprotect(b, m, prot, key);
+	r2 = _pmg_cap_pkey_mprotect(m, e, prot, key);
 	return rc ? rc : r2;
 }
 
-static bool pw_covers(int key, uintptr_t page)
+int _pmg_cap_mprotect(uintptr_t b, uintptr_t e, int prot)
+{
+	return _pmg_cap_pkey_mprotect(b, e, prot, -1);
+}
+
+static bool pw_covers(int id, uintptr_t page)
 {
 	unsigned i;
 
 	for (i = 0; i < PW_MAX; i++)
-		if (__atomic_load_n(&pw[i].key, __ATOMIC_ACQUIRE) == key &&
+		if (__atomic_load_n(&pw[i].id, __ATOMIC_ACQUIRE) == id &&
 		    __atomic_load_n(&pw[i].base, __ATOMIC_RELAXED) <= page &&
 		    page < __atomic_load_n(&pw[i].end, __ATOMIC_RELAXED))
 			return true;
 	return false;
 }
 
-/* The protection @page of @key should have now.  AS-safe. */
-int _pmg_pw_prot(int key, uintptr_t page)
+/* The protection @page of domain @id should have now: read-write while
+ * it holds a key (PKU: the key protects it), else its page protection.
+ * AS-safe. */
+int _pmg_pw_prot(int id, uintptr_t page)
 {
-	int prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[key]));
+	int prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[id]));
 
-	if ((__atomic_load_n(&pw_used, __ATOMIC_RELAXED) &&
-	     pw_covers(key, page)) ||
-	    _pmg_lazy_has(key, page))
+	if (_pmg_dom_hw(id) ||
+	    (__atomic_load_n(&pw_used, __ATOMIC_RELAXED) &&
+	     pw_covers(id, page)) ||
+	    _pmg_lazy_has(id, page))
 		prot = PROT_READ | PROT_WRITE;
 	if (__atomic_load_n(&cap_used, __ATOMIC_RELAXED))
 		prot = capped(prot, cap_of(page));
@@ -231,7 +254,7 @@ int _pmg_pw_prot(int key, uintptr_t page)
  * windows on @key unless @prot is read-write.  Lock held (or the fault
  * path).  0 or -errno.
  */
-int _pmg_pw_mprotect(int key, uintptr_t base, uintptr_t end, int prot)
+int _pmg_pw_mprotect(int id, uintptr_t base, uintptr_t end, int prot)
 {
 	uintptr_t b[PW_MAX], e[PW_MAX], cur = base;
 	unsigned i, j, n = 0;
@@ -243,7 +266,7 @@ int _pmg_pw_mprotect(int key, uintptr_t base, uintptr_t end, int prot)
 	for (i = 0; i < PW_MAX; i++) {
 		uintptr_t x, y;
 
-		if (pw[i].key != key || pw[i].end <= base || pw[i].base >= end)
+		if (pw[i].id != id || pw[i].end <= base || pw[i].base >= end)
 			continue;
 		x = pw[i].base < base ? base : pw[i].base;
 		y = pw[i].end > end ? end : pw[i].end;
@@ -278,17 +301,19 @@ int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len)
 	uintptr_t pb = (uintptr_t)addr & ~(PMG_PAGE_SIZE - 1);
 	uintptr_t pe = ((uintptr_t)addr + len + PMG_PAGE_SIZE - 1) &
 		       ~(PMG_PAGE_SIZE - 1);
-	int key = d->_key, rc = 0;
+	int id = d->_id, rc = 0;
 	unsigned i;
 
 	pthread_mutex_lock(&_pmg.lock);
-	for (i = 0; i < PW_MAX && pw[i].key; i++)
+	for (i = 0; i < PW_MAX && pw[i].id; i++)
 		;
-	if (i == PW_MAX || !_pmg.dom[key].live) {
+	/* (a domain holding a key needs a window, not pages) */
+	if (i == PW_MAX || id < 1 || id >= PMG_DOM_MAX || !_pmg.dom[id].live ||
+	    _pmg.dom[id].h != d || _pmg.dom[id].hw) {
 		pthread_mutex_unlock(&_pmg.lock);
 		return 0;
 	}
-	if (_pmg_process_rights(&_pmg.dom[key]) != PMG_RIGHTS_RW &&
+	if (_pmg_process_rights(&_pmg.dom[id]) != PMG_RIGHTS_RW &&
 	    (rc = _pmg_cap_mprotect(pb, pe, PROT_READ | PROT_WRITE))) {
 		pthread_mutex_unlock(&_pmg.lock);
 		/* device dax splits mappings only at its alignment: there a
@@ -301,7 +326,7 @@ int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len)
 	/* relaxed: the fault handlers read a slot while it is reused */
 	__atomic_store_n(&pw[i].base, pb, __ATOMIC_RELAXED);
 	__atomic_store_n(&pw[i].end, pe, __ATOMIC_RELAXED);
-	__atomic_store_n(&pw[i].key, key, __ATOMIC_RELEASE);
+	__atomic_store_n(&pw[i].id, id, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&pw_used, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&_pmg.lock);
 	return (int)i + 1;
@@ -312,18 +337,18 @@ int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len)
 void _pmg_pw_close(int slot)
 {
 	unsigned i = (unsigned)slot - 1;
-	int key, prot;
+	int id, prot;
 
 	pthread_mutex_lock(&_pmg.lock);
-	key = pw[i].key;
-	__atomic_store_n(&pw[i].key, 0, __ATOMIC_RELEASE);
+	id = pw[i].id;
+	__atomic_store_n(&pw[i].id, 0, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&pw_used, 1, __ATOMIC_RELAXED);
-	prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[key]));
-	/* inside a lazy write window on the key the pages stay writable
+	prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[id]));
+	/* inside a lazy write window on the domain the pages stay writable
 	 * until it closes (lazywin.c), as if the call had faulted them in */
 	if (prot != (PROT_READ | PROT_WRITE) &&
-	    !_pmg_lazy_keep(key, pw[i].base, pw[i].end))
-		(void)_pmg_pw_mprotect(key, pw[i].base, pw[i].end, prot);
+	    !_pmg_lazy_keep(id, pw[i].base, pw[i].end))
+		(void)_pmg_pw_mprotect(id, pw[i].base, pw[i].end, prot);
 	pthread_mutex_unlock(&_pmg.lock);
 }
 
@@ -331,19 +356,20 @@ void _pmg_pw_close(int slot)
  * runs here; drop them all, then each key's pages get its rights. */
 void _pmg_pw_fork_child(void)
 {
-	bool keys[PMG_NR_KEYS] = { false };
-	unsigned i;
+	int ids[PW_MAX];
+	unsigned i, n = 0;
 
 	if (!pw_used)
 		return;
 	for (i = 0; i < PW_MAX; i++) {
-		if (pw[i].key)
-			keys[pw[i].key] = true;
-		pw[i].key = 0;
+		if (pw[i].id)
+			ids[n++] = pw[i].id;
+		pw[i].id = 0;
 	}
 	__atomic_store_n(&pw_used, 0, __ATOMIC_RELAXED);
-	for (i = 1; i < PMG_NR_KEYS; i++)
-		if (keys[i] && _pmg.dom[i].live)
-			_pmg.prim->set_rights((int)i,
-				_pmg_process_rights(&_pmg.dom[i]));
+	for (i = 0; i < n; i++)
+		if (_pmg.dom[ids[i]].live && !_pmg.dom[ids[i]].hw)
+			(void)_pmg_paged_set(ids[i],
+					     _pmg_process_rights(
+						     &_pmg.dom[ids[i]]));
 }

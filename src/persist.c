@@ -326,7 +326,7 @@ static struct pmg_domain *range_of(uintptr_t addr, uintptr_t *end)
 	if (_pmg_reg_find(addr, &r))
 		return NULL;
 	*end = r.end;
-	return _pmg.dom[r.key].h;
+	return _pmg.dom[r.dom].h;
 }
 
 /*
@@ -430,10 +430,10 @@ static __attribute__((noinline)) int dest_fill(const char *fn, uintptr_t a,
 				"touches (a store past a pool's size is "
 				"lost)", fn, (void *)a, len);
 	_pmg_reg_interval(a, &rv);
-	t->np = pv.key;
+	t->np = pv.dom;
 	t->lo = pv.base > rv.base ? pv.base : rv.base;
 	t->hi = pv.end < rv.end ? pv.end : rv.end;
-	t->d = rv.key ? _pmg.dom[rv.key].h : NULL;
+	t->d = rv.dom ? _pmg.dom[rv.dom].h : NULL;
 	t->delta = t->d && pv.alias ? pv.alias - pv.base : 0;
 	if (len > t->hi - a)
 		return 1;

@@ -107,7 +107,7 @@ static struct {
 
 /*
  * The open pools' mappings, sorted: [base, base + maplen), lim the end of
- * the usable bytes, key 1 if pmem.  Written under pool_lock, read without
+ * the usable bytes, dom 1 if pmem.  Written under pool_lock, read without
  * locks (registry.c's left-right tables: readers never fail).
  */
 static struct _pmg_rtab ptab = { .id = _PMG_RT_POOLS };
@@ -118,7 +118,7 @@ static int ptab_insert(const struct pmg_pool *p)
 		.base = (uintptr_t)p->addr,
 		.end = (uintptr_t)p->addr + p->maplen,
 		.lim = (uintptr_t)p->addr + p->size,
-		.key = p->pmem,
+		.dom = p->pmem,
 		.alias = (uintptr_t)p->alias,
 	};
 	int rc;
@@ -143,7 +143,7 @@ static void ptab_remove(const struct pmg_pool *p)
  * it passes the usable end of a pool it starts in or touches (the tail of
  * the last page, or the next pool).  With @iv, the interval around @a in
  * which every such range gets the same answers: one pool's usable bytes
- * (iv->key: the pool is not pmem; iv->alias: its writable alias, 0: none)
+ * (iv->dom: the pool is not pmem; iv->alias: its writable alias, 0: none)
  * or a gap without pools.  Lock-free, AS-safe, never fails.
  */
 static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
@@ -161,20 +161,20 @@ static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
 		if (i < n && r[i].base <= a) {
 			*iv = r[i];
 			iv->end = r[i].lim;
-			iv->key = !r[i].key;
+			iv->dom = !r[i].dom;
 		} else {
 			iv->base = i ? r[i - 1].end : 0;
 			iv->end = iv->lim = i < n ? r[i].base : UINTPTR_MAX;
-			iv->key = 0;
+			iv->dom = 0;
 			iv->alias = 0;
 		}
 	}
 	for (; i < n && r[i].base < end; i++) {
-		if (!r[i].key)
+		if (!r[i].dom)
 			np = true;
 		if (a < r[i].base || end > r[i].lim)
 			out = true;
-		else if (r[i].key)
+		else if (r[i].dom)
 			in = true;
 	}
 	_pmg_rt_leave(&ptab, slot);
@@ -323,14 +323,9 @@ static int domain_get(struct pmg_pool *p, const struct pmg_pool_config *c)
 	 * now on is refused.
 	 */
 	__atomic_add_fetch(&shared[i].refs, 1, __ATOMIC_ACQ_REL);
-	if (shared[i].d) {
-		char msg[PMG_ERRMSG_MAX];
-
-		_pmg_err_save(msg, sizeof(msg));
-		if (pmg_domain_key(shared[i].d) < 0)
-			__atomic_store_n(&shared[i].d, NULL, __ATOMIC_RELEASE);
-		_pmg_err_restore(msg);
-	}
+	/* (a live domain may hold no key: pmg_domain_key() says -ENOKEY) */
+	if (shared[i].d && !_pmg_dom_of(shared[i].d))
+		__atomic_store_n(&shared[i].d, NULL, __ATOMIC_RELEASE);
 	if (!shared[i].d) {
 		rc = _pmg_domain_new_at(&shared[i].d,
 					i ? "pmem-noaccess" : "pmem",
@@ -1177,7 +1172,7 @@ static struct {
 } quar[QUAR_CAP];
 static unsigned quar_head, quar_count;	/* oldest; how many (pool_lock) */
 static size_t quar_bytes;
-/* key: the quar[] slot; alias: 1 for the alias's reservation */
+/* dom: the quar[] slot; alias: 1 for the alias's reservation */
 static struct _pmg_rtab qtab = { .id = _PMG_RT_QUARANTINE };
 
 /* Replace [a, a+n), our mapping, by a PROT_NONE reservation in place. */
@@ -1318,7 +1313,7 @@ static void quar_add(const struct pmg_pool *p, uintptr_t a[2], size_t n[2])
 	for (k = 0; k < 2; k++) {
 		struct _pmg_range r = {
 			.base = a[k], .end = a[k] + n[k], .lim = a[k] + n[k],
-			.key = (int)i, .alias = k,
+			.dom = (int)i, .alias = k,
 		};
 
 		quar[i].n[k] = 0;
@@ -1474,7 +1469,7 @@ void _pmg_pool_quarantine_fault(int sig, int si_code, uintptr_t a,
 		hit = true;
 		alias = r[i].alias;
 		/* copied inside: the slot is reused only after we leave */
-		memcpy(name, quar[r[i].key].name, sizeof(name));
+		memcpy(name, quar[r[i].dom].name, sizeof(name));
 		name[sizeof(name) - 1] = '\0';
 	}
 	_pmg_rt_leave(&qtab, slot);

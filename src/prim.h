@@ -27,19 +27,21 @@ struct _pmg_prim {
 	/* Can this backend run here?  0, or -ENOTSUP with a message. */
 	int (*probe)(void);
 
-	/* Allocate a key (1..15) whose rights in the calling thread are
-	 * @rights; others see it per the backend.  -ENOSPC when none left. */
+	/* Allocate a hardware key (1..15) whose rights in the calling
+	 * thread are @rights; others see it per the backend.  -ENOSPC when
+	 * none left (always on mprotect, which has none). */
 	int (*key_alloc)(unsigned rights);
 	int (*key_free)(int key);
 
-	/* Tag [addr, addr+len) with @key whose current rights are @rights;
-	 * untag restores PROT_READ|PROT_WRITE and key 0. */
+	/* Protect [addr, addr+len): with hardware key @key (1..15, PKU;
+	 * pages read-write), or, @key 0, by page protection at @rights
+	 * (key 0 on PKU); untag restores PROT_READ|PROT_WRITE and key 0. */
 	int (*tag)(void *addr, size_t len, int key, unsigned rights);
 	int (*untag)(void *addr, size_t len);
 
-	/* Make @key's effective rights @rights for whoever the backend's
-	 * windows apply to (the calling thread on PKU, the process on
-	 * mprotect).  AS-safe. */
+	/* Make @key's rights @rights in the calling thread's register
+	 * (PKU); a no-op where there is none (mprotect: page protection is
+	 * _pmg_paged_set()'s).  AS-safe. */
 	int (*set_rights)(int key, unsigned rights);
 
 	/* The interrupted context's register in a signal frame: a pointer to

@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * mprotect backend, for machines without PKU.  A "key" is a slot in our own
- * table; its rights are page permissions on every range of the domain, so
- * a window is process-wide: while any thread holds it open, every thread
- * can write.  Each window edge that changes rights costs one mprotect(2)
- * per range (and a TLB shootdown).  Stray accesses fault as SEGV_ACCERR
+ * mprotect backend, for machines without PKU.  No hardware keys: a
+ * domain's rights are page permissions on every range of it
+ * (_pmg_paged_set(), also a virtual domain's on PKU), so a window is
+ * process-wide: while any thread holds it open, every thread can write.
+ * Each window edge that changes rights costs one mprotect(2) per range
+ * (and a TLB shootdown).  Stray accesses fault as SEGV_ACCERR
  * inside a registered range.
  */
 #define _GNU_SOURCE
 #include <sys/mman.h>
 
 #include "internal.h"
-
-static uint16_t used_slots;	/* bit k: slot k taken (lock held) */
 
 int _pmg_prot_of(unsigned rights)
 {
@@ -32,24 +31,14 @@ static int mp_probe(void)
 
 static int mp_key_alloc(unsigned rights)
 {
-	int k;
-
 	(void)rights;
-	for (k = 1; k < PMG_NR_KEYS; k++) {
-		if (!(used_slots & (1u << k))) {
-			used_slots |= (uint16_t)(1u << k);
-			return k;
-		}
-	}
-	return -ENOSPC;
+	return -ENOSPC; /* no hardware keys: every domain is page-protected */
 }
 
 static int mp_key_free(int key)
 {
-	if (key < 1 || key >= PMG_NR_KEYS || !(used_slots & (1u << key)))
-		return -EINVAL;
-	used_slots &= (uint16_t)~(1u << key);
-	return 0;
+	(void)key;
+	return -EINVAL;
 }
 
 static int mp_tag(void *addr, size_t len, int key, unsigned rights)
@@ -70,18 +59,27 @@ static int apply(const struct _pmg_range *r, void *arg)
 {
 	int prot = *(int *)arg;
 	/* the pages of the persistence calls' page windows stay writable */
-	int rc = _pmg_pw_mprotect(r->key, r->base, r->end, prot);
+	int rc = _pmg_pw_mprotect(r->dom, r->base, r->end, prot);
 
 	/* unmapped behind the library's back (unmapped.c): not a reason
 	 * to fail a window on every other range */
 	return rc == -ENOMEM ? 0 : rc;
 }
 
-static int mp_set_rights(int key, unsigned rights)
+/* Both backends: a domain kept by page protection (every one on
+ * mprotect, a virtual one on PKU: its pages have key 0). */
+int _pmg_paged_set(int id, unsigned rights)
 {
 	int prot = _pmg_prot_of(rights);
 
-	return _pmg_reg_each(key, apply, &prot);
+	return _pmg_reg_each(id, apply, &prot);
+}
+
+static int mp_set_rights(int key, unsigned rights)
+{
+	(void)key;
+	(void)rights;
+	return 0; /* no register: page protection is _pmg_paged_set()'s */
 }
 
 static uint32_t *mp_saved_reg(ucontext_t *uc)

@@ -44,6 +44,10 @@ static int pku_probe(void)
 	 * access to the key the first domain gets.
 	 */
 	k = syscall(SYS_pkey_alloc, 0, PMG_RIGHTS_AD);
+	/* ENOSPC: keys work, other code holds them all: every domain is
+	 * virtual (page protection) until one is freed (keys.c) */
+	if (k < 0 && errno == ENOSPC)
+		return 0;
 	if (k < 0)
 		return _pmg_err(-ENOTSUP, "pkey_alloc() failed: %s",
 				strerror(errno));
@@ -65,15 +69,20 @@ static int pku_key_free(int key)
 
 static int pku_tag(void *addr, size_t len, int key, unsigned rights)
 {
-	(void)rights;	/* the key carries them */
-	return syscall(SYS_pkey_mprotect, addr, len, PROT_READ | PROT_WRITE,
-		       key) ? -errno : 0;
+	/* a key carries the rights; without one (a virtual domain) the
+	 * pages do, key 0 */
+	return syscall(SYS_pkey_mprotect, addr, len,
+		       key ? PROT_READ | PROT_WRITE : _pmg_prot_of(rights), key)
+		       ? -errno
+		       : 0;
 }
 
+/* Read-write, key 0: as the program's own mprotect() left the pages, if
+ * it changed them meanwhile (pagewin.c remembers it). */
 static int pku_untag(void *addr, size_t len)
 {
-	return syscall(SYS_pkey_mprotect, addr, len, PROT_READ | PROT_WRITE,
-		       0) ? -errno : 0;
+	return _pmg_cap_pkey_mprotect((uintptr_t)addr, (uintptr_t)addr + len,
+				      PROT_READ | PROT_WRITE, 0);
 }
 
 static int pku_set_rights(int key, unsigned rights)

@@ -205,10 +205,11 @@ bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end)
 	return i < c->n && c->r[i].base < end;
 }
 
-int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key)
+int _pmg_reg_insert(uintptr_t base, uintptr_t end, int id)
 {
-	struct _pmg_range r = { .base = base, .end = end, .lim = end,
-				.key = key };
+	struct _pmg_range r = {
+		.base = base, .end = end, .lim = end, .dom = id
+	};
 	int rc = _pmg_rt_insert(&reg, &r);
 
 	if (!rc)
@@ -216,13 +217,13 @@ int _pmg_reg_insert(uintptr_t base, uintptr_t end, int key)
 	return rc;
 }
 
-int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key)
+int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *id)
 {
 	struct _pmg_range r;
 	int rc = _pmg_rt_remove(&reg, base, end, &r);
 
 	if (!rc) {
-		*key = r.key;
+		*id = r.dom;
 		_pmg_cap_drop(r.base, r.end); /* no longer ours to cap */
 	}
 	return rc;
@@ -230,7 +231,7 @@ int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *key)
 
 /*
  * The protected range holding @addr, or the gap between ranges around it
- * (key 0; for a cache validated by _pmg_rt_gen read before the call).
+ * (dom 0; for a cache validated by _pmg_rt_gen read before the call).
  * AS-safe.
  */
 void _pmg_reg_interval(uintptr_t addr, struct _pmg_range *out)
@@ -244,11 +245,11 @@ void _pmg_reg_interval(uintptr_t addr, struct _pmg_range *out)
 	if (i < n && r[i].base <= addr) {
 		out->base = r[i].base;
 		out->end = r[i].end;
-		out->key = r[i].key;
+		out->dom = r[i].dom;
 	} else {
 		out->base = i ? r[i - 1].end : 0;
 		out->end = i < n ? r[i].base : UINTPTR_MAX;
-		out->key = 0;
+		out->dom = 0;
 	}
 	_pmg_rt_leave(&reg, slot);
 	out->lim = out->end;
@@ -262,7 +263,7 @@ int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
 	struct _pmg_range r;
 
 	_pmg_reg_interval(addr, &r);
-	if (!r.key)
+	if (!r.dom)
 		return -ENOENT;
 	*out = r;
 	return 0;
@@ -285,7 +286,7 @@ int _pmg_reg_first_overlap(uintptr_t base, uintptr_t end,
 	return rc;
 }
 
-int _pmg_reg_each(int key, int (*fn)(const struct _pmg_range *, void *),
+int _pmg_reg_each(int id, int (*fn)(const struct _pmg_range *, void *),
 		  void *arg)
 {
 	const struct _pmg_rcopy *c = &reg.c[reg.lr];
@@ -293,7 +294,7 @@ int _pmg_reg_each(int key, int (*fn)(const struct _pmg_range *, void *),
 	int rc, first = 0;
 
 	for (i = 0; i < c->n; i++) {
-		if (c->r[i].key != key)
+		if (c->r[i].dom != id)
 			continue;
 		rc = fn(&c->r[i], arg);
 		if (rc && !first)

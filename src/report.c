@@ -451,16 +451,21 @@ void _pmg_report_fault(const struct pmg_fault *f, pid_t tid,
 					     : ": stray read of ");
 	_pmg_buf_hex(&b, f->addr);
 	_pmg_buf_str(&b, " in domain '");
-	_pmg_buf_str(&b, _pmg_key_name((int)f->key));
-	_pmg_buf_str(&b, "' (key ");
-	_pmg_buf_dec(&b, f->key);
-	_pmg_buf_str(&b, ") by thread ");
+	_pmg_buf_str(&b, _pmg_dom_name(f->dom));
+	/* a key (PKU); its number (mprotect: no keys, as before); no key
+	 * (a virtual domain on PKU: page protection) */
+	if (!f->no_sync || _pmg.prim->id != PMG_BACKEND_PKU) {
+		_pmg_buf_str(&b, "' (key ");
+		_pmg_buf_dec(&b, f->no_sync ? f->dom : (int)f->key);
+		_pmg_buf_str(&b, ") by thread ");
+	} else {
+		_pmg_buf_str(&b, "' (no key: page protection) by thread ");
+	}
 	_pmg_buf_dec(&b, tid);
 	_pmg_buf_str(&b, " at ip ");
 	_pmg_buf_hex(&b, f->ip);
 	_pmg_site_fmt(&b, f->ip);
-	_pmg_buf_str(&b, _pmg.prim->id == PMG_BACKEND_PKU ? ", PKRU "
-						     : ", emulated PKRU ");
+	_pmg_buf_str(&b, !f->no_sync ? ", PKRU " : ", emulated PKRU ");
 	_pmg_buf_hex(&b, f->saved_pkval);
 	_pmg_buf_str(&b, "\n");
 	_pmg_buf_flush(&b, fd);
@@ -479,7 +484,7 @@ void _pmg_report_unbalanced(struct pmg_domain *d, int acc, void *caller)
 	_pmg_buf_str(&b, "pmguard: unbalanced ");
 	_pmg_buf_str(&b, acc ? "write" : "read");
 	_pmg_buf_str(&b, " window close on domain '");
-	_pmg_buf_str(&b, _pmg_key_name(d->_key));
+	_pmg_buf_str(&b, pmg_domain_name(d) ? pmg_domain_name(d) : "?");
 	_pmg_buf_str(&b, "' by thread ");
 	_pmg_buf_dec(&b, syscall(SYS_gettid));
 	_pmg_buf_str(&b, " from ");
@@ -516,7 +521,7 @@ void _pmg_report_long_term(const void *addr, struct pmg_domain *d,
 		     "address ");
 	_pmg_buf_hex(&b, (uintptr_t)addr);
 	_pmg_buf_str(&b, " (domain '");
-	_pmg_buf_str(&b, _pmg_key_name(d->_key));
+	_pmg_buf_str(&b, pmg_domain_name(d) ? pmg_domain_name(d) : "?");
 	_pmg_buf_str(&b, "') from ");
 	_pmg_buf_hex(&b, (uintptr_t)caller);
 	_pmg_buf_str(&b, ": windows are per thread; use pmg_map_local()\n");
@@ -542,7 +547,7 @@ void _pmg_report_range_gone(const char *what, uintptr_t a, size_t n,
 	_pmg_buf_str(&b, "-");
 	_pmg_buf_hex(&b, r->end);
 	_pmg_buf_str(&b, " of domain '");
-	_pmg_buf_str(&b, _pmg_key_name(r->key));
+	_pmg_buf_str(&b, _pmg_dom_name(r->dom));
 	_pmg_buf_str(&b, "' away from pmguard: ");
 	_pmg_buf_str(&b, fate);
 	_pmg_buf_str(&b, "\n");
@@ -556,11 +561,11 @@ void _pmg_report_range_gone(const char *what, uintptr_t a, size_t n,
 static struct {
 	uintptr_t ip;
 	uint64_t count;
-	int key;
+	int id; /* the domain */
 } sites[PMG_SITES];
 
 /* Count an audit fault at @ip; returns the count (1: first at site). */
-uint64_t _pmg_audit_site_hit(uintptr_t ip, int key)
+uint64_t _pmg_audit_site_hit(uintptr_t ip, int id)
 {
 	unsigned i, h = (unsigned)((ip * 0x9E3779B97F4A7C15ull) >> 54);
 
@@ -574,7 +579,7 @@ uint64_t _pmg_audit_site_hit(uintptr_t ip, int key)
 			if (__atomic_compare_exchange_n(&sites[s].ip, &zero, ip,
 							false, __ATOMIC_ACQ_REL,
 							__ATOMIC_ACQUIRE)) {
-				sites[s].key = key;
+				sites[s].id = id;
 				_PMG_STAT_INC(audit_sites);
 				cur = ip;
 			} else {
@@ -606,7 +611,7 @@ PMG_API int pmg_audit_dump(int fd)
 		_pmg_buf_dec(&b, (int64_t)__atomic_load_n(&sites[i].count,
 						    __ATOMIC_RELAXED));
 		_pmg_buf_str(&b, " stray access(es), domain '");
-		_pmg_buf_str(&b, _pmg_key_name(sites[i].key));
+		_pmg_buf_str(&b, _pmg_dom_name(sites[i].id));
 		_pmg_buf_str(&b, "'\n");
 		_pmg_buf_flush(&b, fd);
 	}
@@ -632,9 +637,10 @@ PMG_API void pmg_stats_reset(void)
 
 	for (i = 0; i < sizeof(_pmg_stats) / sizeof(uint64_t); i++)
 		__atomic_store_n(&s[i], 0, __ATOMIC_RELAXED);
+	_pmg_keys_stats_reset();
 	for (i = 0; i < PMG_SITES; i++) {
 		sites[i].count = 0;
-		sites[i].key = 0;
+		sites[i].id = 0;
 		__atomic_store_n(&sites[i].ip, 0, __ATOMIC_RELEASE);
 	}
 }

@@ -158,8 +158,6 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-	unsigned k;
-
 	/* locked by fork_prepare() in this very thread: unlock, as POSIX
 	 * intends (re-initialising a locked mutex confuses checkers) */
 	pthread_mutex_unlock(&_pmg.lock);
@@ -171,20 +169,16 @@ static void fork_child(void)
 	/* (end_armed and the key's value are the forking thread's: still
 	 * true of this, its copy) */
 	if (_pmg_fast) {
+		/* keyed windows: the register back to the defaults; the
+		 * thread registers again at its next window */
+		_pmg_keys_fork_child();
 		thread_reset();
-		return;
 	}
-	/* mprotect: the child's windows are its own copies: close them;
-	 * the persistence calls' page windows first (pagewin.c) */
+	/* page-protection windows (the mprotect backend, virtual domains
+	 * on PKU) are the child's own copies: closed; the persistence
+	 * calls' page windows first (pagewin.c) */
 	_pmg_pw_fork_child();
-	for (k = 1; k < PMG_NR_KEYS; k++) {
-		if (!_pmg.dom[k].live || (!_pmg.dom[k].gw && !_pmg.dom[k].gr))
-			continue;
-		__atomic_store_n(&_pmg.dom[k].gw, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&_pmg.dom[k].gr, 0, __ATOMIC_RELAXED);
-		_pmg_lazy_reset((int)k); /* the pages: just below */
-		_pmg.prim->set_rights((int)k, _pmg.core.key[k].dflt);
-	}
+	_pmg_windows_fork_child();
 }
 
 /*

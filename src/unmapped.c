@@ -63,11 +63,11 @@ void _pmg_range_drop(const struct _pmg_range *r, uintptr_t a, size_t n,
 		     const char *what)
 {
 	uintptr_t e = a + n;
-	int key;
+	int id;
 
-	if (_pmg_reg_remove(r->base, r->end, &key))
+	if (_pmg_reg_remove(r->base, r->end, &id))
 		return;
-	_pmg.dom[key].nranges--;
+	_pmg.dom[id].nranges--;
 	if (r->base < a)
 		(void)_pmg.prim->untag((void *)r->base, a - r->base);
 	if (e < r->end)
@@ -99,11 +99,11 @@ bool _pmg_all_mapped(uintptr_t base, uintptr_t end)
  */
 void _pmg_range_drop_unmapped(const struct _pmg_range *r)
 {
-	int key;
+	int id;
 
-	if (_pmg_reg_remove(r->base, r->end, &key))
+	if (_pmg_reg_remove(r->base, r->end, &id))
 		return;
-	_pmg.dom[key].nranges--;
+	_pmg.dom[id].nranges--;
 	_pmg_report_range_gone("pmg_unprotect", r->base, r->end - r->base, r,
 			       "no longer (entirely) mapped: dropped, nothing "
 			       "there changed");

@@ -2,8 +2,11 @@
 /*
  * The out-of-line window paths.  The PKU fast path is inline in pmguard.h;
  * it comes here for what it cannot do itself:
- *  - the mprotect backend's windows: process-wide counts per domain, and
- *    page permissions that follow them (mp_edge());
+ *  - windows on a domain kept by page protection (the mprotect backend;
+ *    on PKU a virtual domain that got no key): process-wide counts per
+ *    domain, and page permissions that follow them (paged_edge());
+ *  - a virtual domain's first window: its key (keys.c);
+ *  - a thread's first window on PKU: its counts registered (keys.c);
  *  - validation failures, overflow and unbalanced closes;
  *  - a thread that ends with windows open (thread.c's destructor);
  *  - windows opened in a fresh (signal-handler) context on PKU, below;
@@ -20,6 +23,7 @@
  * per-thread stack is enough.  AS-safe.
  */
 #define _GNU_SOURCE
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -81,9 +85,72 @@ PMG_API bool _pmg_ctx_close(struct pmg_domain *d, int acc)
 	return true;
 }
 
-/* ---------------------------------------------- the mprotect backend */
+/* ------------------------------------------------ page protection */
 
-/* The rights a domain's pages have on the mprotect backend: process-wide
+/*
+ * Windows on a domain kept by page protection (every domain on the
+ * mprotect backend; a virtual one on PKU, one with no key): the pages
+ * follow process-wide counts (gw, gr), and each thread's own windows are
+ * counted here, by (thread, domain), for unbalanced closes and for a
+ * thread that ends with windows open.  The thread is named by the address
+ * of its _pmg_tls (unique among live threads).  Under the lock.
+ */
+struct twin {
+	const struct _pmg_ws *t;
+	int id;
+	uint16_t w, r;
+};
+static struct twin *twins;
+static size_t ntwins, captwins;
+
+/* The calling thread's entry for @id; with @add, made if missing (NULL:
+ * no memory).  Lock held. */
+static struct twin *twin_of(int id, bool add)
+{
+	const struct _pmg_ws *me = &_pmg_tls;
+	size_t i;
+
+	for (i = 0; i < ntwins; i++)
+		if (twins[i].t == me && twins[i].id == id)
+			return &twins[i];
+	if (!add)
+		return NULL;
+	if (ntwins == captwins) {
+		size_t n = captwins ? 2 * captwins : 16;
+		struct twin *m = realloc(twins, n * sizeof(*m));
+
+		if (!m)
+			return NULL;
+		twins = m;
+		captwins = n;
+	}
+	twins[ntwins] = (struct twin){ .t = me, .id = id };
+	__atomic_store_n(&ntwins, ntwins + 1, __ATOMIC_RELAXED);
+	return &twins[ntwins - 1];
+}
+
+/* ntwins: atomic stores (the lock held), as a thread that ends looks at
+ * it without the lock (_pmg_release_windows()) */
+static void twin_drop(struct twin *e)
+{
+	size_t n = ntwins - 1;
+
+	*e = twins[n];
+	__atomic_store_n(&ntwins, n, __ATOMIC_RELAXED);
+}
+
+/* Does the calling thread hold a page-protection window?  Lock held. */
+static bool twin_mine(void)
+{
+	size_t i;
+
+	for (i = 0; i < ntwins; i++)
+		if (twins[i].t == &_pmg_tls)
+			return true;
+	return false;
+}
+
+/* The rights a domain's pages have under page protection: process-wide
  * window counts over its default.  AS-safe (reads only). */
 unsigned _pmg_process_rights(const struct _pmg_dom *d)
 {
@@ -97,7 +164,7 @@ unsigned _pmg_process_rights(const struct _pmg_dom *d)
 	 * window's, a range added, the program's mprotect()) must leave
 	 * them read-write, as a thread blocking SIGSEGV cannot fault. */
 	if (__atomic_load_n(&d->gw, __ATOMIC_RELAXED) &&
-	    (!_pmg_lazy || _pmg_lazy_full(d->key)))
+	    (!_pmg_lazy || _pmg_lazy_full(d->id)))
 		return pmg_window_rights(dflt, PMG_ACC_WRITE);
 	if (__atomic_load_n(&d->gr, __ATOMIC_RELAXED))
 		return pmg_window_rights(dflt, PMG_ACC_READ);
@@ -106,108 +173,209 @@ unsigned _pmg_process_rights(const struct _pmg_dom *d)
 
 enum edge { EDGE_OPEN, EDGE_CLOSE };
 
-/* Window edge on the mprotect backend: process-wide, under the lock. */
-static int mp_edge(struct _pmg_dom *d, int acc, enum edge edge, void *caller)
+/* A page-protection window edge, process-wide (lock held).  -EPERM for
+ * an unbalanced close, -EOVERFLOW, -ENOMEM, or what mprotect() said
+ * (the edge undone) -- without a message for the first two. */
+static int paged_edge_locked(struct _pmg_dom *d, int acc, enum edge edge)
 {
 	bool open = edge == EDGE_OPEN;
-	struct pmg_ws *ws = (struct pmg_ws *)&_pmg_tls;
-	unsigned key = (unsigned)d->key, before, after;
 	unsigned *g = acc ? &d->gw : &d->gr;
-	int rc;
+	unsigned before, after;
+	struct twin *e;
+	uint16_t *n;
+	int rc = 0;
 
-	if (open)
-		_pmg_thread_arm();	/* a thread ending inside it */
-	pthread_mutex_lock(&_pmg.lock);
-	rc = open ? pmg_ws_open(ws, key, (unsigned)acc)
-		  : pmg_ws_close(ws, key, (unsigned)acc);
-	if (rc) {
-		pthread_mutex_unlock(&_pmg.lock);
-		if (rc == -PMG_E_PERM)
-			return _pmg_unbalanced(d->h, acc, caller);
-		return _pmg_overflow(d->h);
+	e = twin_of(d->id, open);
+	if (!e)
+		return open ? _pmg_err(-ENOMEM, "pmg_open: out of memory")
+			    : -EPERM;
+	n = acc ? &e->w : &e->r;
+	if (open && *n == UINT16_MAX)
+		return -EOVERFLOW;
+	if (!open && !*n)
+		return -EPERM;
+	if (open && acc && _pmg_lazy && _pmg_lazy_prepare(d->id))
+		return _pmg_err(-ENOMEM, "pmg_open: out of memory for the "
+					 "lazy window's record");
+	if (open) {
+		++*n;
+		_pmg_tls.r[0] |= _PMG_TLS_PAGED; /* its exit looks here */
+	} else {
+		--*n;
 	}
 	before = _pmg_process_rights(d);
 	__atomic_store_n(g, open ? *g + 1 : *g - 1, __ATOMIC_RELAXED);
 	after = _pmg_process_rights(d);
 	if (before != after)
-		rc = _pmg.prim->set_rights((int)key, after);
+		rc = _pmg_paged_set(d->id, after);
 	/* (before != after: the whole domain was just set to after) */
 	if (!rc && !open && acc && !*g) /* the last write window */
-		_pmg_lazy_close((int)key, before != after);
+		_pmg_lazy_close(d->id, before != after);
 	if (!rc && open && acc) /* SIGSEGV blocked: whole */
-		_pmg_lazy_open((int)key);
+		_pmg_lazy_open(d->id);
 	if (rc) {
 		/* undo: the edge did not happen */
 		if (open) {
 			__atomic_store_n(g, *g - 1, __ATOMIC_RELAXED);
-			pmg_ws_close(ws, key, (unsigned)acc);
+			--*n;
 		} else {
 			__atomic_store_n(g, *g + 1, __ATOMIC_RELAXED);
-			pmg_ws_open(ws, key, (unsigned)acc);
+			++*n;
 		}
-		(void)_pmg.prim->set_rights((int)key, before);
+		(void)_pmg_paged_set(d->id, before);
 		rc = _pmg_err(rc, "mprotect for a window on '%s': %s",
-			      _pmg.core.key[key].name, strerror(-rc));
+			      d->ck.name, strerror(-rc));
 	}
-	pthread_mutex_unlock(&_pmg.lock);
+	if (!e->w && !e->r)
+		twin_drop(e);
 	return rc;
+}
+
+static int paged_edge(struct _pmg_dom *d, int acc, enum edge edge, void *caller)
+{
+	int rc;
+
+	if (edge == EDGE_OPEN)
+		_pmg_thread_arm(); /* a thread ending inside it */
+	pthread_mutex_lock(&_pmg.lock);
+	rc = paged_edge_locked(d, acc, edge);
+	pthread_mutex_unlock(&_pmg.lock);
+	if (rc == -EPERM)
+		return _pmg_unbalanced(d->h, acc, caller);
+	if (rc == -EOVERFLOW)
+		return _pmg_overflow(d->h);
+	return rc;
+}
+
+/* Close the calling thread's page-protection windows (lock held); each
+ * domain it held goes into @gone. */
+struct gone {
+	char name[PMG_KEY_NAME_MAX];
+	unsigned w, r;
+};
+
+static unsigned paged_release(struct gone *gone, unsigned max)
+{
+	const struct _pmg_ws *me = &_pmg_tls;
+	unsigned n = 0;
+	size_t i;
+
+	for (i = 0; i < ntwins;) {
+		struct twin *e = &twins[i];
+		struct _pmg_dom *d = &_pmg.dom[e->id];
+		unsigned before, after;
+
+		if (e->t != me) {
+			i++;
+			continue;
+		}
+		if (n < max) {
+			pmg_strlcpy(gone[n].name,
+				    d->live ? d->ck.name : "(deleted)",
+				    sizeof(gone[n].name));
+			gone[n].w = e->w;
+			gone[n].r = e->r;
+			n++;
+		}
+		if (d->live) {
+			before = _pmg_process_rights(d);
+			__atomic_store_n(&d->gw,
+					 d->gw - (e->w < d->gw ? e->w : d->gw),
+					 __ATOMIC_RELAXED);
+			__atomic_store_n(&d->gr,
+					 d->gr - (e->r < d->gr ? e->r : d->gr),
+					 __ATOMIC_RELAXED);
+			after = _pmg_process_rights(d);
+			if (before != after)
+				(void)_pmg_paged_set(d->id, after);
+			if (e->w && !d->gw)
+				_pmg_lazy_close(d->id, before != after);
+		}
+		twin_drop(e); /* the last one moved here: look at it */
+	}
+	return n;
+}
+
+/* fork child (lock held by the atfork handlers' thread): the windows
+ * are the forking thread's copies (its pmg_close() of them is
+ * unbalanced there): page-protection ones closed, pages at defaults. */
+void _pmg_windows_fork_child(void)
+{
+	int id;
+
+	__atomic_store_n(&ntwins, 0, __ATOMIC_RELAXED);
+	for (id = 1; id < PMG_DOM_MAX; id++) {
+		struct _pmg_dom *d = &_pmg.dom[id];
+
+		if (!d->live || (!d->gw && !d->gr))
+			continue;
+		__atomic_store_n(&d->gw, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->gr, 0, __ATOMIC_RELAXED);
+		_pmg_lazy_reset(id); /* the pages: just below */
+		(void)_pmg_paged_set(id, d->ck.dflt);
+	}
 }
 
 /*
  * The calling thread ends with windows open (thread.c's destructor): close
- * them all.  On mprotect its counts leave the process-wide ones and the
- * pages get the rights the remaining windows say; on PKU the register dies
- * with the thread.  Each domain it held is reported once, here.
+ * them all.  Its page-protection windows leave the process-wide counts and
+ * the pages get the rights the remaining windows say; its keyed ones die
+ * with its register.  Each domain it held is reported once, here.  Then
+ * the thread is forgotten (keys.c: its counts are about to be freed).
  */
 void _pmg_release_windows(void)
 {
 	struct _pmg_ws *t = &_pmg_tls;
-	struct {
-		char name[PMG_KEY_NAME_MAX];
-		unsigned w, r;
-	} gone[PMG_NR_KEYS];
+	struct gone gone[PMG_NR_KEYS + 16];
 	unsigned k, n = 0, i;
+	bool any = false;
 	pid_t tid;
 
-	/* Nothing open: nothing to do, no lock taken.  thread.c calls this
-	 * in each of glibc's destructor rounds; a sanitizer's runtime may
-	 * have ended the thread's own state by the last ones (TSan crashed
-	 * in its mutex interceptor there). */
+	/* Nothing open: nothing to do, no lock taken (but the thread's
+	 * registration).  thread.c calls this in each of glibc's
+	 * destructor rounds; a sanitizer's runtime may have ended the
+	 * thread's own state by the last ones (TSan crashed in its mutex
+	 * interceptor there). */
 	for (k = 1; k < PMG_NR_KEYS && !(t->w[k] | t->r[k]); k++)
 		;
-	if (k == PMG_NR_KEYS) {
+	if (k < PMG_NR_KEYS)
+		any = true;
+	/* page-protection windows: only a thread that opened one looks
+	 * (the lock) */
+	if (!any && (t->r[0] & _PMG_TLS_PAGED)) {
+		pthread_mutex_lock(&_pmg.lock);
+		any = twin_mine();
+		pthread_mutex_unlock(&_pmg.lock);
+		if (!any)
+			t->r[0] &= (uint16_t)~_PMG_TLS_PAGED;
+	}
+	if (!any) {
 		t->w[0] = 0;
+		_pmg_thread_unregister();
 		return;
 	}
 	tid = (pid_t)syscall(SYS_gettid);
 	pthread_mutex_lock(&_pmg.lock);
 	for (k = 1; k < PMG_NR_KEYS; k++) {
-		struct _pmg_dom *d = &_pmg.dom[k];
-		unsigned w = t->w[k], r = t->r[k], before, after;
+		int id = _pmg.keyown[k];
+		unsigned w = t->w[k], r = t->r[k];
 
 		if (!(w | r))
 			continue;
 		t->w[k] = t->r[k] = 0;
-		pmg_strlcpy(gone[n].name, d->live ? _pmg.core.key[k].name
-				: "(deleted)", sizeof(gone[n].name));
+		pmg_strlcpy(gone[n].name,
+			    id ? _pmg.dom[id].ck.name : "(deleted)",
+			    sizeof(gone[n].name));
 		gone[n].w = w;
 		gone[n].r = r;
 		n++;
-		if (!d->live || _pmg.prim->thread_local)
-			continue;
-		before = _pmg_process_rights(d);
-		__atomic_store_n(&d->gw, d->gw - (w < d->gw ? w : d->gw),
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(&d->gr, d->gr - (r < d->gr ? r : d->gr),
-				 __ATOMIC_RELAXED);
-		after = _pmg_process_rights(d);
-		if (before != after)
-			(void)_pmg.prim->set_rights((int)k, after);
-		if (w && !d->gw)
-			_pmg_lazy_close((int)k, before != after);
 	}
+	n += paged_release(gone + n,
+			   (unsigned)(sizeof(gone) / sizeof(gone[0])) - n);
+	t->r[0] &= (uint16_t)~_PMG_TLS_PAGED;
 	t->w[0] = 0;
 	pthread_mutex_unlock(&_pmg.lock);
+	_pmg_thread_unregister();
 	for (i = 0; i < n; i++)
 		_pmg_report_dead_windows(tid, gone[i].name, gone[i].w,
 					 gone[i].r);
@@ -231,30 +399,111 @@ static int bad_window(const struct pmg_domain *d, int acc)
 	return _pmg_err_s(-EINVAL, "window on a domain that is not live");
 }
 
-/* pmg_open()/pmg_close() when the inline edge cannot decide: a bad
- * window, or the mprotect backend. */
-static int slow_edge(struct pmg_domain *d, int acc, enum edge edge,
-		     void *caller)
+static bool keyed(const struct pmg_domain *d)
 {
-	struct _pmg_dom *x = _pmg_dom_of(d);
+	int k = __atomic_load_n(&d->_key, __ATOMIC_ACQUIRE);
 
-	if (!x || !_pmg_valid(d, acc))
-		return bad_window(d, acc);
-	if (_pmg_fast && edge == EDGE_OPEN)
-		return _pmg_open_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
-	if (_pmg_fast)
-		return _pmg_close_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
-	return mp_edge(x, acc, edge, caller);
+	return k >= 1 && k < PMG_NR_KEYS;
 }
 
+/* pmg_open() when the inline edge cannot do it: a bad window, the
+ * mprotect backend, a thread not registered yet, a domain without key. */
 PMG_API int _pmg_open_slow(struct pmg_domain *d, int acc)
 {
-	return slow_edge(d, acc, EDGE_OPEN, __builtin_return_address(0));
+	void *caller = __builtin_return_address(0);
+	struct _pmg_dom *x = _pmg_dom_of(d);
+	int rc;
+
+	if (!x || (acc & ~1))
+		return bad_window(d, acc);
+	if (!_pmg_fast)
+		return paged_edge(x, acc, EDGE_OPEN, caller);
+	/* the thread's counts known first: then no key moves under them */
+	if (!(_pmg_tls.r[0] & _PMG_TLS_REG) && (rc = _pmg_thread_register()))
+		return rc;
+	if (keyed(d))
+		return _pmg_open_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
+	_pmg_thread_arm();
+	pthread_mutex_lock(&_pmg.lock);
+	if (!x->live || x->h != d) {
+		pthread_mutex_unlock(&_pmg.lock);
+		return bad_window(d, acc);
+	}
+	/* a virtual domain: a key, unless page-protection windows are open
+	 * on it (they stay process-wide until the last closes) */
+	if (!x->hw && !x->gw && !x->gr) {
+		char msg[PMG_ERRMSG_MAX];
+
+		_pmg_err_save(msg, sizeof(msg));
+		rc = _pmg_key_get(x, true);
+		if (rc && rc != -ENOSPC) {
+			pthread_mutex_unlock(&_pmg.lock);
+			return rc;
+		}
+		if (rc) /* no key: a page-protection window, no failure */
+			_pmg_err_restore(msg);
+	}
+	if (x->hw) {
+		pthread_mutex_unlock(&_pmg.lock);
+		return _pmg_open_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
+	}
+	/* no key to be had: a page-protection window, process-wide */
+	__atomic_add_fetch(&_pmg_keys_paged, 1, __ATOMIC_RELAXED);
+	rc = paged_edge_locked(x, acc, EDGE_OPEN);
+	pthread_mutex_unlock(&_pmg.lock);
+	if (rc == -EOVERFLOW)
+		return _pmg_overflow(d);
+	return rc;
 }
 
 PMG_API int _pmg_close_slow(struct pmg_domain *d, int acc)
 {
-	return slow_edge(d, acc, EDGE_CLOSE, __builtin_return_address(0));
+	void *caller = __builtin_return_address(0);
+	struct _pmg_dom *x = _pmg_dom_of(d);
+
+	if (!x || (acc & ~1))
+		return bad_window(d, acc);
+	/* a domain's windows are all keyed or all page-protection: its
+	 * key does not move while one is open */
+	if (_pmg_fast && keyed(d))
+		return _pmg_close_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
+	if (_pmg_fast && __atomic_load_n(&x->hw, __ATOMIC_ACQUIRE)) {
+		/* _key 0 with a key held: an eviction is trying the domain
+		 * (keys.c) and, finding this window, gives the key back;
+		 * it does so under the lock: look again after it */
+		pthread_mutex_lock(&_pmg.lock);
+		pthread_mutex_unlock(&_pmg.lock);
+		if (keyed(d))
+			return _pmg_close_edge(d, acc, _pmg_rdpkru,
+					       _pmg_wrpkru);
+	}
+	return paged_edge(x, acc, EDGE_CLOSE, caller);
+}
+
+/*
+ * The inline open counted a window on key @k after the key was taken
+ * from @d (an eviction between its first read of _key and its count:
+ * pmguard.h): undo the edge, as if it had not happened, and open again
+ * the slow way.  AS-safe as far as pmg_open() is.
+ */
+PMG_API int _pmg_open_raced(struct pmg_domain *d, int acc, unsigned k)
+{
+	struct _pmg_ws *t = &_pmg_tls;
+	struct _pmg_dom *x = _pmg_dom_of(d);
+	uint16_t *n = acc ? &t->w[k] : &t->r[k];
+	unsigned dflt = x ? x->ck.dflt : PMG_RIGHTS_AD;
+	uint32_t v = _pmg_rdpkru(), nv;
+
+	--*n;
+	nv = pmg_pkval_update(v, k,
+			      t->w[k] | t->r[k]
+				      ? pmg_ws_rights((struct pmg_ws *)t, k,
+						      dflt)
+				      : dflt);
+	if (nv != v)
+		_pmg_wrpkru(nv);
+	__atomic_add_fetch(&_pmg_keys_raced, 1, __ATOMIC_RELAXED);
+	return _pmg_open_slow(d, acc);
 }
 
 PMG_API int _pmg_overflow(struct pmg_domain *d)

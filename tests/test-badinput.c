@@ -23,7 +23,7 @@
 #include "probe.h"
 #include "valgrind-probe.h"
 
-#define PLAN 73
+#define PLAN 74
 #define PAGE 4096UL
 
 /* ------------------------------------------------------------ helpers */
@@ -332,8 +332,8 @@ static void test_domain_new(void)
 	{
 		int ok;
 
-		rc = TRY(pmg_domain_new(&d, "flags", 2));
-		ok = err_is(rc, -EINVAL, "flags", "0x2") && !d;
+		rc = TRY(pmg_domain_new(&d, "flags", 4));
+		ok = err_is(rc, -EINVAL, "flags", "0x4") && !d;
 		rc = TRY(pmg_domain_new(&d, "flags", 0x80000001u));
 		ok &= err_is(rc, -EINVAL, "0x80000000", NULL) && !d;
 		tap_ok(ok, "domain_new with unknown flags: -EINVAL, message "
@@ -357,23 +357,44 @@ static void test_domain_new(void)
 
 static void test_exhaustion(void)
 {
+	static struct pmg_domain *v[PMG_DOMAINS_MAX];
 	struct pmg_domain *d[16], *x;
-	char name[16], want[32], msg[512];
-	int n, i, rc = 0, listed = 1;
+	char name[16], want[40], msg[600];
+	int n, i, rc = 0, listed = 1, nv, keyed = 0;
+	bool pku = pmg_backend() == PMG_BACKEND_PKU;
 
 	memset(d, 0, sizeof(d));
+	if (!pku) {
+		tap_skip("key exhaustion: a pinned domain gets -ENOSPC once "
+			 "no key is left",
+			 "mprotect: no hardware keys, "
+			 "PMG_DOMAIN_PINNED takes none");
+		tap_skip("the -ENOSPC message says how many keys exist and "
+			 "are held",
+			 "mprotect: no hardware keys");
+		tap_skip("the -ENOSPC message lists every holder with its key",
+			 "mprotect: no hardware keys");
+		n = 0;
+		goto virtual;
+	}
+	/* pinned: a key for life, or -ENOSPC */
 	for (n = 0; n < 16; n++) {
 		snprintf(name, sizeof(name), "ks%02d", n + 1);
-		rc = TRY(pmg_domain_new(&d[n], name, 0));
+		rc = TRY(pmg_domain_new(&d[n], name, PMG_DOMAIN_PINNED));
 		if (rc)
 			break;
 	}
 	snprintf(msg, sizeof(msg), "%s", pmg_errormsg());
 	snprintf(want, sizeof(want), "'%s'", name);
-	tap_ok(n >= 1 && n < 16 && err_is(rc, -ENOSPC, "no protection key "
-	       "left", want) && !d[n],
-	       "key exhaustion: -ENOSPC after %d domains, naming the one "
-	       "refused, *dp cleared", n);
+	tap_ok(n >= 1 && n < 16 &&
+		       err_is(rc, -ENOSPC,
+			      "no protection key "
+			      "for",
+			      want) &&
+		       !d[n],
+	       "key exhaustion: a pinned domain gets -ENOSPC after %d, "
+	       "naming the one refused, *dp cleared",
+	       n);
 
 	snprintf(want, sizeof(want), "%d of 15 keys", n);
 	if (!strstr(msg, want))
@@ -383,7 +404,7 @@ static void test_exhaustion(void)
 	       "('%s')", want);
 
 	for (i = 0; i < n; i++) {
-		snprintf(want, sizeof(want), "ks%02d (key %d)", i + 1,
+		snprintf(want, sizeof(want), "ks%02d (key %d, pinned)", i + 1,
 			 pmg_domain_key(d[i]));
 		if (!strstr(msg, want)) {
 			tap_diag("holder '%s' not listed", want);
@@ -391,11 +412,37 @@ static void test_exhaustion(void)
 		}
 	}
 	tap_ok(listed, "the -ENOSPC message lists every holder with its key");
-
 	for (i = 0; i < n; i++)
 		pmg_domain_delete(&d[i]);
+
+	virtual :
+		/* past the keys: virtual domains (PKU), page protection all along
+	 * (mprotect), up to PMG_DOMAINS_MAX live */
+		memset(v, 0, sizeof(v));
+	for (nv = 0; nv < PMG_DOMAINS_MAX; nv++) {
+		snprintf(name, sizeof(name), "v%04d", nv);
+		rc = TRY(pmg_domain_new(&v[nv], name, 0));
+		if (rc)
+			break;
+		keyed += pmg_domain_key(v[nv]) > 0 &&
+			 (!pku || pmg_domain_key(v[nv]) < 16);
+	}
+	snprintf(msg, sizeof(msg), "%s", pmg_errormsg());
+	tap_diag("%d domains before %s ('%s'), %d with a key", nv,
+		 strerror(-rc), msg, keyed);
+	tap_ok(rc == -ENOSPC && strstr(msg, "no room") && !v[nv] &&
+		       nv == PMG_DOMAINS_MAX - 1 &&
+		       (pku ? keyed >= 1 && keyed <= 15 : keyed == nv),
+	       "domains past the keys: %d live (PMG_DOMAINS_MAX - 1), %s; "
+	       "the next -ENOSPC 'no room'",
+	       nv,
+	       pku ? "those without a key say -ENOKEY"
+		   : "each with its own number");
+	for (i = 0; i < nv; i++)
+		pmg_domain_delete(&v[i]);
 	rc = pmg_domain_new(&x, "after-exhaustion", 0);
-	tap_ok(rc == 0 && keys_used() == 1 && pmg_domain_delete(&x) == 0,
+	tap_ok(rc == 0 && keys_used() == (pku ? 1 : 0) &&
+		       pmg_domain_key(x) > 0 && pmg_domain_delete(&x) == 0,
 	       "after deleting them all, keys are free again");
 }
 

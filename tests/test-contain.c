@@ -1968,7 +1968,14 @@ int main(void)
 	}
 	if (pmg_init())
 		tap_diag("pmg_init: %s", pmg_errormsg());
-	pku = pmg_backend() == PMG_BACKEND_PKU;
+	/* PKU with keys for the domains (PMGUARD_KEYS=0: every domain
+	 * virtual, page protection: the mprotect backend's semantics) */
+	{
+		struct pmg_key_stats ks;
+
+		pku = pmg_backend() == PMG_BACKEND_PKU &&
+		      !pmg_key_stats_get(&ks) && ks.keys_max > 0;
+	}
 	tap_diag("backend: %s", pmg_backend_name(pmg_backend()));
 	ss.ss_sp = altstack;
 	ss.ss_size = sizeof(altstack);

@@ -14,6 +14,7 @@ int cmd_bench(int argc, char **argv);		/* tools/bench.c */
 int cmd_bench_window(int argc, char **argv);	/* tools/bench.c */
 int cmd_bench_fault(int argc, char **argv);	/* tools/bench.c */
 int cmd_bench_persist(int argc, char **argv);	/* tools/bench_persist.c */
+int cmd_bench_domains(int argc, char **argv);	/* tools/bench_domains.c */
 int cmd_demo(int argc, char **argv);		/* tools/demo.c */
 int cmd_inject(int argc, char **argv);		/* tools/inject.c */
 int cmd_run(int argc, char **argv);		/* tools/run.c */

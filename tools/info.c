@@ -29,6 +29,7 @@ int cmd_info(int argc, char **argv)
 		{ .name = NULL },
 	};
 	const struct cli_verb verb = { "info", opts, usage, NULL, NULL };
+	struct pmg_key_stats ks;
 	struct pmg_info in;
 	const char *mode;
 	int rc;
@@ -41,6 +42,8 @@ int cmd_info(int argc, char **argv)
 		cli_error("info: %s", pmg_errormsg());
 		return 1;
 	}
+	if (pmg_key_stats_get(&ks))
+		memset(&ks, 0, sizeof(ks));
 	mode = in.fault_mode == PMG_FAULT_STRICT ? "strict"
 	       : in.fault_mode == PMG_FAULT_AUDIT ? "audit"
 	       : in.fault_mode == PMG_FAULT_CONTAIN ? "contain" : "relaxed";
@@ -63,6 +66,9 @@ int cmd_info(int argc, char **argv)
 		json_int(&j, "keys_total", in.keys_total);
 		json_int(&j, "keys_used", in.keys_used);
 		json_int(&j, "keys_free", in.keys_free);
+		json_int(&j, "keys_max", ks.keys_max);
+		json_bool(&j, "eviction", ks.evict);
+		json_int(&j, "domains_max", PMG_DOMAINS_MAX - 1);
 		json_str(&j, "fault_mode", mode);
 		json_u64(&j, "xsave_pkru_offset", in.xsave_pkru_offset);
 		json_finish(&j);
@@ -80,6 +86,16 @@ int cmd_info(int argc, char **argv)
 	printf("kernel pkeys: %s\n", yesno(in.kernel_pkeys));
 	printf("keys: %d total, %d used by pmguard, %d free\n",
 	       in.keys_total, in.keys_used, in.keys_free);
+	if (in.backend == PMG_BACKEND_PKU)
+		printf("domains: up to %d; pmguard holds at most %d keys "
+		       "(PMGUARD_KEYS), the other domains are virtual (page "
+		       "protection until a window gets them a key: %s)\n",
+		       PMG_DOMAINS_MAX - 1, ks.keys_max,
+		       ks.evict ? "eviction by membarrier(2)"
+				: "no membarrier(2): no eviction");
+	else
+		printf("domains: up to %d, each page-protected\n",
+		       PMG_DOMAINS_MAX - 1);
 	printf("fault mode: %s\n", mode);
 	if (in.xsave_pkru_offset)
 		printf("xsave pkru offset: %u\n", in.xsave_pkru_offset);

@@ -27,6 +27,7 @@ struct probe_log {
 	volatile int key;
 	volatile unsigned pkru;
 	volatile int si_code;
+	struct pmg_domain *volatile domain;
 };
 
 static struct probe_log probe_log;
@@ -50,6 +51,7 @@ static void probe_observer(const struct pmg_fault_info *fi, void *arg)
 	__atomic_store_n(&l->key, fi->key, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->pkru, fi->pkru, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->si_code, fi->si_code, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->domain, fi->domain, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&l->strays, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -74,6 +76,14 @@ static inline int probe_si_code(void)
 						: 2 /* SEGV_ACCERR */;
 }
 
+/* ... to @d: a virtual domain (PKU, no key now) is page protection. */
+static inline int probe_si_code_for(const struct pmg_domain *d)
+{
+	return pmg_backend() == PMG_BACKEND_PKU && pmg_domain_key(d) < 0
+		       ? 2 /* SEGV_ACCERR */
+		       : probe_si_code();
+}
+
 /*
  * One access of kind @acc to @p, which @d protects.  Returns 1 if it
  * faulted with the right address, kind and key, 0 if it did not fault, and
@@ -92,13 +102,15 @@ static inline int probe(struct pmg_domain *d, volatile char *p, int acc)
 		return 0;
 	if (probe_log.strays != before + 1 || probe_log.addr != (void *)p ||
 	    probe_log.access != acc || probe_log.key != pmg_domain_key(d) ||
-	    probe_log.si_code != probe_si_code()) {
+	    probe_log.si_code != probe_si_code_for(d) ||
+	    probe_log.domain != d) {
 		printf("# probe: fault details wrong: %d faults, addr %p "
 		       "(want %p), access %d (want %d), key %d (want %d), "
-		       "si_code %d (want %d)\n",
+		       "si_code %d (want %d), domain %s\n",
 		       probe_log.strays - before, probe_log.addr, (void *)p,
-		       probe_log.access, acc, probe_log.key,
-		       pmg_domain_key(d), probe_log.si_code, probe_si_code());
+		       probe_log.access, acc, probe_log.key, pmg_domain_key(d),
+		       probe_log.si_code, probe_si_code_for(d),
+		       probe_log.domain == d ? "right" : "WRONG");
 		return -1;
 	}
 	return 1;

@@ -7,13 +7,18 @@
  * its library is loaded and called) and protects their mappings with
  * pmguard domains:
  *  - LMDB: an environment opened with MDB_WRITEMAP has its whole data map
- *    in domain "lmdb"; a write transaction holds a write window on the
- *    thread that began it, from mdb_txn_begin() to the end of
- *    mdb_txn_commit() / mdb_txn_abort() (nested ones nest); read-only
- *    transactions are not touched;
- *  - libpmem / libpmem2: every mapping is in domain "pmem-run"; the copy
- *    calls run through pmg_memcpy() and family, which open the window
- *    themselves; flush, drain and persist pass through.
+ *    in a domain of its own, "lmdb:PATH"; a write transaction holds a
+ *    write window on that domain only, on the thread that began it, from
+ *    mdb_txn_begin() to the end of mdb_txn_commit() / mdb_txn_abort()
+ *    (nested ones nest): the process's other environments stay
+ *    protected; read-only transactions are not touched;
+ *  - libpmem / libpmem2: every mapping is in a domain of its own,
+ *    "pmem:PATH" or "pmem2:ADDRESS"; the copy calls run through
+ *    pmg_memcpy() and family, which open the window on the destination's
+ *    domain themselves; flush, drain and persist pass through.
+ * Past the hardware keys (15, fewer when other code holds some) the
+ * domains are virtual: a transaction's window gets its environment a key
+ * (pmguard(7), "Virtual domains").
  * Everything else of the library (fault modes, reports) is pmguard's own,
  * linked in whole; only the wrapped calls and pthread_create are exported.
  *
@@ -45,6 +50,7 @@
  * message: never an unprotected run.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -196,20 +202,65 @@ static void *next(const char *name)
 	if (!real_##name) \
 		real_##name = (__typeof__(&name))next(#name)
 
-/* A domain per adapter, created on first use; NULL if that failed. */
-static struct pmg_domain *domain(struct pmg_domain **slot, const char *name)
+/*
+ * A domain for one data set: "KIND:PATH" in the 31 characters a name may
+ * have (a long path keeps its end: "lmdb:...b/c/data"), blanks and other
+ * non-printable characters as '_', and "#N" at the end when another live
+ * domain has the name.  NULL (said) if it cannot be made.
+ */
+static struct pmg_domain *data_domain(const char *kind, const char *path)
 {
-	int rc;
+	char base[PMG_KEY_NAME_MAX], name[PMG_KEY_NAME_MAX];
+	struct pmg_domain *d = NULL;
+	size_t k = strlen(kind), n = strlen(path), room, i;
+	int rc = -EEXIST, tries;
 
-	if (*slot)
-		return *slot;
-	rc = pmg_domain_new(slot, name, 0);
-	if (rc) {
-		say("cannot create domain '%s': %s: nothing protected\n", name,
-		    pmg_errormsg());
-		*slot = NULL;
+	char tmp[PATH_MAX + 16];
+
+	room = sizeof(base) - 1 - k - 1;
+	if (n > room)
+		snprintf(tmp, sizeof(tmp), "%s:...%s", kind,
+			 path + n - (room - 3));
+	else
+		snprintf(tmp, sizeof(tmp), "%s:%s", kind, path);
+	pmg_strlcpy(base, tmp, sizeof(base));
+	for (i = 0; base[i]; i++)
+		if (!isgraph((unsigned char)base[i]))
+			base[i] = '_';
+	for (tries = 0; tries < 1000 && rc == -EEXIST; tries++) {
+		if (tries) {
+			char suf[8];
+			size_t sl = (size_t)snprintf(suf, sizeof(suf), "#%d",
+						     tries);
+			size_t bl = strlen(base);
+
+			if (bl + sl >= sizeof(name))
+				bl = sizeof(name) - 1 - sl;
+			memcpy(name, base, bl);
+			memcpy(name + bl, suf, sl + 1);
+		} else {
+			memcpy(name, base, sizeof(name));
+		}
+		rc = pmg_domain_new(&d, name, 0);
 	}
-	return *slot;
+	if (rc) {
+		say("cannot create domain '%s': %s: nothing protected\n", base,
+		    pmg_errormsg());
+		return NULL;
+	}
+	return d;
+}
+
+static void data_domain_delete(struct pmg_domain **d)
+{
+	char name[PMG_KEY_NAME_MAX];
+
+	if (!*d)
+		return;
+	pmg_strlcpy(name, pmg_domain_name(*d), sizeof(name));
+	if (pmg_domain_delete(d))
+		say("cannot delete domain '%s': %s\n", name, pmg_errormsg());
+	*d = NULL;
 }
 
 static int protect(struct pmg_domain *d, void *addr, size_t len,
@@ -239,13 +290,14 @@ static void modules(void)
 }
 
 /* ------------------------------------------------------------- LMDB */
-#define MAX_ENVS 64
+#define MAX_ENVS 256
 
-static struct pmg_domain *lmdb_dom;
 static struct {
 	MDB_env *env;
 	void *addr;
 	size_t len;		/* protected length; 0: not protected */
+	struct pmg_domain *dom;	/* "lmdb:PATH", from mdb_env_open() to
+				   mdb_env_close() */
 } envs[MAX_ENVS];
 static unsigned long env_gen;	/* bumped by each change of envs[] */
 static bool warned_nowritemap;
@@ -324,13 +376,18 @@ static void env_info(MDB_env *env, void **addr, size_t *len)
 	*addr = in.me_mapaddr ? in.me_mapaddr : map_of_fd(fd, *len);
 }
 
-/* Protect @env's map as it is now (lock held). */
-static void env_protect(MDB_env *env, int slot)
+/* Protect @env's map as it is now (lock held), in its own domain (made
+ * the first time, named after @path). */
+static void env_protect(MDB_env *env, int slot, const char *path)
 {
-	struct pmg_domain *d = domain(&lmdb_dom, "lmdb");
+	struct pmg_domain *d = envs[slot].dom;
+	char abs[PATH_MAX];
 	void *addr;
 	size_t len;
 
+	if (!d && path)
+		d = envs[slot].dom = data_domain(
+			"lmdb", realpath(path, abs) ? abs : path);
 	env_info(env, &addr, &len);
 	envs[slot].env = env;
 	envs[slot].addr = addr;
@@ -387,14 +444,14 @@ RUN_API int mdb_env_open(MDB_env *env, const char *path, unsigned int flags,
 		say("more than %d LMDB environments: %s not protected\n",
 		    MAX_ENVS, path);
 	} else {
-		env_protect(env, slot);
+		env_protect(env, slot, path);
 		if (envs[slot].len) {
-			char what[160];
+			char what[200];
 
 			snprintf(what, sizeof(what),
-				 "protected, map %p+%#zx in domain 'lmdb' "
+				 "protected, map %p+%#zx in domain '%s' "
 				 "(MDB_WRITEMAP %s)", envs[slot].addr,
-				 envs[slot].len,
+				 envs[slot].len, pmg_domain_name(envs[slot].dom),
 				 added ? "added by --lmdb-writemap"
 				       : "asked by the program");
 			env_said(path, what);
@@ -415,6 +472,7 @@ RUN_API void mdb_env_close(MDB_env *env)
 	slot = env_slot(env);
 	if (slot >= 0) {
 		env_unprotect(slot);
+		data_domain_delete(&envs[slot].dom);
 		envs[slot].env = NULL;
 	}
 	pthread_mutex_unlock(&run_lock);
@@ -433,7 +491,7 @@ RUN_API int mdb_env_set_mapsize(MDB_env *env, size_t size)
 		env_unprotect(slot);
 	rc = real_mdb_env_set_mapsize(env, size);
 	if (slot >= 0)
-		env_protect(env, slot);
+		env_protect(env, slot, NULL); /* its domain again */
 	pthread_mutex_unlock(&run_lock);
 	return rc;
 }
@@ -459,69 +517,75 @@ RUN_API int mdb_env_set_mapsize(MDB_env *env, size_t size)
 
 static __thread struct {
 	MDB_txn *txn;
+	struct pmg_domain *dom;	/* its environment's */
 } wtx[MAX_WTXNS] __attribute__((tls_model("initial-exec")));
 static __thread unsigned nwtx __attribute__((tls_model("initial-exec")));
 static __thread struct {
 	MDB_env *env;
 	unsigned long gen;
-	bool prot;
+	struct pmg_domain *dom;
 } env_cache __attribute__((tls_model("initial-exec")));
 
-static bool env_protected(MDB_env *env)
+/* @env's domain if its map is protected, else NULL. */
+static struct pmg_domain *env_domain(MDB_env *env)
 {
 	unsigned long g = __atomic_load_n(&env_gen, __ATOMIC_ACQUIRE);
-	bool prot = false;
+	struct pmg_domain *d = NULL;
 	int slot;
 
 	if (env_cache.env == env && env_cache.gen == g)
-		return env_cache.prot;
+		return env_cache.dom;
 	pthread_mutex_lock(&run_lock);
 	g = env_gen;
 	slot = env_slot(env);
-	prot = slot >= 0 && envs[slot].len;
+	if (slot >= 0 && envs[slot].len)
+		d = envs[slot].dom;
 	pthread_mutex_unlock(&run_lock);
 	env_cache.env = env;
 	env_cache.gen = g;
-	env_cache.prot = prot;
-	return prot;
+	env_cache.dom = d;
+	return d;
 }
 
 RUN_API int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags,
 			  MDB_txn **txn)
 {
 	REAL(mdb_txn_begin);
+	struct pmg_domain *d;
 	int rc;
 
-	if ((flags & MDB_RDONLY) || !env_protected(env))
+	if ((flags & MDB_RDONLY) || !(d = env_domain(env)))
 		return real_mdb_txn_begin(env, parent, flags, txn);
 	if (nwtx == MAX_WTXNS) {
 		say("more than %d write transactions nested in one thread: "
 		    "one runs without a window\n", MAX_WTXNS);
 		return real_mdb_txn_begin(env, parent, flags, txn);
 	}
-	rc = pmg_open(lmdb_dom, PMG_WRITE);
+	rc = pmg_open(d, PMG_WRITE);
 	if (rc) {
 		say("cannot open the write window: %s\n", pmg_errormsg());
 		return real_mdb_txn_begin(env, parent, flags, txn);
 	}
 	rc = real_mdb_txn_begin(env, parent, flags, txn);
 	if (rc) {
-		pmg_close(lmdb_dom, PMG_WRITE);
+		pmg_close(d, PMG_WRITE);
 		return rc;
 	}
-	wtx[nwtx++].txn = *txn;
+	wtx[nwtx].txn = *txn;
+	wtx[nwtx++].dom = d;
 	return 0;
 }
 
 /*
  * Forget @txn and the write transactions nested in it (begun after it on
- * this thread: above it on the stack; commit and abort end those too);
- * returns how many windows to close.  Done before the real call: the
- * handle may be reused as soon as it is freed.
+ * this thread: above it on the stack; commit and abort end those too):
+ * their windows' domains into @d (their environment's, one each); returns
+ * how many windows to close.  Done before the real call: the handle may
+ * be reused as soon as it is freed.
  */
-static unsigned txn_forget(MDB_txn *txn)
+static unsigned txn_forget(MDB_txn *txn, struct pmg_domain **d)
 {
-	unsigned i, n;
+	unsigned i, n, j;
 
 	/* mdb_txn_abort(NULL) is a no-op LMDB allows (knotd calls it);
 	 * a read-only transaction: not on the stack */
@@ -530,6 +594,8 @@ static unsigned txn_forget(MDB_txn *txn)
 	for (i = nwtx; i-- > 0;)
 		if (wtx[i].txn == txn) {
 			n = nwtx - i;
+			for (j = 0; j < n; j++)
+				d[j] = wtx[i + j].dom;
 			nwtx = i;
 			return n;
 		}
@@ -539,57 +605,71 @@ static unsigned txn_forget(MDB_txn *txn)
 RUN_API int mdb_txn_commit(MDB_txn *txn)
 {
 	REAL(mdb_txn_commit);
-	unsigned n = txn_forget(txn);
+	struct pmg_domain *d[MAX_WTXNS];
+	unsigned n = txn_forget(txn, d);
 	int rc;
 
 	rc = real_mdb_txn_commit(txn);
 	while (n-- > 0)
-		pmg_close(lmdb_dom, PMG_WRITE);
+		pmg_close(d[n], PMG_WRITE);
 	return rc;
 }
 
 RUN_API void mdb_txn_abort(MDB_txn *txn)
 {
 	REAL(mdb_txn_abort);
-	unsigned n = txn_forget(txn);
+	struct pmg_domain *d[MAX_WTXNS];
+	unsigned n = txn_forget(txn, d);
 
 	real_mdb_txn_abort(txn);
 	while (n-- > 0)
-		pmg_close(lmdb_dom, PMG_WRITE);
+		pmg_close(d[n], PMG_WRITE);
 }
 
 /* ----------------------------------------------------- libpmem(2) */
 #define MAX_MAPS 256
-static struct pmg_domain *pmem_dom;
 static struct {
 	void *addr;
 	size_t len;
+	struct pmg_domain *dom;	/* its own: "pmem:PATH", "pmem2:ADDRESS" */
 } maps[MAX_MAPS];
 
-static void map_add(void *addr, size_t len, const char *what)
+/* @kind:@name names the mapping's domain (@name: its file, or NULL: its
+ * address). */
+static void map_add(void *addr, size_t len, const char *what,
+		    const char *kind, const char *name)
 {
-	struct pmg_domain *d;
+	struct pmg_domain *d = NULL;
+	char at[32];
 	int i;
 
 	len = PAGE_UP(len);
 	pthread_mutex_lock(&run_lock);
 	modules();
-	d = domain(&pmem_dom, "pmem-run");
 	for (i = 0; i < MAX_MAPS && maps[i].addr; i++)
 		;
-	if (i == MAX_MAPS)
+	if (i == MAX_MAPS) {
 		say("more than %d pmem mappings: %p not protected\n",
 		    MAX_MAPS, addr);
-	else if (d && !protect(d, addr, len, "the pmem mapping")) {
-		maps[i].addr = addr;
-		maps[i].len = len;
-		protected_one();
-		if (rep_named)
-			say("%s (pid %d): %s: protected, map %p+%#zx in "
-			    "domain 'pmem-run'\n",
-			    program_invocation_short_name, (int)getpid(),
-			    what, addr, len);
+		goto out;
 	}
+	snprintf(at, sizeof(at), "%p", addr);
+	d = data_domain(kind, name ? name : at);
+	if (!d)
+		goto out;
+	if (protect(d, addr, len, "the pmem mapping")) {
+		data_domain_delete(&d);
+		goto out;
+	}
+	maps[i].addr = addr;
+	maps[i].len = len;
+	maps[i].dom = d;
+	protected_one();
+	if (rep_named)
+		say("%s (pid %d): %s: protected, map %p+%#zx in domain '%s'\n",
+		    program_invocation_short_name, (int)getpid(), what, addr,
+		    len, pmg_domain_name(d));
+out:
 	pthread_mutex_unlock(&run_lock);
 }
 
@@ -601,6 +681,7 @@ static void map_del(void *addr)
 	for (i = 0; i < MAX_MAPS; i++)
 		if (maps[i].addr == addr) {
 			unprotect(addr, maps[i].len, "the pmem mapping");
+			data_domain_delete(&maps[i].dom);
 			maps[i].addr = NULL;
 			break;
 		}
@@ -639,10 +720,10 @@ RUN_API void *pmem_map_file(const char *path, size_t len, int flags,
 
 	if (a) {
 		char what[PATH_MAX + 32], abs[PATH_MAX];
+		const char *p = realpath(path, abs) ? abs : path;
 
-		snprintf(what, sizeof(what), "pmem_map_file %s",
-			 realpath(path, abs) ? abs : path);
-		map_add(a, ml, what);
+		snprintf(what, sizeof(what), "pmem_map_file %s", p);
+		map_add(a, ml, what, "pmem", p);
 	}
 	if (mapped_lenp)
 		*mapped_lenp = ml;
@@ -713,7 +794,8 @@ RUN_API int pmem2_map_new(struct pmem2_map **map,
 
 	if (rc == 0)
 		map_add(real_pmem2_map_get_address(*map),
-			real_pmem2_map_get_size(*map), "pmem2_map_new");
+			real_pmem2_map_get_size(*map), "pmem2_map_new",
+			"pmem2", NULL);
 	return rc;
 }
 

@@ -9,8 +9,10 @@
 # Prints the guest's kernel, CPU count, PKU flags and `pmguard info` (as
 # "# " diagnostic lines), then runs through runtests.sh -n vm: every
 # executable /bin/test-* (sorted), if /bin/pmguard exists "pmguard
-# selftest" as one entry, and test-lazywin once more on the mprotect
-# backend (with 4 huge pages reserved for its hugetlb case). TEST arguments replace that list (same
+# selftest" as one entry, test-lazywin once more on the mprotect
+# backend (with 4 huge pages reserved for its hugetlb case), and the
+# virtual-domain runs (PMGUARD_KEYS=0/1/4 test-vdomains, PMGUARD_KEYS=0
+# test-shared, test-modes and test-contain). TEST arguments replace that list (same
 # syntax as runtests.sh: "pmguard selftest 1 2" is one entry).
 # Per-test timeout: $PMGUARD_TEST_TIMEOUT seconds (default 300).
 # Exit status: runtests.sh's (0 iff nothing failed).
@@ -57,6 +59,19 @@ if [ $# -eq 0 ]; then
 	if [ -x /bin/test-lazywin ]; then
 		set -- "$@" "env PMGUARD_BACKEND=mprotect /bin/test-lazywin"
 	fi
+	# virtual domains (issue 24): with few keys eviction races the
+	# inline windows; with none every domain is page-protected on PKU
+	# (the interposers and every fault mode on such domains)
+	for k in 0 1 4; do
+		[ -x /bin/test-vdomains ] &&
+			set -- "$@" "env PMGUARD_KEYS=$k /bin/test-vdomains"
+	done
+	if [ -x /bin/test-shared ]; then
+		set -- "$@" "env PMGUARD_KEYS=0 /bin/test-shared"
+	fi
+	for t in test-modes test-contain; do
+		[ -x /bin/$t ] && set -- "$@" "env PMGUARD_KEYS=0 /bin/$t"
+	done
 	[ $# -gt 0 ] || echo "# vm: no /bin/test-* and no pmguard: nothing to run"
 fi
 
