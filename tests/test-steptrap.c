@@ -143,10 +143,28 @@ static void own_trap(int sig, siginfo_t *si, void *uc)
 	own_code = si->si_code;
 }
 
+/* Does icebp raise SIGTRAP here?  QEMU TCG raises SIGILL for it. */
+static int icebp_child(void *arg)
+{
+	(void)arg;
+	signal(SIGTRAP, SIG_IGN);
+	__asm__ __volatile__(".byte 0xf1" ::: "memory");
+	return 0;
+}
+
 static void test_own_icebp(void)
 {
 	struct sigaction sa;
 	struct pmg_domain *d = NULL;
+	int st = tap_child(icebp_child, NULL);
+
+	if (WIFSIGNALED(st) && WTERMSIG(st) == SIGILL) {
+		tap_skip("a TRAP_BRKPT of the program's own reaches its "
+			 "handler",
+			 "icebp raises SIGILL on this CPU (QEMU TCG), not a "
+			 "TRAP_BRKPT SIGTRAP");
+		return;
+	}
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = own_trap;

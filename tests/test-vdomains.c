@@ -309,15 +309,19 @@ static void t_threads(void)
 	void *res;
 	int ok = 1, i, vi;
 
-	if (!pku || !ks0.keys_max) {
+	if (!pku || !ks0.keys_max || !ks0.evict) {
 		tap_skip("a virtual domain's window, once keyed, is "
 			 "thread-local",
-			 pku ? "PMGUARD_KEYS=0: no key to take"
-			     : "mprotect: windows are "
-			       "process-wide");
+			 !pku	      ? "mprotect: windows are process-wide"
+			 : !ks0.evict ? "no membarrier(2) in this kernel: no "
+					"eviction, a virtual domain's window "
+					"is a page-protection one"
+				      : "PMGUARD_KEYS=0: no key to take");
 		tap_skip("a domain with a window open in another thread keeps "
 			 "its key through every eviction",
-			 pku ? "PMGUARD_KEYS=0" : "mprotect: no keys");
+			 !pku	      ? "mprotect: no keys"
+			 : !ks0.evict ? "no membarrier(2) in this kernel"
+				      : "PMGUARD_KEYS=0");
 		return;
 	}
 	probe_begin();
@@ -436,12 +440,14 @@ static void t_lru(void)
 	/* the clock (keys.c) orders domains windowed since the last
 	 * eviction after those that were not, not among themselves: with
 	 * two keys both holders were windowed since */
-	if (!pku || ks0.keys_max < 3) {
+	if (!pku || ks0.keys_max < 3 || !ks0.evict) {
 		tap_skip("the most recently windowed domain keeps its key",
-			 pku ? "fewer than 3 keys (PMGUARD_KEYS): the clock "
-			       "cannot order two domains both windowed since "
-			       "the last eviction"
-			     : "mprotect: no keys");
+			 !pku	      ? "mprotect: no keys"
+			 : !ks0.evict ? "no membarrier(2) in this kernel: no "
+					"eviction"
+				      : "fewer than 3 keys (PMGUARD_KEYS): the "
+					"clock cannot order two domains both "
+					"windowed since the last eviction");
 		return;
 	}
 	pmg_key_stats_get(&a);
