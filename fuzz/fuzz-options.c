@@ -37,11 +37,22 @@
 #include "options.h"
 
 static const char *const names[] = {
-	"PMGUARD_BACKEND", "PMGUARD_FAULT_MODE", "PMGUARD_REPORT_FD",
+	"PMGUARD_BACKEND",
+	"PMGUARD_FAULT_MODE",
+	"PMGUARD_REPORT_FD",
 	/* the persistence group: 0/1 flags, then a byte count */
-	"PMGUARD_IS_PMEM_FORCE", "PMGUARD_NO_CLWB", "PMGUARD_NO_CLFLUSHOPT",
-	"PMGUARD_NO_FLUSH", "PMGUARD_NO_MOVNT", "PMGUARD_NO_AVX512F",
-	"PMGUARD_NO_AVX2", "PMGUARD_MOVNT_THRESHOLD", "PMGUARD_POOL_ALIAS",
+	"PMGUARD_IS_PMEM_FORCE",
+	"PMGUARD_NO_CLWB",
+	"PMGUARD_NO_CLFLUSHOPT",
+	"PMGUARD_NO_FLUSH",
+	"PMGUARD_NO_MOVNT",
+	"PMGUARD_NO_AVX512F",
+	"PMGUARD_NO_AVX2",
+	"PMGUARD_MOVNT_THRESHOLD",
+	"PMGUARD_POOL_ALIAS",
+	/* the library group's later ones (the fuzzer found KEYS by name) */
+	"PMGUARD_KEYS",
+	"PMGUARD_MPROTECT_WINDOWS",
 };
 
 #define FAIL(...)							\
@@ -130,6 +141,28 @@ static int model_size(const char *v, long *out)
 	return 0;
 }
 
+/* Digits only, 0..15. */
+static int model_keys(const char *v, int *out)
+{
+	long n;
+
+	if (model_size(v, &n) || n > 15)
+		return -1;
+	*out = (int)n;
+	return 0;
+}
+
+static int model_mp_windows(const char *v, int *out)
+{
+	if (!strcmp(v, "lazy"))
+		*out = 0;
+	else if (!strcmp(v, "eager"))
+		*out = 1;
+	else
+		return -1;
+	return 0;
+}
+
 static int model_parse(struct _pmg_opts *o, int which, const char *v)
 {
 	int *flags[] = { &o->force, &o->no_clwb, &o->no_clflushopt,
@@ -145,6 +178,10 @@ static int model_parse(struct _pmg_opts *o, int which, const char *v)
 		return model_fd(v, &o->report_fd);
 	case 10:
 		return model_size(v, &o->threshold);
+	case 12:
+		return model_keys(v, &o->keys_max);
+	case 13:
+		return model_mp_windows(v, &o->mp_eager);
 	default:
 		return model_bool(v, flags[which - 3]);
 	}
@@ -168,7 +205,8 @@ static void same(const struct _pmg_opts *a, const struct _pmg_opts *b,
 	    a->no_clwb != b->no_clwb || a->no_clflushopt != b->no_clflushopt ||
 	    a->no_flush != b->no_flush || a->no_movnt != b->no_movnt ||
 	    a->no_avx512f != b->no_avx512f || a->no_avx2 != b->no_avx2 ||
-	    a->threshold != b->threshold || a->pool_alias != b->pool_alias)
+	    a->threshold != b->threshold || a->pool_alias != b->pool_alias ||
+	    a->keys_max != b->keys_max || a->mp_eager != b->mp_eager)
 		FAIL("%s: got {%d, %d, %d}, model {%d, %d, %d}", what,
 		     a->backend, a->mode, a->report_fd, b->backend, b->mode,
 		     b->report_fd);
@@ -289,6 +327,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			one_parse(f[1] ? f[1] : "", f[2]);
 		else if (pick >= 0x80)	/* the persistence group */
 			one_parse(names[3 + pick % 9], f[1]);
+		else if (pick >= 0x60) /* the library group's later ones */
+			one_parse(names[12 + pick % 2], f[1]);
 		else			/* the library group */
 			one_parse(names[pick % 3], f[1]);
 	} else {

@@ -538,7 +538,7 @@ static void *race_stray(void *arg)
 	unsigned s = 1; /* the same blocks in each: they collide */
 
 	(void)arg;
-	while (!rc_stop) {
+	while (!__atomic_load_n(&rc_stop, __ATOMIC_RELAXED)) {
 		s = s * 1103515245 + 12345;
 		rc_p[((s >> 8) % RACE_NB) * BLOCK + 64] = 1;
 	}
@@ -548,7 +548,7 @@ static void *race_stray(void *arg)
 static void *race_flip(void *arg)
 {
 	(void)arg;
-	while (!rc_stop) {
+	while (!__atomic_load_n(&rc_stop, __ATOMIC_RELAXED)) {
 		pmg_open(rc_d, PMG_WRITE);
 		for (volatile int i = 0; i < 200; i++)
 			;
@@ -564,7 +564,7 @@ static void *race_whole(void *arg)
 
 	(void)arg;
 	sigfillset(&all);
-	while (!rc_stop) {
+	while (!__atomic_load_n(&rc_stop, __ATOMIC_RELAXED)) {
 		pthread_sigmask(SIG_BLOCK, &all, &old);
 		pmg_open(rc_d, PMG_WRITE);
 		for (i = 0; i < RACE_NB; i++)
@@ -588,7 +588,7 @@ static int race_child(unsigned secs)
 	if (!ok)
 		return 1;
 	sleep(secs);
-	rc_stop = 1;
+	__atomic_store_n(&rc_stop, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < 5; i++)
 		pthread_join(t[i], NULL);
 	/* every window closed: every block protected */
