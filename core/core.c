@@ -167,9 +167,9 @@ int pmg_ws_close(struct pmg_ws *ws, unsigned key, unsigned acc)
  */
 void pmg_core_fault_decide(struct pmg_core *c, struct pmg_fault *f)
 {
-	f->new_pkval = f->saved_pkval;
-	if (f->key == PMG_KEY_DEFAULT || f->key >= PMG_NR_KEYS ||
-	    !c->key[f->key].used) {
+	/* the entry decides whether the key is ours (used, not 0) */
+	if (f->key >= PMG_NR_KEYS) {
+		f->new_pkval = f->saved_pkval;
 		f->action = PMG_ACT_NOT_OURS;
 		return;
 	}
