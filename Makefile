@@ -136,7 +136,8 @@ $(O)/vm/bin/%: $(O)/tests/%
 # ---- tests -----------------------------------------------------------
 # Suites whose totals add up in the closing line of `make check`.
 CHECK_SUITES := build-check host-check vm-check dax-check \
-		install-check examples-check examples-vm-check linux-check
+		install-check examples-check examples-vm-check linux-check \
+		linux-6.1-check
 
 check: all version-check man-check
 	@scripts/check-all $(CHECK_SUITES)

@@ -1,41 +1,53 @@
 # SPDX-License-Identifier: MIT
 #
-# The PKS/PMEM series for Linux 6.1 (linux/): build it, boot it in QEMU
-# TCG, test it.  Included by the top-level Makefile (every mk/*.mk).
-# docs/linux.md has the details.
+# The PKS/PMEM series for Linux 6.12 and 6.1 (linux/6.12/, linux/6.1/):
+# build it, boot it in QEMU TCG, test it.  Included by the top-level
+# Makefile (every mk/*.mk).  docs/linux.md has the details.
 #
-# needs: linux-source-6.1 flex bison bc libelf-dev ccache xz-utils
-#        e2fsprogs qemu-system-x86 busybox-static cpio fio xfsprogs
+# needs: linux-source-6.12 linux-source-6.1 flex bison bc libelf-dev
+#        ccache xz-utils e2fsprogs qemu-system-x86 busybox-static cpio
+#        fio xfsprogs
+#
+# LINUX=6.12 (default) or LINUX=6.1: which kernel, for every target
+# below: the series linux/$(LINUX)/series on linux-source-$(LINUX), its
+# results in $(O)/linux-$(LINUX) and $(O)/linux-$(LINUX)-debug.  The
+# guest tests (linux/tests/) are the same for both.
 #
 # Targets:
-#   linux          scripts/linux-build: linux-source-6.1 + linux/series +
-#                  linux/pmguard.config -> $(O)/linux/{bzImage,
+#   linux          scripts/linux-build: linux-source-$(LINUX) + the
+#                  series + linux/pmguard.config (+ linux/$(LINUX)/
+#                  pmguard.config) -> $(O)/linux-$(LINUX)/{bzImage,
 #                  protection_keys,test_pks,...}; cached outside the clone
 #                  (PMGUARD_LINUX_CACHE, default /var/cache/pmguard-linux)
 #   linux-debug    the same with linux/debug.config on top (PREEMPT,
 #                  lockdep, DEBUG_PREEMPT, DEBUG_ATOMIC_SLEEP, DEBUG_LIST)
-#                  -> $(O)/linux-debug/, cached the same way
+#                  -> $(O)/linux-$(LINUX)-debug/, cached the same way
 #   linux-check    scripts/linux-check: builds both, then five boots of
 #                  the kernel (main, crash9, strict, control, workloads:
 #                  fio on ext4/XFS dax, fsdax and 2 MiB devdax) and one of
 #                  the debug kernel (debug); last line
-#                  `linux: N passed, N failed`
+#                  `linux-VER: N passed, N failed`
+#   linux-6.1-check  in make check beside linux-check: 6.1 built and
+#                  booted main, crash9, strict, control
 #   linux-bisect-check  build after every patch of the series (not in CI;
 #                  slow: one kernel build per patch)
 #   linux-mutation-check  scripts/linux-mutation-check: every one-line
-#                  mutant of linux/mutants built and booted until a test
+#                  mutant of linux/$(LINUX)/mutants built and booted until a test
 #                  fails; all must be caught (not in CI: 3-5 min a mutant)
 #   linux-tests    the static guest programs of linux/tests/*.c
+
+LINUX          ?= 6.12
+LINUX_DIR      := $(O)/linux-$(LINUX)
 
 LINUX_TEST_SRC := $(wildcard linux/tests/*.c)
 LINUX_TESTS    := $(patsubst linux/tests/%.c,$(O)/linux-tests/%,$(LINUX_TEST_SRC))
 
-.PHONY: linux linux-debug linux-check linux-bisect-check linux-mutation-check linux-tests
+.PHONY: linux linux-debug linux-check linux-6.1-check linux-bisect-check linux-mutation-check linux-tests
 linux:
-	scripts/linux-build --out $(O)/linux
+	scripts/linux-build --linux $(LINUX) --out $(LINUX_DIR)
 
 linux-debug:
-	scripts/linux-build --config debug --out $(O)/linux-debug
+	scripts/linux-build --linux $(LINUX) --config debug --out $(LINUX_DIR)-debug
 
 linux-tests: $(LINUX_TESTS)
 
@@ -44,12 +56,21 @@ $(O)/linux-tests/%: linux/tests/%.c linux/tests/tap.h
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -static -o $@ $< -pthread
 
 # Builds first (scripts/linux-check --build: a cache hit takes seconds);
-# without root to install linux-source-6.1 it skips, except with CI=true.
+# without root to install linux-source-$(LINUX) it skips, except with
+# CI=true.
 linux-check: linux-tests vm-bins
-	O=$(O) scripts/linux-check --build
+	O=$(O) scripts/linux-check --linux $(LINUX) --build
+
+# make check's second kernel: 6.1 built and booted main, crash9, strict
+# and control (the workloads and debug boots of 6.1, 2 more kernel builds
+# and ~4 min of boots: make linux-check LINUX=6.1).  CI time: issue 20.
+LINUX_61_BOOTS := main crash9 strict control
+linux-6.1-check: linux-tests vm-bins
+	O=$(O) scripts/linux-check --linux 6.1 --build \
+		$(addprefix --boot ,$(LINUX_61_BOOTS))
 
 linux-bisect-check:
-	scripts/linux-bisect-check --out $(O)/linux-bisect
+	scripts/linux-bisect-check --linux $(LINUX) --out $(LINUX_DIR)-bisect
 
 linux-mutation-check: linux-tests
-	O=$(O) scripts/linux-mutation-check
+	O=$(O) scripts/linux-mutation-check --linux $(LINUX)

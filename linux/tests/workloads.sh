@@ -29,7 +29,8 @@
 # MAP_PRIVATE mapping of a written one (--iomem=mmap:): the user buffer
 # faults inside the kernel's DAX copy (finding 1 of issue 19; last, so
 # that an oops there, which ends a boot with oops=panic, leaves the
-# others run).  After each workload: 0 PKS or warning lines in dmesg,
+# others run).  On XFS with reflink (Linux 6.12) also the copy-on-write
+# paths of fs/dax.c (dax-reflink).  After each workload: 0 PKS or warning lines in dmesg,
 # pks_relaxed_faults unchanged.
 #
 # Output as guest.sh: "ok - what" / "not ok - what", "# " diagnostics,
@@ -273,6 +274,31 @@ iomem_workloads() {
 	rm -rf "$d"/wl
 }
 
+# reflink_workloads MODE DIR: the copy-on-write paths of fs/dax.c on XFS
+# with reflink (linux/tests/dax-reflink.c: CoW write, CoW fault, zeroing
+# on a shared extent, unshare, dedupe compare).  Linux 6.1's DAX file
+# systems have no reflink (its XFS image is made without): the program
+# skips there, and nothing is counted.
+reflink_workloads() {
+	m=$1 d=$2
+	command -v dax-reflink >/dev/null || return 0
+	mark=$(($(kmsg_lines) + 1))
+	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
+	echo "# workload: $m: xfs: reflink copy-on-write (dax-reflink)"
+	timeout 120 dax-reflink "$d" >/tmp/rl.out 2>&1
+	rc=$?
+	if [ $rc -eq 4 ]; then
+		diag "[$m] xfs: $(grep -m1 SKIP /tmp/rl.out)"
+		return 0
+	fi
+	if [ $rc -eq 0 ] && after "xfs reflink" "$mark" "$rf0"; then
+		ok "[$m] xfs: reflink CoW write, CoW fault, zeroing, unshare, dedupe ($(tail -n 1 /tmp/rl.out)), 0 faults, 0 warnings"
+	else
+		show /tmp/rl.out
+		notok "[$m] xfs: reflink copy-on-write (dax-reflink exit $rc)"
+	fi
+}
+
 devdax_workloads() {
 	m=$1
 	fio_job "$m" "devdax /dev/$DAX (2 MiB aligned): fio dev-dax write+verify" \
@@ -302,6 +328,7 @@ for mode in "$@"; do
 	fi
 	[ -n "$EXT4" ] && fs_workloads "$mode" ext4 "$EXT4"
 	[ -n "$XFS" ] && fs_workloads "$mode" xfs "$XFS"
+	[ -n "$XFS" ] && reflink_workloads "$mode" "$XFS"
 	[ -n "$DAX" ] && devdax_workloads "$mode"
 	[ -n "$EXT4" ] && iomem_workloads "$mode" ext4 "$EXT4"
 	[ -n "$XFS" ] && iomem_workloads "$mode" xfs "$XFS"
