@@ -135,7 +135,7 @@ $(O)/vm/bin/%: $(O)/tests/%
 
 # ---- tests -----------------------------------------------------------
 # Suites whose totals add up in the closing line of `make check`.
-CHECK_SUITES := build-check host-check vm-check dax-check \
+CHECK_SUITES := build-check abi-check host-check vm-check dax-check \
 		install-check examples-check examples-vm-check linux-check \
 		linux-6.1-check
 
