@@ -8,7 +8,7 @@
 #   make demo       the main job
 # Variables: CC, CFLAGS, O (build dir), WERROR=0 to allow warnings.
 
-VERSION := 0.1.0
+VERSION := 0.2.0
 SOVER   := 0
 O       ?= build
 CC      ?= cc
@@ -63,11 +63,15 @@ $(STATIC): $(ST_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(SHARED): $(SH_OBJ) src/libpmguard.map
+# The shared library alone also carries the old signatures of the calls
+# whose signature changed, under their old version node (src/compat/).
+SH_COMPAT := $(patsubst %.c,$(O)/pic/%.o,$(wildcard src/compat/*.c))
+
+$(SHARED): $(SH_OBJ) $(SH_COMPAT) src/libpmguard.map
 	$(CC) -shared -Wl,-soname,libpmguard.so.$(SOVER) \
 		-Wl,--version-script=src/libpmguard.map -Wl,-z,defs \
 		-Wl,-z,nodelete \
-		$(CFLAGS) -o $@ $(SH_OBJ) $(LDLIBS)
+		$(CFLAGS) -o $@ $(SH_OBJ) $(SH_COMPAT) $(LDLIBS)
 	ln -sf libpmguard.so.$(VERSION) $(O)/libpmguard.so.$(SOVER)
 	ln -sf libpmguard.so.$(SOVER) $(O)/libpmguard.so
 
@@ -135,7 +139,7 @@ $(O)/vm/bin/%: $(O)/tests/%
 
 # ---- tests -----------------------------------------------------------
 # Suites whose totals add up in the closing line of `make check`.
-CHECK_SUITES := build-check host-check vm-check dax-check \
+CHECK_SUITES := build-check abi-check host-check vm-check dax-check \
 		install-check examples-check examples-vm-check linux-check \
 		linux-6.1-check
 

@@ -210,7 +210,8 @@ static void check_pool(struct pmg_pool *pool, const uint8_t *data,
 	int guarded = !(flags & PMG_POOL_UNPROTECTED);
 	int noacc = guarded && !own_dom && (flags & PMG_POOL_NOACCESS);
 
-	if (pmg_pool_size(pool) != size || pmg_pool_get_info(pool, &info))
+	if (pmg_pool_size(pool) != size ||
+	    pmg_pool_get_info(pool, &info, sizeof(info)))
 		FAIL("size %zu, model %llu", pmg_pool_size(pool),
 		     (unsigned long long)size);
 	if (info.addr != base || info.size != size || info.offset != off ||

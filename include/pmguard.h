@@ -28,9 +28,9 @@ extern "C" {
 #endif
 
 #define PMG_VERSION_MAJOR 0
-#define PMG_VERSION_MINOR 1
+#define PMG_VERSION_MINOR 2
 #define PMG_VERSION_PATCH 0
-#define PMG_VERSION_STRING "0.1.0"
+#define PMG_VERSION_STRING "0.2.0"
 
 /* ---------------------------------------------------------------- setup */
 
@@ -75,7 +75,7 @@ const char *pmg_backend_name(int backend);
  */
 const char *pmg_errormsg(void);
 
-/** Library version string, e.g. "0.1.0".  AS-safe. */
+/** Library version string, e.g. "0.2.0".  AS-safe. */
 const char *pmg_version(void);
 
 /* -------------------------------------------------------------- domains */
@@ -91,7 +91,9 @@ const char *pmg_version(void);
  * part of the API.  Create with pmg_domain_new(), free with
  * pmg_domain_delete().  The library allocates every handle: fields are
  * only ever appended (0.1 ends at _self), so code compiled against an
- * older header keeps reading the fields it knows at their places.
+ * older header keeps reading the fields it knows at their places; new
+ * fields take _reserved's place (the struct stays 64 bytes: static
+ * asserts below "Sizes", scripts/abi-check).
  *
  * On PKU a domain holds a hardware key (1..15) or, when more domains
  * exist than keys, none: a "virtual" domain, kept by page protection;
@@ -219,6 +221,11 @@ struct pmg_domain *pmg_lookup(const void *addr, void **base, size_t *len);
  * r[0] bit 0 is set once the thread is known to the library (its counts
  * are then seen by key eviction): until then pmg_open() goes the slow
  * way once; bit 1: the thread may hold page-protection windows.
+ * ABI: 16 counts per kind cover every PKU key, so it is complete; it is
+ * one cache line and never grows (the shared library's whole TLS must fit
+ * the static TLS that dlopen() can get: test-dlopen).  Per-thread state
+ * a later version needs inline comes as a new symbol in a new version
+ * node, never as a field here (static assert below "Sizes").
  */
 struct _pmg_ws {
 	uint16_t w[16];
@@ -420,11 +427,40 @@ static inline int pmg_write_end(struct pmg_domain *d)
 	return pmg_close(d, PMG_WRITE);
 }
 
-/* private: scope guard for PMG_WRITE_SCOPE() */
+/* private: scope guard for PMG_WRITE_SCOPE() and PMG_WITH_WRITE() */
 struct _pmg_scope {
 	struct pmg_domain *d;
 	int rc;
 };
+
+/* private: report that PMG_WRITE_SCOPE() at @where could not open its
+ * window (rc, pmg_errormsg()) and abort().  AS-safe. */
+__attribute__((noreturn, cold)) void
+_pmg_scope_abort(struct pmg_domain *d, int rc, const char *where);
+
+#define _PMG_STR2(x) #x
+#define _PMG_STR(x) _PMG_STR2(x)
+
+/* private: open the window, or abort (PMG_WRITE_SCOPE()) */
+static inline struct _pmg_scope _pmg_scope_begin(struct pmg_domain *d,
+						 const char *where)
+{
+	struct _pmg_scope s = { d, pmg_open(d, PMG_WRITE) };
+
+	if (__builtin_expect(s.rc != 0, 0))
+		_pmg_scope_abort(d, s.rc, where);
+	return s;
+}
+
+/* private: open the window; on failure errno = -rc (PMG_WITH_WRITE()) */
+static inline struct _pmg_scope _pmg_scope_try(struct pmg_domain *d)
+{
+	struct _pmg_scope s = { d, pmg_open(d, PMG_WRITE) };
+
+	if (__builtin_expect(s.rc != 0, 0))
+		errno = -s.rc;
+	return s;
+}
 
 static inline void _pmg_scope_end(struct _pmg_scope *s)
 {
@@ -432,26 +468,44 @@ static inline void _pmg_scope_end(struct _pmg_scope *s)
 		(void)pmg_close(s->d, PMG_WRITE);
 }
 
+/* private: PMG_WITH_WRITE()'s block ran: close, end the loop */
+static inline void _pmg_scope_done(struct _pmg_scope *s)
+{
+	_pmg_scope_end(s);
+	s->rc = 1;
+}
+
 #define _PMG_CAT2(a, b) a##b
 #define _PMG_CAT(a, b) _PMG_CAT2(a, b)
 
 /**
  * PMG_WRITE_SCOPE(d) - a write window on @d until the end of the enclosing
- * block (GNU C cleanup attribute).  Declares a guard; use as a statement.
+ * block (GNU C cleanup attribute; C++ too, also when an exception leaves
+ * the block).  Declares a guard; use as a statement.  @d is evaluated
+ * exactly once.  The code after it never runs without the window: if
+ * pmg_open() fails (a bad or deleted handle, nesting too deep, -ENOMEM,
+ * an mprotect() failure), the guard writes "pmguard: PMG_WRITE_SCOPE at
+ * FILE:LINE: ..." with the error and pmg_errormsg() to stderr and calls
+ * abort(), as a failed assertion would.  Where a failure must be handled,
+ * use PMG_WITH_WRITE() (skips its block) or pmg_open() itself.
  */
-#define PMG_WRITE_SCOPE(d)						\
-	struct _pmg_scope _PMG_CAT(_pmg_scope_, __LINE__)		\
-		__attribute__((cleanup(_pmg_scope_end), unused)) =	\
-		{ (d), pmg_open((d), PMG_WRITE) }
+#define PMG_WRITE_SCOPE(d)                                         \
+	struct _pmg_scope _PMG_CAT(_pmg_scope_, __LINE__)          \
+		__attribute__((cleanup(_pmg_scope_end), unused)) = \
+			_pmg_scope_begin((d), __FILE__ ":" _PMG_STR(__LINE__))
 
 /**
- * PMG_WITH_WRITE(d) { ... } - run the block with a write window on @d.
- * Do not leave the block with return/goto/break: use PMG_WRITE_SCOPE()
- * where the block may exit early.
+ * PMG_WITH_WRITE(d) { ... } - run the block once with a write window on
+ * @d.  @d is evaluated exactly once.  If pmg_open() fails the block does
+ * not run and errno is set to the error (EINVAL, EOVERFLOW, ENOMEM, or
+ * what mprotect() set; pmg_errormsg() says why): clear errno before and
+ * test it after where that matters.  Do not leave the block with
+ * return/goto/break: use PMG_WRITE_SCOPE() where the block may exit
+ * early.
  */
-#define PMG_WITH_WRITE(d)						\
-	for (int _pmg_once = pmg_open((d), PMG_WRITE) == 0;		\
-	     _pmg_once; _pmg_once = 0, (void)pmg_close((d), PMG_WRITE))
+#define PMG_WITH_WRITE(d)                                     \
+	for (struct _pmg_scope _pmg_with = _pmg_scope_try(d); \
+	     _pmg_with.rc == 0; _pmg_scope_done(&_pmg_with))
 
 /**
  * pmg_map_local() - the kmap_local_page() analog: if @addr is protected,
@@ -601,8 +655,13 @@ struct pmg_stats {
 			       blocked: the whole domain opened */
 };
 
-/** Read the counters.  0 or -EINVAL.  AS-safe. */
-int pmg_stats_get(struct pmg_stats *st);
+/**
+ * pmg_stats_get() - read the counters into @st; @size is sizeof(*@st) as
+ * the caller was compiled (see "Sizes" above struct pmg_info).  Returns 0
+ * or -EINVAL (@st NULL, @size below the first struct's 128 bytes or over
+ * 65536).  AS-safe.
+ */
+int pmg_stats_get(struct pmg_stats *st, size_t size);
 
 /**
  * struct pmg_key_stats - domains and hardware keys (pmguard(7), "Virtual
@@ -628,8 +687,12 @@ struct pmg_key_stats {
 				   thread with rights on it */
 };
 
-/** Fill @st.  0 or -EINVAL.  Not AS-safe (the library lock). */
-int pmg_key_stats_get(struct pmg_key_stats *st);
+/**
+ * pmg_key_stats_get() - fill @st; @size is sizeof(*@st) ("Sizes").
+ * Returns 0 or -EINVAL (@st NULL, @size below 72 or over 65536, or
+ * pmg_init() failed).  Not AS-safe (the library lock).
+ */
+int pmg_key_stats_get(struct pmg_key_stats *st, size_t size);
 
 /** Zero the counters and the audit site table.  Not AS-safe. */
 void pmg_stats_reset(void);
@@ -642,7 +705,47 @@ int pmg_audit_dump(int fd);
 
 /* ------------------------------------------------------------------ info */
 
-/** What pmg_get_info() reports. */
+/*
+ * Sizes.  The calls that fill a struct (pmg_get_info(), pmg_stats_get(),
+ * pmg_key_stats_get(), pmg_pool_get_info(), pmg_persist_get_info()) take
+ * the struct's size as the caller knows it: pass sizeof(*ptr).  A later
+ * version appends fields (never moves one); the library fills the
+ * first min(@size, its own size) bytes and zeroes the rest of @size, so a
+ * program built against an older header gets the fields it knows and one
+ * built against a newer header finds zeros in fields this library does
+ * not have.  A size below the struct's first version or over 65536 is
+ * -EINVAL.  Binaries linked against 0.1, which passed no size, keep
+ * working (their calls bind to the 0.1 symbols).  struct pmg_fault_info,
+ * which the library hands to callbacks, also only grows at its end.
+ */
+
+/* The sizes below are part of the ABI (x86-64): a change fails here and in
+ * scripts/abi-check. */
+#ifdef __cplusplus
+#define _PMG_ASSERT(e, m) static_assert(e, m)
+#else
+#define _PMG_ASSERT(e, m) _Static_assert(e, m)
+#endif
+#if defined(__x86_64__)
+_PMG_ASSERT(sizeof(struct pmg_domain) == 64 &&
+		    offsetof(struct pmg_domain, _key) == 0 &&
+		    offsetof(struct pmg_domain, _mask) == 4 &&
+		    offsetof(struct pmg_domain, _rd_bits) == 8 &&
+		    offsetof(struct pmg_domain, _dflt_bits) == 12 &&
+		    offsetof(struct pmg_domain, _self) == 16 &&
+		    offsetof(struct pmg_domain, _ref) == 28 &&
+		    offsetof(struct pmg_domain, _reserved) == 32,
+	    "struct pmg_domain: the inline window code reads these offsets");
+_PMG_ASSERT(sizeof(struct _pmg_ws) == 64 && offsetof(struct _pmg_ws, r) == 32,
+	    "struct _pmg_ws: one cache line, read inline");
+_PMG_ASSERT(sizeof(struct pmg_fault_info) == 56,
+	    "struct pmg_fault_info grows only at its end");
+_PMG_ASSERT(sizeof(struct pmg_stats) >= 128 &&
+		    sizeof(struct pmg_key_stats) >= 72,
+	    "stats structs: fields are appended, never removed");
+#endif
+
+/** What pmg_get_info() reports (0.1: 32 bytes; see "Sizes"). */
 struct pmg_info {
 	int backend;			/* enum pmg_backend */
 	bool cpu_pku, cpu_ospke, cpu_pks, cpu_clwb, cpu_clflushopt;
@@ -655,11 +758,13 @@ struct pmg_info {
 };
 
 /**
- * Fill @info; initialises the library if needed (the backend shown is the
- * one in use).  Returns 0, -EINVAL (@info NULL), or pmg_init()'s error
- * (then @info still holds the CPU facts, backend "none").  Not AS-safe.
+ * pmg_get_info() - fill @info; @size is sizeof(*@info) ("Sizes").
+ * Initialises the library if needed (the backend shown is the one in
+ * use).  Returns 0, -EINVAL (@info NULL, @size below 32 or over 65536),
+ * or pmg_init()'s error (then @info still holds the CPU facts, backend
+ * "none").  Not AS-safe.
  */
-int pmg_get_info(struct pmg_info *info);
+int pmg_get_info(struct pmg_info *info, size_t size);
 
 /* ----------------------------------------------------------------- pools */
 /* Persistent-memory pools and persistence primitives: see docs/pool.md. */
@@ -831,9 +936,13 @@ struct pmg_pool_info {
 				   backend; PMGUARD_POOL_ALIAS) */
 };
 
-/** Fill @info for @pool.  Returns 0, -EINVAL (NULL).  AS-safe. */
-int pmg_pool_get_info(const struct pmg_pool *pool,
-		      struct pmg_pool_info *info);
+/**
+ * pmg_pool_get_info() - fill @info for @pool; @size is sizeof(*@info)
+ * ("Sizes"; 0.1: 40 bytes).  Returns 0, -EINVAL (NULL argument, @size
+ * below 40 or over 65536).  AS-safe.
+ */
+int pmg_pool_get_info(const struct pmg_pool *pool, struct pmg_pool_info *info,
+		      size_t size);
 
 /* ------------------------------------------------ direct access (dax) */
 
@@ -987,9 +1096,11 @@ struct pmg_persist_info {
  * (0|1), read once per process.  A bad value is reported on stderr once
  * and ignored (the default applies); this call (and pool create/open)
  * then fails with -EINVAL, @pi still filled, pmg_errormsg() naming the
- * variable and value.  Returns 0, -EINVAL.  Not AS-safe.
+ * variable and value.  @size is sizeof(*@pi) ("Sizes" above struct
+ * pmg_info; 0.1: 32 bytes): below 32 or over 65536 is -EINVAL, @pi
+ * untouched.  Returns 0, -EINVAL.  Not AS-safe.
  */
-int pmg_persist_get_info(struct pmg_persist_info *pi);
+int pmg_persist_get_info(struct pmg_persist_info *pi, size_t size);
 
 #ifdef __cplusplus
 }

@@ -54,9 +54,11 @@ int _pmg_self_mem_fd(void);
 /* Decode the instruction at the context's RIP.  0, or -1 with d->why. */
 int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d);
 
-/* Whole rep string runs at one fault (process_vm_readv/writev usable);
- * the test hook turns that off (per-element path) or probes again. */
+/* Whole rep string runs at one fault (process_vm_readv/writev usable).
+ * _pmg_vm_copy_ok: 1 usable, -1 not, 0 not probed yet; probed at install
+ * by _pmg_vm_copy_probe() (test-contain forces -1, then probes again). */
 bool _pmg_rep_bulk_usable(void);
-void _pmg_test_rep_bulk(bool on);
+extern int _pmg_vm_copy_ok;
+void _pmg_vm_copy_probe(void);
 
 #endif /* PMG_CONTAIN_H */

@@ -325,6 +325,8 @@ PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
 	}
 	/* overlap first: a protected range is not read-write on mprotect */
 	rc = _pmg_reg_overlaps(base, end) ? -EEXIST : check_mapping(base, end);
+	if (rc == -ENOMEM || rc == -EACCES)
+		goto out; /* check_mapping() said why */
 	if (!rc)
 		rc = _pmg_reg_insert(base, end, d->id);
 	if (rc == -EEXIST) {
@@ -332,9 +334,7 @@ PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
 			      "range", addr, (unsigned long)end);
 		goto out;
 	}
-	if (rc == -ENOMEM || rc == -EACCES)
-		goto out;	/* check_mapping() said why */
-	if (rc) {
+	if (rc) { /* -ENOMEM: the registry could not grow */
 		rc = _pmg_err(rc, "registering %p-%#lx: %s", addr,
 			      (unsigned long)end, strerror(-rc));
 		goto out;

@@ -768,16 +768,18 @@ static bool page_denied(const struct _pmg_range *r, uintptr_t page,
  * container runtimes' default profiles have).  Probed at install.  Where
  * they are missing, vm_copy() copies nothing, so every rep string run
  * takes the per-element path: exact, one fault (and trap) per element.
+ * Not static: test-contain sets it to -1 to force the per-element path
+ * (the test's own hook; the library ships none).
  */
-static int vm_copy_ok;
+int _pmg_vm_copy_ok;
 
-static void vm_copy_probe(void)
+void _pmg_vm_copy_probe(void)
 {
 	uint64_t a = 0x5a, b = 0;
 	struct iovec l = { &b, sizeof(b) }, r = { &a, sizeof(a) };
 	int saved = errno;
 
-	vm_copy_ok = process_vm_readv(getpid(), &l, 1, &r, 1, 0) ==
+	_pmg_vm_copy_ok = process_vm_readv(getpid(), &l, 1, &r, 1, 0) ==
 				 (ssize_t)sizeof(b) && b == a
 			     ? 1
 			     : -1;
@@ -786,15 +788,7 @@ static void vm_copy_probe(void)
 
 bool _pmg_rep_bulk_usable(void)
 {
-	return vm_copy_ok > 0;
-}
-
-void _pmg_test_rep_bulk(bool on)
-{
-	if (on)
-		vm_copy_probe();
-	else
-		vm_copy_ok = -1;
+	return _pmg_vm_copy_ok > 0;
 }
 
 /*
@@ -810,7 +804,7 @@ static size_t vm_copy(void *local, uintptr_t remote, size_t len, bool write)
 	struct iovec l = { local, len }, r = { (void *)remote, len };
 	ssize_t n;
 
-	if (vm_copy_ok <= 0)
+	if (_pmg_vm_copy_ok <= 0)
 		return 0;
 	n = write ? process_vm_writev(getpid(), &l, 1, &r, 1, 0)
 		  : process_vm_readv(getpid(), &l, 1, &r, 1, 0);
@@ -2043,7 +2037,7 @@ int _pmg_fault_install(void)
 	struct sigaction prev;
 
 	async_set_init();
-	vm_copy_probe();
+	_pmg_vm_copy_probe();
 	sa.sa_sigaction = segv_handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 	sa.sa_mask = async_set; /* nothing nests into ours */

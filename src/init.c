@@ -123,6 +123,39 @@ void _pmg_err_restore(const char *buf)
 		pmg_strlcpy(b, buf, PMG_ERRMSG_MAX);
 }
 
+int _pmg_out_check(const char *fn, const void *p, size_t size, size_t first,
+		   bool as_safe)
+{
+	(void)fn;
+	if (!p)
+		return as_safe ? _pmg_err_s(-EINVAL, "NULL struct pointer")
+			       : _pmg_err(-EINVAL, "%s: NULL struct pointer",
+					  fn);
+	if (size >= first && size <= PMG_OUT_SIZE_MAX)
+		return 0;
+	if (as_safe)
+		return _pmg_err_s(
+			-EINVAL,
+			size < first
+				? "size smaller than the struct's first version: pass "
+				  "sizeof the struct"
+				: "size over 65536: pass sizeof the struct");
+	return _pmg_err(-EINVAL,
+			"%s: size %zu is not the size of a version "
+			"of the struct (%zu to %d bytes): pass sizeof the "
+			"struct",
+			fn, size, first, PMG_OUT_SIZE_MAX);
+}
+
+void _pmg_out_copy(void *dst, size_t size, const void *src, size_t have)
+{
+	size_t n = size < have ? size : have;
+
+	memcpy(dst, src, n);
+	if (size > n)
+		memset((char *)dst + n, 0, size - n);
+}
+
 /* AS-safe variant: a constant message (a string that lives for ever). */
 int _pmg_err_s(int err, const char *msg)
 {
@@ -271,13 +304,11 @@ int _pmg_ensure_init(void)
 	return __atomic_load_n(&_pmg.inited, __ATOMIC_ACQUIRE) ? 0 : pmg_init();
 }
 
-PMG_API int pmg_get_info(struct pmg_info *info)
+static int get_info(struct pmg_info *info)
 {
 	uint32_t r[4];
 	int rc;
 
-	if (!info)
-		return _pmg_err_s(-EINVAL, "pmg_get_info: info is NULL");
 	memset(info, 0, sizeof(*info));
 	rc = _pmg_ensure_init();
 	info->backend = pmg_backend();
@@ -310,5 +341,18 @@ PMG_API int pmg_get_info(struct pmg_info *info)
 	}
 	pthread_mutex_unlock(&_pmg.lock);
 	info->fault_mode = pmg_get_fault_mode();
+	return rc;
+}
+
+PMG_API int pmg_get_info(struct pmg_info *info, size_t size)
+{
+	struct pmg_info i;
+	int rc = _pmg_out_check("pmg_get_info", info, size, PMG_INFO_SIZE_0_1,
+				false);
+
+	if (rc)
+		return rc;
+	rc = get_info(&i);
+	_pmg_out_copy(info, size, &i, sizeof(i));
 	return rc;
 }

@@ -148,6 +148,27 @@ void _pmg_err_save(char *buf, size_t size);
 void _pmg_err_free(void); /* the thread ends */
 int _pmg_keys_reserve(unsigned n); /* domain.c: WD in later threads */
 void _pmg_err_restore(const char *buf);
+
+/*
+ * Size arguments of the info and stats calls (pmguard.h, "Sizes"): the
+ * caller passes sizeof the struct it was compiled with.  @first is the
+ * struct's size in the first version that had it; a size below that, or
+ * above PMG_OUT_SIZE_MAX, is nonsense.  _pmg_out_check(): 0, or -EINVAL
+ * with a message naming @fn and the size (@as_safe: a constant message
+ * that names the bound it broke, no formatting).  _pmg_out_copy(): the
+ * first min(@size, @have) bytes of @src to @dst, the rest of @size zeroed.
+ */
+#define PMG_OUT_SIZE_MAX 65536
+/* The structs' sizes in their first version (x86-64; src/compat/). */
+#define PMG_STATS_SIZE_0_1 128
+#define PMG_KEY_STATS_SIZE_0_2 72
+#define PMG_INFO_SIZE_0_1 32
+#define PMG_POOL_INFO_SIZE_0_1 40
+#define PMG_PERSIST_INFO_SIZE_0_1 32
+int _pmg_out_check(const char *fn, const void *p, size_t size, size_t first,
+		   bool as_safe);
+void _pmg_out_copy(void *dst, size_t size, const void *src, size_t have);
+
 void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]);
 uint32_t _pmg_default_rights(const struct _pmg_dom *d);
 

@@ -627,12 +627,25 @@ void _pmg_keys_fork_child(void)
 	__atomic_store_n(&handlers_in, 0, __ATOMIC_SEQ_CST);
 }
 
-PMG_API int pmg_key_stats_get(struct pmg_key_stats *st)
+static int key_stats_get(struct pmg_key_stats *st);
+
+PMG_API int pmg_key_stats_get(struct pmg_key_stats *st, size_t size)
+{
+	struct pmg_key_stats s;
+	int rc = _pmg_out_check("pmg_key_stats_get", st, size,
+				PMG_KEY_STATS_SIZE_0_2, false);
+
+	if (rc)
+		return rc;
+	rc = key_stats_get(&s);
+	_pmg_out_copy(st, size, &s, sizeof(s));
+	return rc;
+}
+
+static int key_stats_get(struct pmg_key_stats *st)
 {
 	int id;
 
-	if (!st)
-		return _pmg_err(-EINVAL, "pmg_key_stats_get: st is NULL");
 	memset(st, 0, sizeof(*st));
 	if (_pmg_ensure_init())
 		return _pmg_err_prefix(-EINVAL, "pmg_key_stats_get");

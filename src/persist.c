@@ -217,17 +217,22 @@ int _pmg_persist_env_check(void)
 	return 0;
 }
 
-PMG_API int pmg_persist_get_info(struct pmg_persist_info *pi)
+PMG_API int pmg_persist_get_info(struct pmg_persist_info *pi, size_t size)
 {
-	const struct _pmg_persist *p = _pmg_persist_get();
+	const struct _pmg_persist *p;
+	struct pmg_persist_info i = { 0 };
+	int rc = _pmg_out_check("pmg_persist_get_info", pi, size,
+				PMG_PERSIST_INFO_SIZE_0_1, false);
 
-	if (!pi)
-		return _pmg_err(-EINVAL, "pmg_persist_get_info: pi is NULL");
-	pi->flush = p->flush_name;
-	pi->movnt = p->movnt_name;
-	pi->movnt_threshold = p->threshold;
-	pi->auto_flush = p->auto_flush;
-	pi->is_pmem_force = p->force;
+	if (rc)
+		return rc;
+	p = _pmg_persist_get();
+	i.flush = p->flush_name;
+	i.movnt = p->movnt_name;
+	i.movnt_threshold = p->threshold;
+	i.auto_flush = p->auto_flush;
+	i.is_pmem_force = p->force;
+	_pmg_out_copy(pi, size, &i, sizeof(i));
 	return _pmg_persist_env_check();
 }
 

@@ -1687,20 +1687,28 @@ PMG_API int pmg_pool_is_pmem(const struct pmg_pool *pool)
 }
 
 PMG_API int pmg_pool_get_info(const struct pmg_pool *pool,
-			      struct pmg_pool_info *info)
+			      struct pmg_pool_info *info, size_t size)
 {
-	if (!pool || !info)
-		return _pmg_err_s(-EINVAL, "pmg_pool_get_info: NULL argument");
-	info->addr = pool->addr;
-	info->size = pool->size;
-	info->offset = pool->offset;
-	info->align = pool->align;
-	info->is_pmem = pool->pmem;
-	info->map_sync = pool->map_sync;
-	info->devdax = pool->devdax;
-	info->guarded = pool->dom != NULL;
-	info->noaccess = pool->dom && pool->noaccess;
-	info->aliased = pool->alias != NULL;
+	struct pmg_pool_info i = { 0 };
+	int rc;
+
+	if (!pool)
+		return _pmg_err_s(-EINVAL, "pmg_pool_get_info: NULL pool");
+	rc = _pmg_out_check("pmg_pool_get_info", info, size,
+			    PMG_POOL_INFO_SIZE_0_1, true);
+	if (rc)
+		return rc;
+	i.addr = pool->addr;
+	i.size = pool->size;
+	i.offset = pool->offset;
+	i.align = pool->align;
+	i.is_pmem = pool->pmem;
+	i.map_sync = pool->map_sync;
+	i.devdax = pool->devdax;
+	i.guarded = pool->dom != NULL;
+	i.noaccess = pool->dom && pool->noaccess;
+	i.aliased = pool->alias != NULL;
+	_pmg_out_copy(info, size, &i, sizeof(i));
 	return 0;
 }
 

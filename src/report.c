@@ -618,15 +618,19 @@ PMG_API int pmg_audit_dump(int fd)
 	return n;
 }
 
-PMG_API int pmg_stats_get(struct pmg_stats *st)
+PMG_API int pmg_stats_get(struct pmg_stats *st, size_t size)
 {
-	uint64_t *dst = (uint64_t *)st, *src = (uint64_t *)&_pmg_stats;
+	struct pmg_stats s;
+	uint64_t *dst = (uint64_t *)&s, *src = (uint64_t *)&_pmg_stats;
 	size_t i;
+	int rc = _pmg_out_check("pmg_stats_get", st, size, PMG_STATS_SIZE_0_1,
+				true);
 
-	if (!st)
-		return _pmg_err_s(-EINVAL, "pmg_stats_get: st is NULL");
-	for (i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+	if (rc)
+		return rc;
+	for (i = 0; i < sizeof(s) / sizeof(uint64_t); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	_pmg_out_copy(st, size, &s, sizeof(s));
 	return 0;
 }
 

@@ -389,6 +389,37 @@ PMG_API int _pmg_bad_handle(struct pmg_domain *d, int acc)
 			  "(deleted, or not a handle pmg_domain_new() gave)");
 }
 
+/*
+ * PMG_WRITE_SCOPE() could not open its window: the code after the guard
+ * must not run without it (pmguard.h), so say where and why, and abort.
+ * AS-safe (write(2), abort()).
+ */
+PMG_API void _pmg_scope_abort(struct pmg_domain *d, int rc, const char *where)
+{
+	struct _pmg_buf b = { .n = 0 };
+	const char *name = NULL;
+
+	if (d && d->_self == d)
+		name = pmg_domain_name(d);
+	_pmg_buf_str(&b, "pmguard: PMG_WRITE_SCOPE at ");
+	_pmg_buf_str(&b, where ? where : "?");
+	_pmg_buf_str(&b, ": no write window on domain ");
+	if (name) {
+		_pmg_buf_str(&b, "'");
+		_pmg_buf_str(&b, name);
+		_pmg_buf_str(&b, "'");
+	} else {
+		_pmg_buf_hex(&b, (uintptr_t)d);
+	}
+	_pmg_buf_str(&b, " (error ");
+	_pmg_buf_dec(&b, rc);
+	_pmg_buf_str(&b, ": ");
+	_pmg_buf_str(&b, pmg_errormsg());
+	_pmg_buf_str(&b, "): abort\n");
+	_pmg_buf_flush(&b, 2);
+	abort();
+}
+
 static int bad_window(const struct pmg_domain *d, int acc)
 {
 	if (acc != PMG_READ && acc != PMG_WRITE)

@@ -280,11 +280,86 @@ static void test_fork_pools(void)
 	       other);
 }
 
+/*
+ * PMG_WRITE_SCOPE(d) and PMG_WITH_WRITE(d) evaluate @d once, and never run
+ * their code without the window: the scope guard aborts (a child here,
+ * which must die by SIGABRT before its next statement), PMG_WITH_WRITE
+ * skips its block with errno set.
+ */
+static int scope_evals;
+
+static struct pmg_domain *scope_arg(struct pmg_domain *d)
+{
+	scope_evals++;
+	return d;
+}
+
+static int scope_bad_child(void *arg)
+{
+	struct pmg_domain fake = { 0 };
+
+	(void)arg;
+	{
+		PMG_WRITE_SCOPE(scope_arg(&fake));
+		_exit(9); /* ran without a window */
+	}
+	return 8;
+}
+
+static void test_scopes(void)
+{
+	struct pmg_domain *d, fake = { 0 };
+	char *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int st, ran = 0, ok;
+
+	if (p == MAP_FAILED || pmg_domain_new(&d, "scopes", 0) ||
+	    pmg_protect(d, p, PAGE)) {
+		tap_diag("scope setup: %s", pmg_errormsg());
+		for (int i = 0; i < 3; i++)
+			tap_ok(0, "scope setup");
+		return;
+	}
+	scope_evals = 0;
+	{
+		PMG_WRITE_SCOPE(scope_arg(d));
+		p[0] = 1;
+	}
+	ok = scope_evals == 1;
+	scope_evals = 0;
+	PMG_WITH_WRITE(scope_arg(d))
+	{
+		p[1] = 2;
+		ran++;
+	}
+	tap_ok(ok && scope_evals == 1 && ran == 1 && p[0] == 1 && p[1] == 2,
+	       "PMG_WRITE_SCOPE(d) and PMG_WITH_WRITE(d) evaluate d once "
+	       "(%d)",
+	       scope_evals);
+	scope_evals = 0;
+	errno = 0;
+	ran = 0;
+	PMG_WITH_WRITE(scope_arg(&fake))
+	ran++;
+	tap_ok(ran == 0 && errno == EINVAL && scope_evals == 1,
+	       "PMG_WITH_WRITE on a bad handle: block skipped, errno EINVAL "
+	       "(ran %d, errno %d)",
+	       ran, errno);
+	st = tap_child(scope_bad_child, NULL);
+	tap_ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+	       "PMG_WRITE_SCOPE on a bad handle aborts before the code after "
+	       "it (status %#x)",
+	       st);
+	if (pmg_unprotect(p, PAGE) || pmg_domain_delete(&d))
+		tap_diag("scope teardown: %s", pmg_errormsg());
+	munmap(p, PAGE);
+}
+
 int main(void)
 {
 	int st;
 
-	tap_init(5);
+	tap_init(8);
 	st = tap_child(before_init_child, NULL);
 	tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fault mode and report "
 	       "fd set before pmg_init() win over PMGUARD_* (status %#x)", st);
@@ -296,5 +371,6 @@ int main(void)
 	test_delete_busy();
 	test_swap();
 	test_fork_pools();
+	test_scopes();
 	return tap_done();
 }

@@ -23,7 +23,7 @@
 #include "probe.h"
 #include "valgrind-probe.h"
 
-#define PLAN 74
+#define PLAN 75
 #define PAGE 4096UL
 
 /* ------------------------------------------------------------ helpers */
@@ -252,7 +252,7 @@ static void test_env_pku(void)
 {
 	struct pmg_info info;
 
-	if (pmg_get_info(&info)) {
+	if (pmg_get_info(&info, sizeof(info))) {
 		tap_ok(0, "PMGUARD_BACKEND=pku: pmg_get_info failed: %s",
 		       pmg_errormsg());
 		return;
@@ -276,7 +276,7 @@ static int keys_used(void)
 {
 	struct pmg_info info;
 
-	return pmg_get_info(&info) ? -1 : info.keys_used;
+	return pmg_get_info(&info, sizeof(info)) ? -1 : info.keys_used;
 }
 
 static void test_domain_new(void)
@@ -744,12 +744,12 @@ static void test_windows(void)
 		fcntl(fds[0], F_SETFL, O_NONBLOCK);
 		pmg_set_report_fd(fds[1]);
 	}
-	pmg_stats_get(&st0);
+	pmg_stats_get(&st0, sizeof(st0));
 	rc = TRY(pmg_close(d, PMG_WRITE));
 	ok &= err_is(rc, -EPERM, "unbalanced", NULL);
 	rc = TRY(pmg_close(d, PMG_READ));
 	ok &= err_is(rc, -EPERM, "unbalanced", NULL);
-	pmg_stats_get(&st1);
+	pmg_stats_get(&st1, sizeof(st1));
 	tap_ok(ok, "unbalanced close (write, read): -EPERM with a message");
 	tap_ok(st1.unbalanced == st0.unbalanced + 2,
 	       "stats.unbalanced counts both (%llu -> %llu)",
@@ -795,7 +795,7 @@ static void test_windows(void)
 	       "more close -EPERM");
 
 	/* map_local on addresses nobody protects. */
-	pmg_stats_get(&st0);
+	pmg_stats_get(&st0, sizeof(st0));
 	rc = TRY(pmg_map_local(p + PAGE, PMG_WRITE));
 	ok = rc == 0;
 	ok &= pmg_unmap_local(p + PAGE, PMG_WRITE) == 0;
@@ -803,7 +803,7 @@ static void test_windows(void)
 	ok &= pmg_unmap_local(NULL, PMG_READ) == 0;
 	ok &= pmg_map_local(NULL, 7) == 0;
 	ok &= pmg_map(NULL) == 0 && pmg_map(p + PAGE) == 0;
-	pmg_stats_get(&st1);
+	pmg_stats_get(&st1, sizeof(st1));
 	tap_ok(ok && st1.long_term_maps == st0.long_term_maps &&
 	       st1.unbalanced == st0.unbalanced,
 	       "map_local/unmap_local/map on unprotected addresses: 0, "
@@ -826,17 +826,47 @@ static void test_windows(void)
 
 /* --------------------------------------------------------------- misc */
 
+/* The size arguments (pmguard.h, "Sizes"): nonsense is -EINVAL with a
+ * message; the struct is left alone. */
+static void test_sizes(void)
+{
+	union {
+		struct pmg_stats s;
+		struct pmg_key_stats k;
+		struct pmg_info i;
+		struct pmg_persist_info p;
+		unsigned char b[512];
+	} u;
+	int ok = 1;
+
+	memset(&u, 0x5a, sizeof(u));
+	ok &= err_is(pmg_get_info(&u.i, 3), -EINVAL, "pmg_get_info: size 3",
+		     NULL);
+	ok &= err_is(pmg_key_stats_get(&u.k, 71), -EINVAL,
+		     "pmg_key_stats_get: size 71", NULL);
+	ok &= err_is(pmg_persist_get_info(&u.p, 100000), -EINVAL,
+		     "pmg_persist_get_info: size 100000", NULL);
+	ok &= err_is(pmg_stats_get(&u.s, 0), -EINVAL, "size smaller", NULL);
+	ok &= err_is(pmg_stats_get(&u.s, 65537), -EINVAL, "size over", NULL);
+	ok &= u.b[0] == 0x5a && u.b[511] == 0x5a;
+	ok &= pmg_stats_get(&u.s, sizeof(u)) == 0 && u.b[511] == 0 &&
+	      pmg_key_stats_get(&u.k, sizeof(u.k)) == 0;
+	tap_ok(ok, "info/stats sizes: below the first struct or over 65536 "
+		   "is -EINVAL naming the size, the struct untouched; a larger "
+		   "size gets its tail zeroed");
+}
+
 static void test_misc(void)
 {
 	int rc, ok;
 
 	/* prime() uses pmg_set_fault_mode(): leave another message here */
 	ok = pmg_set_fault_mode(PMG_FAULT_RELAXED) == 0;
-	(void)pmg_get_info(NULL);
+	(void)pmg_get_info(NULL, sizeof(struct pmg_info));
 	snprintf(sentinel, sizeof(sentinel), "%s", pmg_errormsg());
 	rc = pmg_set_fault_mode(99);
 	ok &= err_is(rc, -EINVAL, "fault mode", NULL);
-	(void)pmg_get_info(NULL);
+	(void)pmg_get_info(NULL, sizeof(struct pmg_info));
 	rc = pmg_set_fault_mode(-1);
 	ok &= err_is(rc, -EINVAL, "fault mode", NULL);
 	tap_ok(ok && pmg_get_fault_mode() == PMG_FAULT_RELAXED,
@@ -844,14 +874,15 @@ static void test_misc(void)
 	prime();
 	snprintf(sentinel, sizeof(sentinel), "%s", pmg_errormsg());
 
-	rc = TRY(pmg_stats_get(NULL));
+	rc = TRY(pmg_stats_get(NULL, sizeof(struct pmg_stats)));
 	tap_ok(rc == -EINVAL, "stats_get(NULL): -EINVAL");
 	tap_ok(err_is(rc, -EINVAL, NULL, NULL),
 	       "stats_get(NULL) sets a message");
 
-	rc = TRY(pmg_get_info(NULL));
+	rc = TRY(pmg_get_info(NULL, sizeof(struct pmg_info)));
 	tap_ok(err_is(rc, -EINVAL, "info", NULL),
 	       "get_info(NULL): -EINVAL, message names info");
+	test_sizes();
 }
 
 int main(void)

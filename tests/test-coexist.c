@@ -224,7 +224,7 @@ static int before_some(void *arg)
 		return 2;
 	if (pmg_init() || domains(0))
 		return 3;
-	pmg_key_stats_get(&ks);
+	pmg_key_stats_get(&ks, sizeof(ks));
 	printf("# JIT holds %d keys; pmguard: %d keyed of %d, %d held\n", jit_n,
 	       keyed_count(), ND, ks.keys_held);
 	if (pmg_backend() == PMG_BACKEND_PKU &&
@@ -233,7 +233,7 @@ static int before_some(void *arg)
 	rc = exercise();
 	if (rc)
 		return rc;
-	pmg_key_stats_get(&ks);
+	pmg_key_stats_get(&ks, sizeof(ks));
 	/* evictions happen where they can (membarrier(2): not in every
 	 * kernel's config) */
 	return pmg_backend() == PMG_BACKEND_PKU && ks.evict && !ks.evictions
@@ -253,7 +253,7 @@ static int before_all(void *arg)
 		return 2;
 	if (pmg_init() || domains(0))
 		return 3;
-	pmg_key_stats_get(&ks);
+	pmg_key_stats_get(&ks, sizeof(ks));
 	printf("# JIT holds %d keys; pmguard: %d keyed, %d held\n", jit_n,
 	       keyed_count(), ks.keys_held);
 	if (keyed_count() != (pmg_backend() == PMG_BACKEND_PKU ? 0 : ND))
@@ -261,7 +261,7 @@ static int before_all(void *arg)
 	rc = exercise();
 	if (rc)
 		return rc;
-	pmg_key_stats_get(&ks);
+	pmg_key_stats_get(&ks, sizeof(ks));
 	if (pmg_backend() == PMG_BACKEND_PKU && ks.paged_windows < ND)
 		return 5;
 	rc = pmg_domain_new(&pin, "pinned", PMG_DOMAIN_PINNED);
@@ -286,7 +286,7 @@ static int after(void *arg)
 	rc = exercise();
 	if (rc)
 		return rc;
-	pmg_key_stats_get(&ks);
+	pmg_key_stats_get(&ks, sizeof(ks));
 	n0 = jit_take(16);
 	printf("# pmguard holds %d keys (max %d); the JIT got %d after it\n",
 	       ks.keys_held, ks.keys_max, n0);

@@ -344,6 +344,84 @@ static void ctypes_case(void)
 	       "python3 ctypes.CDLL loads the library and pmg_init() works");
 }
 
+/*
+ * The ABI's versions (src/libpmguard.map, src/compat/): a binary linked
+ * against 0.1 calls pmg_stats_get(st) and friends without a size and
+ * binds to their @PMGUARD_0.1 versions, which fill the 0.1 structs; the
+ * default @@PMGUARD_0.2 versions take the caller's size, fill min(size,
+ * theirs), zero the rest and refuse nonsense sizes.
+ */
+static int compat_child(void *arg)
+{
+	void *h = dlopen(lib, RTLD_NOW);
+	int (*old_stats)(struct pmg_stats *), (*old_info)(struct pmg_info *);
+	int (*new_stats)(struct pmg_stats *, size_t);
+	int (*new_info)(struct pmg_info *, size_t);
+	const char *(*msg)(void);
+	union {
+		struct pmg_stats s;
+		struct pmg_info i;
+		unsigned char b[256];
+	} u;
+	const char *olds[] = { "pmg_stats_get", "pmg_get_info",
+			       "pmg_pool_get_info", "pmg_persist_get_info" };
+	size_t k;
+
+	(void)arg;
+	if (!h)
+		return 10;
+	for (k = 0; k < sizeof(olds) / sizeof(olds[0]); k++)
+		if (!dlvsym(h, olds[k], "PMGUARD_0.1") ||
+		    !dlvsym(h, olds[k], "PMGUARD_0.2") ||
+		    dlvsym(h, olds[k], "PMGUARD_0.1") ==
+			    dlvsym(h, olds[k], "PMGUARD_0.2")) {
+			printf("# %s: no distinct 0.1 and 0.2 versions\n",
+			       olds[k]);
+			return 11;
+		}
+	*(void **)&old_stats = dlvsym(h, "pmg_stats_get", "PMGUARD_0.1");
+	*(void **)&old_info = dlvsym(h, "pmg_get_info", "PMGUARD_0.1");
+	*(void **)&new_stats = dlvsym(h, "pmg_stats_get", "PMGUARD_0.2");
+	*(void **)&new_info = dlvsym(h, "pmg_get_info", "PMGUARD_0.2");
+	*(void **)&msg = dlsym(h, "pmg_errormsg");
+	if (!msg || dlsym(h, "pmg_stats_get") != (void *)new_stats)
+		return 12; /* the default is 0.2 */
+	memset(&u, 0xa5, sizeof(u));
+	if (old_stats(&u.s) || u.b[0] || u.b[127] || u.b[128] != 0xa5)
+		return 13; /* 0.1: 128 bytes, no more */
+	memset(&u, 0xa5, sizeof(u));
+	if (old_info(&u.i) || u.i.backend == PMG_BACKEND_NONE ||
+	    u.b[32] != 0xa5)
+		return 14;
+	memset(&u, 0xa5, sizeof(u));
+	if (new_stats(&u.s, 200) || u.b[199] || u.b[200] != 0xa5)
+		return 15; /* a newer caller's tail: zeroed */
+	memset(&u, 0xa5, sizeof(u));
+	if (new_info(&u.i, 32) || u.b[32] != 0xa5)
+		return 16;
+	if (new_stats(&u.s, 127) != -EINVAL || new_stats(&u.s, 0) != -EINVAL ||
+	    new_stats(&u.s, 65537) != -EINVAL ||
+	    new_stats(NULL, 128) != -EINVAL)
+		return 17;
+	if (new_info(&u.i, 3) != -EINVAL || !strstr(msg(), "size 3")) {
+		printf("# message: %s\n", msg());
+		return 18;
+	}
+	return 0;
+}
+
+static void compat_case(void)
+{
+	int st = tap_child(compat_child, NULL);
+
+	tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "pmg_stats_get, pmg_get_info, pmg_pool_get_info, "
+	       "pmg_persist_get_info: 0.1 versions (no size) fill the 0.1 "
+	       "struct; 0.2 (default) fill min(size), zero the rest, refuse "
+	       "sizes below the first struct or over 65536 (status %#x)",
+	       st);
+}
+
 int main(int argc, char **argv)
 {
 	int st;
@@ -354,7 +432,7 @@ int main(int argc, char **argv)
 		return strcmp(getenv("PMG_DLOPEN_CHILD"), "close")
 			       ? child()
 			       : child_dlclose();
-	tap_init(3);
+	tap_init(4);
 	tap_diag("library: %s", lib);
 	st = run_child(argv[0], "1");
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
@@ -375,5 +453,6 @@ int main(int argc, char **argv)
 	       "program's own SIGSEGV handler still gets its faults, loading "
 	       "again works and catches stray writes");
 	ctypes_case();
+	compat_case();
 	return tap_done();
 }

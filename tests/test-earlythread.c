@@ -76,10 +76,10 @@ static int reader_child(void *arg)
 	/* what mdb_env_open() does under pmguard run, after the thread */
 	if (pmg_domain_new(&d, "lmdb", 0) || pmg_protect(d, page, PAGE))
 		return 6;
-	pmg_stats_get(&s0);
+	pmg_stats_get(&s0, sizeof(s0));
 	if (write(go[1], "g", 1) != 1 || pthread_join(t, &ret))
 		return 7;
-	pmg_stats_get(&s1);
+	pmg_stats_get(&s1, sizeof(s1));
 	if (ret)
 		return 8;
 	if (s1.synced != s0.synced)

@@ -175,11 +175,12 @@ static void *as_safe_thread(void *arg)
 	(void)arg;
 	bad |= pmg_set_fault_mode(99) != -EINVAL;
 	m[0] = pmg_errormsg();
-	bad |= pmg_stats_get(st) != -EINVAL;
+	bad |= pmg_stats_get(st, sizeof(*st)) != -EINVAL;
 	m[1] = pmg_errormsg();
 	bad |= pmg_dax_direct_access(NULL, 0, 1, NULL) != -EINVAL;
 	m[2] = pmg_errormsg();
-	bad |= pmg_pool_get_info(NULL, NULL) != -EINVAL;
+	bad |= pmg_pool_get_info(NULL, NULL, sizeof(struct pmg_pool_info)) !=
+	       -EINVAL;
 	m[3] = pmg_errormsg();
 	/* a formatted message: the thread's buffer */
 	bad |= pmg_unprotect((void *)4097, 5) >= 0;

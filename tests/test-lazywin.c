@@ -47,7 +47,7 @@ static struct pmg_stats st(void)
 {
 	struct pmg_stats s;
 
-	pmg_stats_get(&s);
+	pmg_stats_get(&s, sizeof(s));
 	return s;
 }
 

@@ -101,7 +101,7 @@ static void test_relaxed(void)
 	CHECK(ok, pmg_protect(d2, p2, PAGE) == 0);
 	pmg_set_report_fd(fd);
 	pmg_set_fault_mode(PMG_FAULT_RELAXED);
-	pmg_stats_get(&s0);
+	pmg_stats_get(&s0, sizeof(s0));
 
 	stray_store(p1, 1);	/* reported, allowed */
 	stray_store(p1 + 1, 2);	/* the thread kept access: no fault */
@@ -109,7 +109,7 @@ static void test_relaxed(void)
 	pmg_close(d1, PMG_WRITE);
 	stray_store(p1 + 2, 3);	/* faults again, silently this time */
 	stray_store(p2, 4);	/* another domain: reported once too */
-	pmg_stats_get(&s1);
+	pmg_stats_get(&s1, sizeof(s1));
 	slurp(fd, buf, sizeof(buf));
 
 	CHECK(ok, p1[0] == 1 && p1[1] == 2 && p1[2] == 3 && p2[0] == 4);
@@ -164,12 +164,12 @@ static void test_audit(void)
 	pmg_set_fault_observer(audit_observer, NULL);
 	pmg_set_fault_mode(PMG_FAULT_AUDIT);
 	pmg_stats_reset();
-	pmg_stats_get(&s0);
+	pmg_stats_get(&s0, sizeof(s0));
 	audit_n = 0;
 
 	for (i = 0; i < NSTRAY; i++)
 		stray_store(p + (size_t)i * 13, (char)(i & 0x7f));
-	pmg_stats_get(&s1);
+	pmg_stats_get(&s1, sizeof(s1));
 	for (i = 0; i < NSTRAY; i++) {
 		wrong += audit_addrs[i] != p + (size_t)i * 13;
 		landed += p[(size_t)i * 13] == (char)(i & 0x7f);
@@ -343,7 +343,7 @@ int main(void)
 		struct pmg_key_stats ks;
 
 		pku = pmg_backend() == PMG_BACKEND_PKU &&
-		      !pmg_key_stats_get(&ks) && ks.keys_max > 0;
+		      !pmg_key_stats_get(&ks, sizeof(ks)) && ks.keys_max > 0;
 	}
 	tap_diag("backend: %s", pmg_backend_name(pmg_backend()));
 	test_strict(PMG_WRITE, 0, "stray write");

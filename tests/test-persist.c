@@ -130,9 +130,10 @@ static void t_info(void)
 	struct pmg_info in;
 	int ok = 1;
 
-	CHECK(ok, pmg_persist_get_info(&pi) == 0);
-	CHECK(ok, pmg_persist_get_info(NULL) == -EINVAL);
-	pmg_get_info(&in);
+	CHECK(ok, pmg_persist_get_info(&pi, sizeof(pi)) == 0);
+	CHECK(ok, pmg_persist_get_info(NULL, sizeof(struct pmg_persist_info)) ==
+			  -EINVAL);
+	pmg_get_info(&in, sizeof(in));
 	tap_diag("flush %s, movnt %s, threshold %zu, auto_flush %d, force %d",
 		 pi.flush, pi.movnt, pi.movnt_threshold, pi.auto_flush,
 		 pi.is_pmem_force);
@@ -221,7 +222,7 @@ static void t_paths(void)
 		}
 		tap_ok(ok, "%s non-temporal copy and set loops", v[i].name);
 	}
-	pmg_get_info(&in);
+	pmg_get_info(&in, sizeof(in));
 	ok = 1;
 	memset(d, 1, 256);
 	_pmg_flush_clflush(d + 1, 200);
@@ -369,12 +370,12 @@ static void t_alias(struct pmg_pool *p, const char *path)
 	n = maps_of(path, &rw);
 	tap_diag("alias: %s mapped %d times, %d read-write", path, n, rw);
 	CHECK(ok, n == 2 && rw == 1);
-	CHECK(ok, !pmg_pool_get_info(p, &in) && in.aliased);
+	CHECK(ok, !pmg_pool_get_info(p, &in, sizeof(in)) && in.aliased);
 	s.at = (volatile char *)x + 4096 + 2048;
 	mode = pmg_get_fault_mode();
 	fd = pmg_set_report_fd(-1);
 	pmg_set_fault_mode(PMG_FAULT_AUDIT);
-	pmg_stats_get(&st0);
+	pmg_stats_get(&st0, sizeof(st0));
 	if (pthread_create(&th, NULL, strayer, &s)) {
 		tap_ok(0, "alias: pthread_create");
 		return;
@@ -407,7 +408,7 @@ static void t_alias(struct pmg_pool *p, const char *path)
 		pthread_detach(th);
 		ok = 0;
 	}
-	pmg_stats_get(&st1);
+	pmg_stats_get(&st1, sizeof(st1));
 	pmg_set_fault_mode(mode);
 	pmg_set_report_fd(fd);
 	tap_diag("alias: %ld calls, %ld stray stores into the page they "
@@ -563,8 +564,8 @@ static void t_is_pmem(struct pmg_pool *p)
 	char *x = pmg_pool_address(p);
 	int ok = 1, want;
 
-	pmg_persist_get_info(&pi);
-	pmg_pool_get_info(p, &in);
+	pmg_persist_get_info(&pi, sizeof(pi));
+	pmg_pool_get_info(p, &in, sizeof(in));
 	want = pi.is_pmem_force >= 0 ? pi.is_pmem_force : in.map_sync;
 	CHECK(ok, pmg_pool_is_pmem(p) == want);
 	CHECK(ok, pmg_is_pmem(x, pmg_pool_size(p)) == want);
@@ -627,7 +628,7 @@ static void t_options(void)
 	int ok = 1;
 
 	memset(&t, 0, sizeof(t));
-	pmg_get_info(&in);
+	pmg_get_info(&in, sizeof(in));
 	_pmg_persist_opts_reset();
 	CHECK(ok, _pmg_persist_opt(&t, "PMGUARD_MOVNT_THRESHOLD", "-1") ==
 		  -EINVAL && strstr(pmg_errormsg(), "PMGUARD_MOVNT_THRESHOLD") &&
@@ -682,7 +683,7 @@ static int env_child(void *v)
 
 	setenv(t->name, t->value, 1);
 	fclose(stderr);
-	rc = pmg_persist_get_info(&pi);
+	rc = pmg_persist_get_info(&pi, sizeof(pi));
 	if (rc != t->want_rc)
 		return 1;
 	if (rc && (!strstr(pmg_errormsg(), t->name) ||
@@ -719,7 +720,7 @@ static int alias_off_child(void *v)
 	x = pmg_pool_address(p);
 	memset(buf, 7, sizeof(buf));
 	n = maps_of(path, &rw);
-	if (pmg_pool_get_info(p, &in) || in.aliased)
+	if (pmg_pool_get_info(p, &in, sizeof(in)) || in.aliased)
 		rc = 2;
 	else if (n != 1 ||
 		 (pmg_backend() == PMG_BACKEND_MPROTECT && rw != 0))

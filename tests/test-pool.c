@@ -102,7 +102,7 @@ static int expected_pmem(bool map_sync)
 {
 	struct pmg_persist_info pi;
 
-	pmg_persist_get_info(&pi);
+	pmg_persist_get_info(&pi, sizeof(pi));
 	return pi.is_pmem_force >= 0 ? pi.is_pmem_force : map_sync;
 }
 
@@ -129,7 +129,7 @@ static void t_create_open(void)
 	CHECK(ok, pmg_pool_size(p) == 1 << 20);
 	a = pmg_pool_address(p);
 	CHECK(ok, a && ((uintptr_t)a & 4095) == 0);
-	CHECK(ok, pmg_pool_get_info(p, &in) == 0);
+	CHECK(ok, pmg_pool_get_info(p, &in, sizeof(in)) == 0);
 	CHECK(ok, in.guarded && !in.noaccess && !in.devdax);
 	/* an alias on mprotect (unless PMGUARD_POOL_ALIAS=0), never on PKU */
 	alias_off = getenv("PMGUARD_POOL_ALIAS") &&
@@ -383,7 +383,7 @@ static void t_noaccess(void)
 	fa.path = path;
 	if (create_or_fail(&p, path, &c, "noaccess"))
 		return;
-	CHECK(ok, pmg_pool_get_info(p, &in) == 0 && in.noaccess);
+	CHECK(ok, pmg_pool_get_info(p, &in, sizeof(in)) == 0 && in.noaccess);
 	CHECK(ok, !strcmp(pmg_domain_name(pmg_pool_domain(p)),
 			  "pmem-noaccess"));
 	/* the copy calls open read windows on the source themselves */
@@ -931,7 +931,7 @@ static void t_shared_domain_delete(void)
 	if (rc)
 		tap_diag("the next create: %d %s", rc, pmg_errormsg());
 	CHECK(ok, rc == 0);
-	CHECK(ok, q && !pmg_pool_get_info(q, &in) && in.guarded &&
+	CHECK(ok, q && !pmg_pool_get_info(q, &in, sizeof(in)) && in.guarded &&
 			  pmg_lookup(pmg_pool_address(q), NULL, NULL) ==
 				  pmg_pool_domain(q));
 	pmg_pool_close(&q);
@@ -985,7 +985,8 @@ static void t_shared_domain_left(void)
 		CHECK(ok, rc == 0);
 		CHECK(ok, p && pmg_lookup(pmg_pool_address(p), NULL, NULL) ==
 					  pmg_pool_domain(p));
-		CHECK(ok, p && !pmg_pool_get_info(p, &in) && in.guarded);
+		CHECK(ok, p && !pmg_pool_get_info(p, &in, sizeof(in)) &&
+				  in.guarded);
 		pmg_pool_close(&p);
 		unlink(path);
 	}

@@ -168,11 +168,11 @@ static void test_map_local(void)
 	       "addresses, unmap_local closes it");
 
 	ok = 1;
-	pmg_stats_get(&s0);
+	pmg_stats_get(&s0, sizeof(s0));
 	pmg_set_report_fd(-1);
 	CHECK(ok, pmg_map(plain) == 0);
 	CHECK(ok, pmg_map(p) == 1);
-	pmg_stats_get(&s1);
+	pmg_stats_get(&s1, sizeof(s1));
 	CHECK(ok, s1.long_term_maps == s0.long_term_maps + 1);
 	CHECK(ok, probe(d, p, PMG_WRITE) == 1);	/* grants nothing */
 	tap_ok(ok, "map (kmap analog): a long-term map of protected memory "

@@ -57,13 +57,13 @@ static int audit_child(void)
 	if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
 		_exit(12);
 	raise(SIGSTOP);
-	pmg_stats_get(&st0);
+	pmg_stats_get(&st0, sizeof(st0));
 	for (i = 0; i < STRAYS; i++) {
 		stray_store(page + 64 * i, (char)(0x40 + i));
 		if (page[64 * i] != (char)(0x40 + i))
 			bad++;
 	}
-	pmg_stats_get(&st1);
+	pmg_stats_get(&st1, sizeof(st1));
 	if (st1.audited - st0.audited != STRAYS)
 		bad += 100;
 	/* _exit: no atexit work (LeakSanitizer would ptrace us) */

@@ -232,7 +232,7 @@ static void t_each(void)
 	probe_end();
 	for (i = 0; i < N; i++)
 		CHECK(ok, pg[i][8] == 'W');
-	pmg_key_stats_get(&ks);
+	pmg_key_stats_get(&ks, sizeof(ks));
 	tap_diag("key stats: %llu assigned, %llu evictions, %llu busy, %llu "
 		 "page-protection windows, %llu raced",
 		 (unsigned long long)(ks.assigned - ks0.assigned),
@@ -387,7 +387,7 @@ static void t_all_busy(void)
 		return;
 	}
 	probe_begin();
-	pmg_key_stats_get(&a);
+	pmg_key_stats_get(&a, sizeof(a));
 	/* windows on domains until every key is held by one */
 	for (i = 0; i < N && n < a.keys_held; i++) {
 		CHECK(ok, pmg_open(d[i], PMG_WRITE) == 0);
@@ -397,7 +397,7 @@ static void t_all_busy(void)
 		if (pmg_domain_key(d[i]) < 0)
 			vi = i;
 	CHECK(ok, vi >= 0 && pmg_open(d[vi], PMG_WRITE) == 0);
-	pmg_key_stats_get(&b);
+	pmg_key_stats_get(&b, sizeof(b));
 	CHECK(ok, vi >= 0 && pmg_domain_key(d[vi]) == -ENOKEY);
 	CHECK(ok, b.paged_windows == a.paged_windows + 1);
 	if (vi >= 0) {
@@ -450,7 +450,7 @@ static void t_lru(void)
 					"windowed since the last eviction");
 		return;
 	}
-	pmg_key_stats_get(&a);
+	pmg_key_stats_get(&a, sizeof(a));
 	hot = N / 2;
 	CHECK(ok, pmg_open(d[hot], PMG_WRITE) == 0);
 	CHECK(ok, pmg_close(d[hot], PMG_WRITE) == 0);
@@ -468,7 +468,7 @@ static void t_lru(void)
 			k = pmg_domain_key(d[hot]);
 		}
 	}
-	pmg_key_stats_get(&b);
+	pmg_key_stats_get(&b, sizeof(b));
 	tap_ok(ok && b.evictions > a.evictions,
 	       "vd%02d, windowed between every other window, keeps its key "
 	       "through %llu evictions (least recently windowed goes first)",
@@ -525,8 +525,8 @@ static void t_race(void)
 	pmg_set_report_fd(-1);
 	pmg_set_fault_observer(race_observer, NULL);
 	pmg_set_fault_mode(PMG_FAULT_AUDIT);
-	pmg_key_stats_get(&a);
-	pmg_stats_get(&s0);
+	pmg_key_stats_get(&a, sizeof(a));
+	pmg_stats_get(&s0, sizeof(s0));
 	race_stop = 0;
 	CHECK(ok, pthread_create(&t, NULL, race_windows, NULL) == 0);
 	end = tap_now() + 3;
@@ -537,7 +537,7 @@ static void t_race(void)
 		}
 	race_stop = 1;
 	pthread_join(t, &res);
-	pmg_key_stats_get(&b);
+	pmg_key_stats_get(&b, sizeof(b));
 	pmg_set_fault_observer(NULL, NULL);
 	pmg_set_fault_mode(PMG_FAULT_RELAXED);
 	pmg_set_report_fd(2);
@@ -547,7 +547,7 @@ static void t_race(void)
 		 (unsigned long long)(b.evictions - a.evictions),
 		 (unsigned long long)(b.evict_busy - a.evict_busy),
 		 (unsigned long long)(b.raced - a.raced));
-	pmg_stats_get(&s1);
+	pmg_stats_get(&s1, sizeof(s1));
 	CHECK(ok, (intptr_t)res > 0 && race_faults == 0 &&
 		  s1.unbalanced == s0.unbalanced);
 	CHECK(ok, pages_intact(-1, 0));
@@ -578,11 +578,11 @@ static void t_delete(void)
 	}
 	CHECK(ok, pmg_unprotect(pg[keyed], PAGE) == 0);
 	CHECK(ok, pmg_domain_delete(&d[keyed]) == 0);
-	pmg_key_stats_get(&a);
+	pmg_key_stats_get(&a, sizeof(a));
 	CHECK(ok, pmg_open(d[virt], PMG_WRITE) == 0);
 	CHECK(ok, pmg_domain_key(d[virt]) > 0);
 	CHECK(ok, pmg_close(d[virt], PMG_WRITE) == 0);
-	pmg_key_stats_get(&b);
+	pmg_key_stats_get(&b, sizeof(b));
 	CHECK(ok, b.evictions == a.evictions && b.assigned == a.assigned + 1);
 	/* back: a new domain for that page */
 	CHECK(ok, pmg_domain_new(&d[keyed], "vd-again", 0) == 0 &&
@@ -605,7 +605,7 @@ int main(void)
 	pku = pmg_backend() == PMG_BACKEND_PKU;
 	tap_diag("backend: %s", pmg_backend_name(pmg_backend()));
 	setup();
-	pmg_key_stats_get(&ks0);
+	pmg_key_stats_get(&ks0, sizeof(ks0));
 	tap_diag("%d domains, %d keyed, %d keys held, PMGUARD_KEYS %d, "
 		 "eviction %s",
 		 ks0.domains, ks0.keyed, ks0.keys_held, ks0.keys_max,

@@ -404,7 +404,7 @@ int cmd_bench_fault(int argc, char **argv)
 	pmg_stats_reset();
 	ct = bench_strays(page, PMG_FAULT_CONTAIN, (long)n);
 	pmg_set_fault_mode(PMG_FAULT_RELAXED);
-	pmg_stats_get(&st);
+	pmg_stats_get(&st, sizeof(st));
 	for (i = 0; i < 4096; i++)
 		kept += page[i] == 0x5a;
 	if (json) {

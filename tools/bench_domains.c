@@ -181,15 +181,15 @@ static int run_one(int n, long pairs, struct figures *fg)
 	}
 	for (i = 0; i < n; i++)
 		fg->keyed += pmg_domain_key(d[i]) > 0 && pku;
-	pmg_key_stats_get(&a);
+	pmg_key_stats_get(&a, sizeof(a));
 	fg->keys_held = a.keys_held;
 	/* a domain that holds a key (the first) windowed over and over:
 	 * no eviction touches it */
 	fg->keyed_ns = pairs_on(d[hot], pairs);
 	/* round robin: each open takes a key from another domain (PKU) */
-	pmg_key_stats_get(&a);
+	pmg_key_stats_get(&a, sizeof(a));
 	fg->evicting = pairs_round_robin(d, n, n > 200 ? n : 4L * n);
-	pmg_key_stats_get(&b);
+	pmg_key_stats_get(&b, sizeof(b));
 	fg->evictions = b.evictions - a.evictions;
 	fg->paged = b.paged_windows - a.paged_windows;
 	/* a stray write into each: caught, undone */

@@ -252,8 +252,8 @@ int cmd_bench_persist(int argc, char **argv)
 		teardown(&pu, &pp, path, path2);
 		return 1;
 	}
-	pmg_persist_get_info(&pi);
-	aliased = !pmg_pool_get_info(pp, &info) && info.aliased;
+	pmg_persist_get_info(&pi, sizeof(pi));
+	aliased = !pmg_pool_get_info(pp, &info, sizeof(info)) && info.aliased;
 	b.unprot = pmg_pool_address(pu);
 	b.prot = pmg_pool_address(pp);
 	b.span = POOL_SIZE;

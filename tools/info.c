@@ -37,12 +37,12 @@ int cmd_info(int argc, char **argv)
 	rc = cli_args(&verb, argc, argv);
 	if (rc != CLI_GO_ON)
 		return rc;
-	rc = pmg_get_info(&in);
+	rc = pmg_get_info(&in, sizeof(in));
 	if (rc) {
 		cli_error("info: %s", pmg_errormsg());
 		return 1;
 	}
-	if (pmg_key_stats_get(&ks))
+	if (pmg_key_stats_get(&ks, sizeof(ks)))
 		memset(&ks, 0, sizeof(ks));
 	mode = in.fault_mode == PMG_FAULT_STRICT ? "strict"
 	       : in.fault_mode == PMG_FAULT_AUDIT ? "audit"

@@ -434,7 +434,7 @@ static int run_exception_update(void)
 		page_dom_free(&pd);
 		return 0;
 	}
-	pmg_stats_get(&st0);
+	pmg_stats_get(&st0, sizeof(st0));
 	grant_calls = 0;
 	CHECK(ok, pmg_domain_set_callback(pd.d, grant_cb, NULL) == 0);
 	pd.p[0] = 1;			/* faults; the callback grants */
@@ -442,7 +442,7 @@ static int run_exception_update(void)
 	pd.p[1] = 2;			/* no second fault */
 	CHECK(ok, grant_calls == 1);
 	CHECK(ok, pd.p[0] == 1 && pd.p[1] == 2);
-	pmg_stats_get(&st1);
+	pmg_stats_get(&st1, sizeof(st1));
 	CHECK(ok, st1.granted == st0.granted + 1);
 	CHECK(ok, probe_log.strays == strays0);	/* not seen as audit */
 	/* the next window edge puts the default back */

@@ -75,7 +75,7 @@ static void t_is_pmem(void)
 		tap_ok(0, "pool on %s", path);
 		return;
 	}
-	CHECK(ok, pmg_pool_get_info(p, &in) == 0);
+	CHECK(ok, pmg_pool_get_info(p, &in, sizeof(in)) == 0);
 	CHECK(ok, pmg_pool_is_pmem(p) == 1 && in.is_pmem);
 	CHECK(ok, pmg_is_pmem(pmg_pool_address(p), POOL_SIZE) == 1);
 	if (devdax) {

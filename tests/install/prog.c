@@ -40,7 +40,7 @@ static uint64_t strays(void)
 {
 	struct pmg_stats st;
 
-	return pmg_stats_get(&st) == 0 ? st.strays : UINT64_MAX;
+	return pmg_stats_get(&st, sizeof(st)) == 0 ? st.strays : UINT64_MAX;
 }
 
 static void *writer(void *arg)
