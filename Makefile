@@ -173,8 +173,11 @@ vm-check: vm-bins
 demo: all
 	$(O)/pmguard demo
 
+# Every benchmark side by side in one run, a table of ratios
+# (docs/performance.md); BENCH_FLAGS: e.g. --json, --quick, --rounds 9.
+BENCH_FLAGS ?=
 bench: all
-	$(O)/pmguard bench window
+	$(O)/pmguard bench all $(BENCH_FLAGS)
 
 # Formatting (.clang-format, docs/contributing.md): only the lines that
 # differ from $(FORMAT_BASE) (default HEAD: what you have not committed;
