@@ -199,23 +199,19 @@ const char *bench_no_pku_why(void)
 		return NULL;
 	if (!in.cpu_pku)
 		snprintf(why, sizeof(why),
-			 "no PKU on this CPU (CPUID pku "
-			 "no; backend %s)",
+			 "no PKU on this CPU (CPUID pku no; backend %s)",
 			 pmg_backend_name(in.backend));
 	else if (!in.cpu_ospke)
 		snprintf(why, sizeof(why),
-			 "PKU not enabled by the kernel "
-			 "(ospke no; backend %s)",
+			 "PKU not enabled by the kernel (ospke no; backend %s)",
 			 pmg_backend_name(in.backend));
 	else if (!in.kernel_pkeys)
 		snprintf(why, sizeof(why),
-			 "pkey_alloc() fails here (backend "
-			 "%s)",
+			 "pkey_alloc() fails here (backend %s)",
 			 pmg_backend_name(in.backend));
 	else
 		snprintf(why, sizeof(why),
-			 "backend %s in use "
-			 "(PMGUARD_BACKEND or no key free)",
+			 "backend %s in use (PMGUARD_BACKEND or no key free)",
 			 pmg_backend_name(in.backend));
 	return why;
 }
