@@ -6,6 +6,8 @@
 #                   suite, install and examples, Linux 6.1 + the PKS/PMEM
 #                   series in QEMU (mk/linux.mk)
 #   make demo       the main job
+#   make bench      every benchmark side by side, a table of ratios
+#                   (pmguard bench all; docs/performance.md)
 # Variables: CC, CFLAGS, O (build dir), WERROR=0 to allow warnings.
 
 VERSION := 0.1.0
