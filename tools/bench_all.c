@@ -8,6 +8,10 @@
  *            (two bare WRPKRU) on PKU; the mprotect pair otherwise
  *   persist  `bench persist --json` in a child: ours / PMDK's libpmem,
  *            protected / unprotected and, on PKU, floor_ratio per size
+ *   fault    `bench fault --json`: a contained stray write over an
+ *            audited one
+ *   domains  `bench domains --json`: a keyed window pair with 100 and
+ *            1000 domains live over one on a lone domain (--quick: 100)
  *   lmdb     lmdb-prog (tests/run/lmdb-prog.c, a 1 GiB MDB_WRITEMAP map
  *            in a fresh directory) plain and under `pmguard run`,
  *            alternated in each round (the order flips every round):
@@ -337,6 +341,86 @@ static int do_persist(bool quick, int rounds, char *buf)
 	return 0;
 }
 
+/* -------------------------------------------------------------- fault */
+static int do_fault(bool quick, char *buf)
+{
+	char *argv[] = { self,	   "bench",    "fault",
+			 "--json", "--writes", quick ? "300" : "20000",
+			 NULL };
+	int rc = capture(argv, NULL, buf, OUT_MAX);
+	double au = jnum(buf, "\"mode\": \"audit\"", "ns_per_stray_write");
+	double ct = jnum(buf, "\"mode\": \"contain\"", "ns_per_stray_write");
+	struct row *r = row_add("fault", "x", "contain / audit, a stray write");
+
+	if (rc || au <= 0 || ct <= 0) {
+		fprintf(stderr, "bench all: bench fault failed (%d):\n%s\n", rc,
+			buf);
+		row_skip(r, "failed (see above)");
+		return 1;
+	}
+	r->value = ct / au;
+	r->lo = r->hi = -1;
+	r->n = 7;
+	snprintf(r->detail, sizeof(r->detail),
+		 "audit %.0f ns, contain %.0f ns per stray write (%s writes "
+		 "a round), protected page intact",
+		 au, ct, argv[5]);
+	return 0;
+}
+
+/* ------------------------------------------------------------ domains */
+static int do_domains(bool quick, char *buf)
+{
+	char *argv[] = { self,
+			 "bench",
+			 "domains",
+			 "--json",
+			 quick ? "--domains" : NULL,
+			 "100",
+			 "--pairs",
+			 "2000",
+			 NULL };
+	static const unsigned counts[] = { 100, 1000 };
+	int rc = capture(argv, NULL, buf, OUT_MAX), bad = 0;
+	unsigned i;
+
+	for (i = 0; i < (quick ? 1u : 2u); i++) {
+		char a[48];
+		double kb, kf, caught, strays;
+		struct row *r = row_add("domains", "x",
+					"keyed pair, %u domains / one",
+					counts[i]);
+
+		snprintf(a, sizeof(a), "\"domains\": %u,", counts[i]);
+		kb = jnum(buf, a, "keyed_base_ratio");
+		kf = jnum(buf, a, "keyed_floor_ratio");
+		caught = jnum(buf, a, "strays_caught");
+		strays = jnum(buf, a, "strays");
+		if (rc || kb <= 0) {
+			fprintf(stderr,
+				"bench all: bench domains failed (%d):\n%s\n",
+				rc, buf);
+			row_skip(r, "failed (see above)");
+			bad = 1;
+			continue;
+		}
+		r->value = kb;
+		r->lo = r->hi = -1;
+		r->n = 7;
+		if (kf > 0)
+			snprintf(r->detail, sizeof(r->detail),
+				 "keyed pair / floor %.2f; %.0f of %.0f strays "
+				 "caught",
+				 kf, caught, strays);
+		else
+			snprintf(r->detail, sizeof(r->detail),
+				 "%.0f of %.0f strays caught (one per domain, "
+				 "contain mode)",
+				 caught, strays);
+	}
+	return bad;
+}
+
 /* --------------------------------------------------------------- lmdb */
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 {
@@ -626,6 +710,10 @@ int cmd_bench_all(int argc, char **argv)
 	if (!json)
 		fprintf(stderr, "pmguard bench all: persist ...\n");
 	bad |= do_persist(quick, (int)nrounds, buf);
+	if (!json)
+		fprintf(stderr, "pmguard bench all: fault, domains ...\n");
+	bad |= do_fault(quick, buf);
+	bad |= do_domains(quick, buf);
 	if (!prog)
 		prog = lmdb_prog_default(dflt, sizeof(dflt));
 	if (!prog || access(prog, X_OK)) {
@@ -690,7 +778,7 @@ int cmd_bench_all(int argc, char **argv)
 		       cli_now() - t0);
 		if (nopku)
 			printf("PKU rows: SKIP: %s\n", nopku);
-		printf("\n%-8s %-40s %10s %20s  %s\n", "group", "row", "median",
+		printf("\n%-8s %-44s %10s %20s  %s\n", "group", "row", "median",
 		       "min..max (n)", "detail");
 		for (i = 0; i < nrows; i++) {
 			const struct row *r = &rows[i];
@@ -698,7 +786,7 @@ int cmd_bench_all(int argc, char **argv)
 			char v[24], sp[48];
 
 			if (r->value < 0) {
-				printf("%-8s %-40s %10s %20s  %s\n", r->group,
+				printf("%-8s %-44s %10s %20s  %s\n", r->group,
 				       r->name, "SKIP", "", r->skip);
 				continue;
 			}
