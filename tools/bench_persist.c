@@ -13,8 +13,9 @@
  * The protected pool is a second file of the same size in DIR (a pool is
  * open once per process).  Measurements are interleaved (the variants
  * rotate order each round) and the median of the rounds is reported.
- * On PKU the floor (two bare WRPKRU, bench_floor_pair()) is measured in
- * the same run after each size's rounds, and floor_ratio = t_unprot /
+ * On PKU the floor (two bare WRPKRU, bench_floor_pair(), in thread CPU
+ * time as the copies are) is measured in the same run after each size's
+ * rounds, and floor_ratio = t_unprot /
  * (t_unprot + floor) is what a protected call would reach if its window
  * cost only the floor; elsewhere it is null, with the reason.
  */

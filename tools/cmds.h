@@ -19,7 +19,8 @@ int cmd_bench_all(int argc, char **argv); /* tools/bench_all.c */
 /* Why the PKU figures cannot be measured here, or NULL on PKU. */
 const char *bench_no_pku_why(void); /* tools/bench.c */
 /* ns per floor pair (two bare WRPKRU), median of @rounds rounds of
- * @pairs; -1 unless on PKU with a key free. */
+ * @pairs, in the thread's CPU time (bench persist's clock); -1 unless on
+ * PKU with a key free. */
 double bench_floor_pair(long pairs, int rounds); /* tools/bench.c */
 int cmd_demo(int argc, char **argv);		/* tools/demo.c */
 int cmd_inject(int argc, char **argv);		/* tools/inject.c */
