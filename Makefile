@@ -6,6 +6,8 @@
 #                   suite, install and examples, Linux 6.1 + the PKS/PMEM
 #                   series in QEMU (mk/linux.mk)
 #   make demo       the main job
+#   make bench      every benchmark side by side, a table of ratios
+#                   (pmguard bench all; docs/performance.md)
 # Variables: CC, CFLAGS, O (build dir), WERROR=0 to allow warnings.
 
 VERSION := 0.2.0
@@ -177,8 +179,11 @@ vm-check: vm-bins
 demo: all
 	$(O)/pmguard demo
 
+# Every benchmark side by side in one run, a table of ratios
+# (docs/performance.md); BENCH_FLAGS: e.g. --json, --quick, --rounds 9.
+BENCH_FLAGS ?=
 bench: all
-	$(O)/pmguard bench window
+	$(O)/pmguard bench all $(BENCH_FLAGS)
 
 # Formatting (.clang-format, docs/contributing.md): only the lines that
 # differ from $(FORMAT_BASE) (default HEAD: what you have not committed;

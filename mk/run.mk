@@ -47,7 +47,7 @@ endif
 ifeq ($(call run_have,lmdb.h),1)
 RUN_TEST_BINS += $(O)/tests/run/lmdb-prog
 RUN_EXTRA_BINS := $(O)/tests/run/lmdb-early $(O)/tests/run/lmdb-daemon \
-	$(O)/tests/run/lmdb-multi
+	$(O)/tests/run/lmdb-multi $(O)/tests/run/lmdb-locks
 endif
 ifeq ($(call run_have,libpmem2.h),1)
 RUN_TEST_BINS += $(O)/tests/run/pmem2-prog
@@ -111,6 +111,13 @@ $(O)/tests/run/lmdb-daemon: tests/run/lmdb-daemon.c
 $(O)/tests/run/lmdb-multi: tests/run/lmdb-multi.c
 	@mkdir -p $(dir $@)
 	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
+
+# -rdynamic: its pthread_mutex_lock() counts the preload's calls
+# (tests/run/lmdb-locks.c)
+$(O)/tests/run/lmdb-locks: tests/run/lmdb-locks.c
+	@mkdir -p $(dir $@)
+	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -rdynamic -o $@ $< \
+		-llmdb -lpthread -ldl
 
 $(O)/tests/run/lmdb-early: tests/run/lmdb-early.c
 	@mkdir -p $(dir $@)

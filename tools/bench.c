@@ -10,8 +10,10 @@
  *   mprotect-write  the same with one byte written inside the window (a
  *             lazy write window's fault, grant and re-protect)
  * and, on PKU, the floor: two bare WRPKRU (open, close) with nothing
- * else, to which each path's ratio is given (floor_ratio).  On the
- * mprotect backend the floor does not apply and is said so.
+ * else, to which each path's ratio is given (floor_ratio), and the floor
+ * with a read: RDPKRU + two WRPKRU (what a window that reads the register
+ * once cannot go below).  Without PKU the floor and the PKU paths say SKIP
+ * and why (bench_no_pku_why()): no number is made up.
  * Each path runs in rounds; the median round is reported.
  */
 #define _GNU_SOURCE
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -30,6 +33,22 @@
 #include "pmguard.h"
 
 #define ROUNDS 7
+#define QUICK_ROUNDS 3
+
+static int rounds = ROUNDS;
+
+/* The clock of bench_pairs(): monotonic, or the thread's CPU time for
+ * bench_floor_pair() (bench persist's clock, so that its ratio compares
+ * like with like). */
+static double thread_cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double (*now)(void) = cli_now;
 
 static uint32_t soft_reg;
 
@@ -76,6 +95,19 @@ floor_pair(struct pmg_domain *d)
 	_pmg_wrpkru(floor_closed);
 }
 
+/* The floor with a read: RDPKRU, then the two WRPKRU of the pair. */
+static uint32_t floor_mask;
+
+static inline __attribute__((always_inline)) void
+floor_rd_pair(struct pmg_domain *d)
+{
+	uint32_t v = _pmg_rdpkru();
+
+	(void)d;
+	_pmg_wrpkru(v & ~floor_mask);
+	_pmg_wrpkru(v);
+}
+
 static volatile char *write_at;
 
 /* A write window that writes one byte. */
@@ -108,14 +140,14 @@ bench_pairs(struct pmg_domain *d, long pairs,
 	int i;
 	long j;
 
-	for (i = 0; i < ROUNDS; i++) {
-		double t0 = cli_now();
+	for (i = 0; i < rounds; i++) {
+		double t0 = now();
 
 		for (j = 0; j < pairs; j++)
 			pair(d);
-		r[i] = (cli_now() - t0) * 1e9 / (double)pairs;
+		r[i] = (now() - t0) * 1e9 / (double)pairs;
 	}
-	return median(r, ROUNDS);
+	return median(r, rounds);
 }
 
 /*
@@ -155,11 +187,68 @@ static double bench_api_write(struct pmg_domain *d, char *page, long pairs)
 	return bench_pairs(d, pairs, api_write_pair);
 }
 
+/* Two bare WRPKRU on @d's key (PKU backend, @d keyed). */
 static double bench_floor(struct pmg_domain *d, long pairs)
 {
 	floor_closed = _pmg_rdpkru();
 	floor_open = floor_closed & ~d->_mask;
 	return bench_pairs(d, pairs, floor_pair);
+}
+
+/* RDPKRU + two WRPKRU on @d's key. */
+static double bench_floor_rd(struct pmg_domain *d, long pairs)
+{
+	floor_mask = d->_mask;
+	return bench_pairs(d, pairs, floor_rd_pair);
+}
+
+const char *bench_no_pku_why(void)
+{
+	static char why[160];
+	struct pmg_info in;
+
+	if (pmg_get_info(&in, sizeof(in)))
+		return "pmg_init() failed: no backend";
+	if (in.backend == PMG_BACKEND_PKU)
+		return NULL;
+	if (!in.cpu_pku)
+		snprintf(why, sizeof(why),
+			 "no PKU on this CPU (CPUID pku no; backend %s)",
+			 pmg_backend_name(in.backend));
+	else if (!in.cpu_ospke)
+		snprintf(why, sizeof(why),
+			 "PKU not enabled by the kernel (ospke no; backend %s)",
+			 pmg_backend_name(in.backend));
+	else if (!in.kernel_pkeys)
+		snprintf(why, sizeof(why),
+			 "pkey_alloc() fails here (backend %s)",
+			 pmg_backend_name(in.backend));
+	else
+		snprintf(why, sizeof(why),
+			 "backend %s in use (PMGUARD_BACKEND or no key free)",
+			 pmg_backend_name(in.backend));
+	return why;
+}
+
+double bench_floor_pair(long pairs, int nrounds)
+{
+	struct pmg_domain *d = NULL;
+	double ns = -1;
+	int r0 = rounds;
+
+	if (pmg_backend() != PMG_BACKEND_PKU ||
+	    pmg_domain_new(&d, "bench-floor", 0))
+		return -1;
+	/* a domain made now holds a key unless every key is taken */
+	if (d->_key >= 1 && d->_key <= 15) {
+		rounds = nrounds < 1 ? 1 : nrounds > ROUNDS ? ROUNDS : nrounds;
+		now = thread_cpu_now;
+		ns = bench_floor(d, pairs);
+		now = cli_now;
+		rounds = r0;
+	}
+	pmg_domain_delete(&d);
+	return ns;
 }
 
 /*
@@ -189,7 +278,7 @@ static char *bench_page(struct pmg_domain **d, const char *verb)
 
 /* The mprotect paths from a child on the mprotect backend: the pair
  * and the pair with a write (*@wr). */
-static double mprotect_child(double *wr)
+static double mprotect_child(double *wr, bool quick)
 {
 	int p[2], st;
 	char buf[64] = "";
@@ -205,7 +294,8 @@ static double mprotect_child(double *wr)
 		close(p[0]);
 		setenv("PMGUARD_BACKEND", "mprotect", 1);
 		execl("/proc/self/exe", "pmguard", "bench", "window",
-		      "--mprotect-only", (char *)NULL);
+		      "--mprotect-only", quick ? "--quick" : (char *)NULL,
+		      (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
@@ -230,65 +320,101 @@ static double mprotect_child(double *wr)
 
 static void window_usage(FILE *f)
 {
-	fprintf(f, "usage: pmguard bench window [--json]\n"
-		   "  the cost of one window open+close pair on each path "
-		   "available\n");
+	fprintf(f,
+		"usage: pmguard bench window [--json] [--quick]\n"
+		"  the cost of one window open+close pair on each path "
+		"available, and on PKU\n"
+		"  its ratio to the floor (two bare WRPKRU) measured in "
+		"the same run;\n"
+		"  --quick: a tenth of the pairs, %d rounds (checks that "
+		"it works)\n",
+		QUICK_ROUNDS);
+}
+
+/* One line of the text output: @ns < 0 is SKIP with @why. */
+static void window_line(const char *path, double ns, double fl,
+			const char *what, const char *why)
+{
+	if (ns < 0) {
+		printf("  %-15s %10s     SKIP: %s\n", path, "-", why);
+		return;
+	}
+	printf("  %-15s %10.2f ns  ", path, ns);
+	if (fl > 0)
+		printf("(%.2fx floor) ", ns / fl);
+	printf("%s\n", what);
 }
 
 int cmd_bench_window(int argc, char **argv)
 {
-	bool json = false, mp_only = false;
+	bool json = false, mp_only = false, quick = false;
 	const struct cli_opt opts[] = {
 		{ .name = "--json", .kind = CLI_FLAG, .out = &json },
+		{ .name = "--quick", .kind = CLI_FLAG, .out = &quick },
 		/* internal: the child that measures mprotect on PKU */
-		{ .name = "--mprotect-only", .kind = CLI_FLAG,
-		  .out = &mp_only },
+		{ .name = "--mprotect-only", .kind = CLI_FLAG, .out = &mp_only },
 		{ .name = NULL },
 	};
 	const struct cli_verb verb = { "bench window", opts, window_usage,
 				       NULL, NULL };
 	struct pmg_domain *d = NULL;
-	double sw, hw = -1, mp = -1, mpw = -1, fl = -1;
+	double sw, hw = -1, mp = -1, mpw = -1, fl = -1, flr = -1;
+	const char *nopku;
+	long div;
 	char *page;
 	int rc;
 
 	rc = cli_args(&verb, argc, argv);
 	if (rc != CLI_GO_ON)
 		return rc;
+	if (quick)
+		rounds = QUICK_ROUNDS;
+	div = quick ? 10 : 1;
 	page = bench_page(&d, "bench window");
 	if (!page)
 		return 1;
 	if (mp_only) {
-		printf("%.3f %.3f\n", bench_api(d, 20000),
-		       bench_api_write(d, page, 20000));
+		printf("%.3f %.3f\n", bench_api(d, 20000 / div),
+		       bench_api_write(d, page, 20000 / div));
 		return 0;
 	}
-	sw = bench_software(d, 20000000);
-	if (pmg_backend() == PMG_BACKEND_PKU) {
-		fl = bench_floor(d, 2000000);
-		hw = bench_api(d, 2000000);
-		mp = mprotect_child(&mpw);
+	nopku = bench_no_pku_why();
+	sw = bench_software(d, 20000000 / div);
+	if (!nopku && !(d->_key >= 1 && d->_key <= 15))
+		nopku = "every protection key is held by other code: the "
+			"domain is virtual";
+	if (!nopku) {
+		/* side by side: floor, floor with a read, the API pair */
+		fl = bench_floor(d, 2000000 / div);
+		flr = bench_floor_rd(d, 2000000 / div);
+		hw = bench_api(d, 2000000 / div);
+		mp = mprotect_child(&mpw, quick);
 	} else {
-		mp = bench_api(d, 20000);
-		mpw = bench_api_write(d, page, 20000);
+		mp = bench_api(d, 20000 / div);
+		mpw = bench_api_write(d, page, 20000 / div);
 	}
 	if (json) {
 		struct json j;
 
-		const char *path[] = { "software", "wrpkru", "mprotect",
-				       "mprotect-write" };
-		double ns[] = { sw, hw, mp, mpw };
+		const char *path[] = { "floor-rdpkru", "software", "wrpkru",
+				       "mprotect", "mprotect-write" };
+		double ns[] = { flr, sw, hw, mp, mpw };
 		unsigned i;
 
 		json_begin(&j, stdout, false);
 		json_str(&j, "backend", pmg_backend_name(pmg_backend()));
+		json_int(&j, "rounds", rounds);
+		json_bool(&j, "quick", quick);
 		if (fl > 0) {
 			json_num(&j, "floor_ns_per_pair", fl, 3);
+			json_num(&j, "floor_rdpkru_ns_per_pair", flr, 3);
 		} else {
 			json_null(&j, "floor_ns_per_pair");
+			json_null(&j, "floor_rdpkru_ns_per_pair");
 			json_str(&j, "floor_note",
 				 "two bare WRPKRU: no PKU "
 				 "backend here, the floor does not apply");
+			json_str(&j, "skip", nopku);
 		}
 		json_arr(&j, "results");
 		for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
@@ -304,28 +430,23 @@ int cmd_bench_window(int argc, char **argv)
 		json_finish(&j);
 	} else {
 		printf("backend: %s\n", pmg_backend_name(pmg_backend()));
-		printf("window open+close pair, median of %d rounds:\n", ROUNDS);
-		if (fl > 0)
-			printf("  floor     %10.2f ns  (two bare WRPKRU)\n",
-			       fl);
-		else
-			printf("  floor     %10s     (two bare WRPKRU: no PKU "
-			       "here, the floor does not apply)\n",
-			       "-");
-		printf("  software  %10.2f ns  (register write replaced by a "
-		       "compiler barrier)\n", sw);
-		if (hw >= 0)
-			printf("  wrpkru    %10.2f ns  (%.2fx floor)\n", hw,
-			       hw / fl);
-		else
-			printf("  wrpkru    %10s     (no PKU here)\n", "-");
+		printf("window open+close pair, median of %d rounds%s:\n",
+		       rounds, quick ? " (--quick)" : "");
+		window_line("floor", fl, -1, "(two bare WRPKRU)", nopku);
+		window_line("floor-rdpkru", flr, fl, "(RDPKRU + two WRPKRU)",
+			    nopku);
+		window_line("software", sw, -1,
+			    "(register write replaced by a compiler barrier)",
+			    "");
+		window_line("wrpkru", hw, fl,
+			    "(pmg_open + pmg_close, PKU backend)", nopku);
 		if (mp >= 0)
-			printf("  mprotect  %10.2f ns  (%.0fx software)\n", mp,
-			       mp / sw);
+			printf("  %-15s %10.2f ns  (%.0fx software)\n",
+			       "mprotect", mp, mp / sw);
 		if (mpw >= 0)
-			printf("  mprotect-write %5.0f ns  (one byte written "
-			       "in the window)\n",
-			       mpw);
+			printf("  %-15s %10.0f ns  (one byte written in the "
+			       "window)\n",
+			       "mprotect-write", mpw);
 	}
 	pmg_unprotect(page, 4096);
 	pmg_domain_delete(&d);
@@ -446,7 +567,9 @@ int cmd_bench_fault(int argc, char **argv)
 
 static void bench_usage(FILE *f)
 {
-	fprintf(f, "usage: pmguard bench window [--json]\n"
+	fprintf(f, "usage: pmguard bench window [--json] [--quick]\n"
+		   "       pmguard bench all [--json] [--quick] [--rounds N] "
+		   "[--lmdb-prog PATH]\n"
 		   "       pmguard bench fault [--json] [--writes N]\n"
 		   "       pmguard bench persist [--json] [--rounds N] "
 		   "[--dir DIR]\n"
@@ -473,7 +596,9 @@ int cmd_bench(int argc, char **argv)
 		return cmd_bench_fault(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "domains"))
 		return cmd_bench_domains(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "all"))
+		return cmd_bench_all(argc - 1, argv + 1);
 	return cli_error("bench: unknown benchmark '%s' (window, persist, "
-			 "fault, domains)",
+			 "fault, domains, all)",
 			 argv[1]);
 }

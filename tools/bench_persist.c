@@ -13,6 +13,11 @@
  * The protected pool is a second file of the same size in DIR (a pool is
  * open once per process).  Measurements are interleaved (the variants
  * rotate order each round) and the median of the rounds is reported.
+ * On PKU the floor (two bare WRPKRU, bench_floor_pair(), in thread CPU
+ * time as the copies are) is measured in the same run after each size's
+ * rounds, and floor_ratio = t_unprot /
+ * (t_unprot + floor) is what a protected call would reach if its window
+ * cost only the floor; elsewhere it is null, with the reason.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -173,7 +178,8 @@ static void teardown(struct pmg_pool **pu, struct pmg_pool **pp,
 
 int cmd_bench_persist(int argc, char **argv)
 {
-	double gb[NVAR][NSIZES], samples[NVAR][MAX_ROUNDS];
+	double gb[NVAR][NSIZES], samples[NVAR][MAX_ROUNDS], fl[NSIZES];
+	const char *nopku;
 	long ops[NVAR][NSIZES];
 	struct pmg_pool_config *cfg = NULL;
 	struct pmg_pool *pu = NULL, *pp = NULL;
@@ -253,6 +259,7 @@ int cmd_bench_persist(int argc, char **argv)
 		return 1;
 	}
 	pmg_persist_get_info(&pi, sizeof(pi));
+	nopku = bench_no_pku_why();
 	aliased = !pmg_pool_get_info(pp, &info, sizeof(info)) && info.aliased;
 	b.unprot = pmg_pool_address(pu);
 	b.prot = pmg_pool_address(pp);
@@ -296,6 +303,7 @@ int cmd_bench_persist(int argc, char **argv)
 			}
 		for (i = 0; i < nv; i++)
 			gb[vars[i]][s] = median(samples[vars[i]], rounds);
+		fl[s] = nopku ? -1 : bench_floor_pair(200000, 5);
 	}
 
 	if (json) {
@@ -314,6 +322,15 @@ int cmd_bench_persist(int argc, char **argv)
 		json_int(&j, "rounds", rounds);
 		json_bool(&j, "protected_pool_aliased", aliased);
 		json_str(&j, "clock", "thread CPU time");
+		if (nopku) {
+			json_null(&j, "floor_ns_per_pair");
+			json_str(&j, "floor_skip", nopku);
+		} else {
+			json_str(&j, "floor",
+				 "two bare WRPKRU, measured "
+				 "after each size's rounds; floor_ratio = "
+				 "t_unprot / (t_unprot + floor pair)");
+		}
 		if (b.pmdk)
 			json_str(&j, "pmdk", "libpmem.so.1");
 		else
@@ -351,20 +368,32 @@ int cmd_bench_persist(int argc, char **argv)
 				 4);
 			json_num(&j, "protected_over_unprotected",
 				 gb[PROT][s] / gb[OURS][s], 4);
+			if (fl[s] > 0) {
+				double t = (double)sizes[s] / gb[OURS][s];
+				double fr = t / (t + fl[s]);
+
+				json_num(&j, "floor_ns_per_pair", fl[s], 3);
+				json_num(&j, "floor_ratio", fr, 4);
+				json_num(&j, "below_floor_ratio",
+					 fr - gb[PROT][s] / gb[OURS][s], 4);
+			} else {
+				json_null(&j, "floor_ratio");
+			}
 			json_end(&j);
 		}
 		json_finish(&j);
 	} else {
 		if (pmdk_why)
 			printf("PMDK: %s\n", pmdk_why);
-		printf("%s\n\n%9s %12s %12s %8s %14s %10s\n",
+		printf("%s\n\n%9s %12s %12s %8s %14s %10s %10s\n",
 		       forced ? "both sides forced to the flush path "
-		       "(PMGUARD_IS_PMEM_FORCE=1, PMEM_IS_PMEM_FORCE=1)" :
-		       "DAX: both pools MAP_SYNC, pmem by their own account "
-		       "(no force variable)", "size", "pmguard",
-		       "pmdk", "ratio", "protected", "prot/unprot");
+				"(PMGUARD_IS_PMEM_FORCE=1, PMEM_IS_PMEM_FORCE=1)"
+			      : "DAX: both pools MAP_SYNC, pmem by their own account "
+				"(no force variable)",
+		       "size", "pmguard", "pmdk", "ratio", "protected",
+		       "prot/unprot", "floor_ratio");
 		for (s = 0; s < NSIZES; s++) {
-			char pm[24] = "-", ra[16] = "-";
+			char pm[24] = "-", ra[16] = "-", fr[16] = "SKIP";
 
 			if (b.pmdk) {
 				snprintf(pm, sizeof(pm), "%.3f GB/s",
@@ -372,10 +401,22 @@ int cmd_bench_persist(int argc, char **argv)
 				snprintf(ra, sizeof(ra), "%.3f",
 					 gb[OURS][s] / gb[PMDK][s]);
 			}
-			printf("%9zu %7.3f GB/s %12s %8s %9.3f GB/s %10.4f\n",
+			if (fl[s] > 0) {
+				double t = (double)sizes[s] / gb[OURS][s];
+
+				snprintf(fr, sizeof(fr), "%.4f",
+					 t / (t + fl[s]));
+			}
+			printf("%9zu %7.3f GB/s %12s %8s %9.3f GB/s %10.4f "
+			       "%10s\n",
 			       sizes[s], gb[OURS][s], pm, ra, gb[PROT][s],
-			       gb[PROT][s] / gb[OURS][s]);
+			       gb[PROT][s] / gb[OURS][s], fr);
 		}
+		if (nopku)
+			printf("floor_ratio: SKIP: %s\n", nopku);
+		else
+			printf("floor_ratio = t_unprot / (t_unprot + two bare "
+			       "WRPKRU), the floor measured in this run\n");
 		printf("\n(%.1f s; protected = calls on a protected pool: %s)\n",
 		       cli_now() - t_start,
 		       pmg_backend() == PMG_BACKEND_PKU ?

@@ -8,12 +8,16 @@
  *                                  each (key "k%08u", value "v%08u" x 4);
  *                                  --abort-null: mdb_txn_abort(NULL) in
  *                                  each one before its puts (a no-op
- *                                  LMDB allows, and knotd does)
+ *                                  LMDB allows, and knotd does); prints
+ *                                  the loop's wall and process CPU time
+ *                                  ("lmdb-prog: write time W s, cpu C s",
+ *                                  read by `pmguard bench all`)
  *   lmdb-prog read DIR TXNS THREADS  THREADS threads each run TXNS
  *                                  read-only transactions (begin, one
  *                                  mdb_get of a written key, abort; the
  *                                  environment must hold records) and
- *                                  print the throughput (a benchmark)
+ *                                  print the throughput and the CPU time
+ *                                  of all threads (a benchmark)
  *   lmdb-prog verify DIR N         exactly N records, each intact (N
  *                                  "any": as many as there are)
  * Exit 0 fine, 1 wrong data (printed), 2 usage or an LMDB error.
@@ -27,6 +31,14 @@
 
 #define CK(x) do { int rc_ = (x); if (rc_) { fprintf(stderr, \
 	"lmdb-prog: %s: %s\n", #x, mdb_strerror(rc_)); return 2; } } while (0)
+
+static double clock_s(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static void kv(unsigned i, char *k, char *v)
 {
@@ -74,7 +86,7 @@ static int read_bench(MDB_env *env, unsigned txns, unsigned nthr)
 	MDB_txn *txn;
 	MDB_dbi dbi;
 	MDB_stat st;
-	double s;
+	double s, c0;
 	unsigned i;
 
 	if (!nthr || nthr > 64)
@@ -85,6 +97,7 @@ static int read_bench(MDB_env *env, unsigned txns, unsigned nthr)
 	mdb_txn_abort(txn);
 	if (!st.ms_entries)
 		return 2;
+	c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	for (i = 0; i < nthr; i++) {
 		r[i] = (struct reader){ env, dbi, txns, (unsigned)st.ms_entries,
@@ -99,7 +112,8 @@ static int read_bench(MDB_env *env, unsigned txns, unsigned nthr)
 		CK(r[i].rc);
 	s = (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
 	printf("lmdb-prog: %u threads, %u read-only txns each: %.3f s, "
-	       "%.0f txns/s\n", nthr, txns, s, nthr * (double)txns / s);
+	       "%.0f txns/s, cpu %.6f s\n", nthr, txns, s,
+	       nthr * (double)txns / s, clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
 	mdb_env_close(env);
 	return 0;
 }
@@ -122,6 +136,8 @@ int main(int argc, char **argv)
 		unsigned txns = (unsigned)atoi(argv[3]);
 		unsigned per = (unsigned)atoi(argv[4]);
 		int abort_null = argc == 6 && !strcmp(argv[5], "--abort-null");
+		double w0 = clock_s(CLOCK_MONOTONIC);
+		double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 
 		for (t = 0; t < txns; t++) {
 			CK(mdb_txn_begin(env, NULL, 0, &txn));
@@ -139,6 +155,9 @@ int main(int argc, char **argv)
 			CK(mdb_txn_commit(txn));
 		}
 		printf("lmdb-prog: wrote %u records\n", txns * per);
+		printf("lmdb-prog: write time %.6f s, cpu %.6f s\n",
+		       clock_s(CLOCK_MONOTONIC) - w0,
+		       clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
 		mdb_env_close(env);
 		return 0;
 	}

@@ -23,6 +23,7 @@ LMDBPROG=${LMDBPROG:-$O/tests/run/lmdb-prog}
 PMEMPROG=${PMEMPROG:-$O/tests/run/pmem-prog}
 LMDBEARLY=${LMDBEARLY:-$O/tests/run/lmdb-early}
 LMDBMULTI=${LMDBMULTI:-$O/tests/run/lmdb-multi}
+LMDBLOCKS=${LMDBLOCKS:-$O/tests/run/lmdb-locks}
 SCRIPT=${SCRIPT:-$(dirname "$0")/lmdb-script.py}
 SIGNALS=${SIGNALS:-$(dirname "$0")/signals.py}
 STOPPROG=${STOPPROG:-$O/tests/run/stopinit-prog}
@@ -110,6 +111,23 @@ else
 		grep -q -- '-> .*libwild.so+0x[0-9a-f]*$' "$T/sym"
 fi
 grep -q -- '-> .*wild' "$T/sym" || diag "$T/sym"
+
+# ---- issue 22: no lock of the adapter on a read-only transaction's path
+# (1 and 2 threads), none per write transaction once the environment is
+# known (PKU: at most 1 in 200; mprotect: the library's window lock, 2 per
+# transaction, by design); counted by lmdb-locks' own pthread_mutex_lock ----
+if [ ! -x "$LMDBLOCKS" ]; then
+	skip "lmdb-locks: no lock on the read-only path" "no $LMDBLOCKS"
+else
+	mkdir "$T/lk"
+	maxw=401
+	[ "$backend" = pku ] && maxw=1
+	$PMG run -- $LMDBLOCKS "$T/lk" $maxw >"$T/out" 2>&1
+	rc=$?
+	check "lmdb-locks: read-only transactions take no lock of pmguard run's (1 and 2 threads), write transactions at most $maxw in 200" \
+		sh -c "[ $rc = 0 ] && [ \$(grep -c '^ok ' '$T/out') = 4 ]"
+	diag "$T/out"
+fi
 
 # ---- one domain per LMDB environment (issue 24): a write transaction on
 # one environment leaves the others protected, in every fault mode; 20
