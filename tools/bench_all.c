@@ -335,7 +335,7 @@ static int do_persist(bool quick, int rounds, char *buf)
 				 fr, pu - fr);
 		else
 			snprintf(r->detail, sizeof(r->detail),
-				 "floor_ratio SKIP: %s",
+				 "floor_ratio SKIP: %.180s",
 				 skip[0] ? skip : "not measured");
 	}
 	return 0;
