@@ -36,8 +36,17 @@ WRAP    := -Wl,--wrap=pthread_create
 
 LIB_SRC := core/core.c $(wildcard src/*.c)
 LIB_HDR := include/pmguard.h core/pmg_core.h $(wildcard src/*.h)
-ST_OBJ  := $(patsubst %.c,$(O)/static/%.o,$(LIB_SRC))
+# Each library source is compiled once, position-independent, for both
+# libpmguard.a and libpmguard.so: with -fvisibility=hidden and every TLS
+# variable initial-exec, -fPIC code is what -fPIE code would be, and the
+# linker relaxes what differs (GOT loads, PLT calls) in an executable.
+# Only the files that test PMG_SHARED (the shared library's own
+# pthread_create and interposers) are compiled a second time for the
+# static library; PMG_SHARED may be tested in .c files only (build-check).
+LIB_TWICE := $(shell grep -l PMG_SHARED $(LIB_SRC))
 SH_OBJ  := $(patsubst %.c,$(O)/pic/%.o,$(LIB_SRC))
+ST_OBJ  := $(patsubst %.c,$(O)/pic/%.o,$(filter-out $(LIB_TWICE),$(LIB_SRC))) \
+	   $(patsubst %.c,$(O)/static/%.o,$(LIB_TWICE))
 STATIC  := $(O)/libpmguard.a
 SHARED  := $(O)/libpmguard.so.$(VERSION)
 
