@@ -899,18 +899,26 @@ static int allocate(int fd, off_t len)
 	return -posix_fallocate(fd, 0, len);
 }
 
+/* The directory of @path: "." for a bare name, "/" for one in the root
+ * (fsync_dir(), remove_stale(), O_TMPFILE). */
+static void dir_of(char *d, size_t size, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(d, size, ".");
+	else if (slash == path)
+		snprintf(d, size, "/");
+	else
+		snprintf(d, size, "%.*s", (int)(slash - path), path);
+}
+
 static void fsync_dir(const char *path)
 {
 	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
 	int fd;
 
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	dir_of(dir, sizeof(dir), path);
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
 		(void)fsync(fd);
@@ -945,17 +953,12 @@ static bool stale_name(const char *n, long *pid)
 
 static void remove_stale(const char *path)
 {
-	const char *slash = strrchr(path, '/');
 	char d[PATH_MAX];
 	struct dirent *e;
 	DIR *dd;
 	int dfd;
 
-	if (!slash)
-		snprintf(d, sizeof(d), ".");
-	else
-		snprintf(d, sizeof(d), "%.*s", slash == path ? 1 :
-			 (int)(slash - path), path);
+	dir_of(d, sizeof(d), path);
 	dd = opendir(d);
 	if (!dd)
 		return;
@@ -983,19 +986,6 @@ static void remove_stale(const char *path)
 /* Test hook: 1 makes creates use a named temporary file, as on a
  * filesystem without O_TMPFILE. */
 int _pmg_pool_no_tmpfile;
-
-/* The directory of @path, for O_TMPFILE. */
-static void dir_of(char *d, size_t size, const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (!slash)
-		snprintf(d, size, ".");
-	else if (slash == path)
-		snprintf(d, size, "/");
-	else
-		snprintf(d, size, "%.*s", (int)(slash - path), path);
-}
 
 /*
  * Build the file, blocks allocated and locked: an unnamed O_TMPFILE file
