@@ -20,6 +20,7 @@
 
 #include "options.h"
 #include "persist.h"
+#include "procfs.h"
 
 struct _pmg_persist _pmg_persist_cfg;
 int _pmg_persist_cfg_ready;
@@ -83,23 +84,16 @@ int _pmg_auto_flush_at(const char *dir)
 	if (!d)
 		return errno == ENOENT ? 0 : -errno;
 	while ((e = readdir(d))) {
-		char path[PATH_MAX], buf[32] = "";
-		FILE *f;
-		size_t n;
+		char path[PATH_MAX], buf[32];
 
 		if (strncmp(e->d_name, "region", 6))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/persistence_domain", dir,
 			 e->d_name);
-		f = fopen(path, "re");
-		if (!f) {
+		if (_pmg_read_line(path, buf, sizeof(buf))) {
 			all = 0;	/* no such file: an older kernel */
 			continue;
 		}
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = '\0';
-		buf[strcspn(buf, "\n")] = '\0';
 		regions++;
 		if (strcmp(buf, "cpu_cache"))
 			all = 0;

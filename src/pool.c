@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "persist.h"
+#include "procfs.h"
 
 #ifndef MAP_SHARED_VALIDATE
 #define MAP_SHARED_VALIDATE 0x03
@@ -372,20 +373,6 @@ unsigned _pmg_pool_domain_refs(const struct pmg_domain *d)
 
 /* ------------------------------------------------------------ mapping */
 
-static int sysfs_read(const char *path, char *buf, size_t size)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (!f)
-		return -errno;
-	n = fread(buf, 1, size - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
-
 /* Device dax: size and alignment from sysfs, or -ENODEV. */
 static int devdax_probe(const char *path, const struct stat *st,
 			size_t *size, size_t *align)
@@ -408,16 +395,16 @@ static int devdax_probe(const char *path, const struct stat *st,
 				"device dax (subsystem %s)", path, ma, mi,
 				tail);
 	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/size", ma, mi);
-	if (sysfs_read(sys, buf, sizeof(buf)))
+	if (_pmg_read_line(sys, buf, sizeof(buf)))
 		return _pmg_err(-ENODEV, "%s: cannot read %s", path, sys);
 	*size = strtoull(buf, NULL, 0);
 	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/device/align", ma,
 		 mi);
-	if (sysfs_read(sys, buf, sizeof(buf))) {
+	if (_pmg_read_line(sys, buf, sizeof(buf))) {
 		snprintf(sys, sizeof(sys),
 			 "/sys/dev/char/%u:%u/device/dax_region/align", ma,
 			 mi);
-		if (sysfs_read(sys, buf, sizeof(buf)))
+		if (_pmg_read_line(sys, buf, sizeof(buf)))
 			snprintf(buf, sizeof(buf), "%lu", HUGE_ALIGN);
 	}
 	*align = strtoull(buf, NULL, 0);
