@@ -1171,28 +1171,23 @@ static bool make_none(void *a, size_t n)
  */
 static bool maps_are(uintptr_t a, size_t n, ino_t ino, bool dflt)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512], perms[8];
+	FILE *f = _pmg_maps_open();
+	struct _pmg_map m;
 	uintptr_t at = a, e = a + n;
 
 	if (!f)
 		return dflt;
-	while (at < e && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi, li;
-		unsigned ma, mi;
-
-		if (sscanf(line, "%lx-%lx %7s %*s %x:%x %lu", &lo, &hi, perms,
-			   &ma, &mi, &li) != 6 ||
-		    hi <= at)
+	while (at < e && _pmg_maps_next(f, &m)) {
+		if (m.hi <= at)
 			continue;
-		if (lo > at)
+		if (m.lo > at)
 			break;
 		/* the file by inode alone: on overlayfs the mapping shows
 		 * the underlying file's device, fstat() the overlay's */
-		if (ino ? (li != ino || perms[3] != 's')
-			: (li || ma || mi || strcmp(perms, "---p")))
+		if (ino ? (m.ino != ino || m.perms[3] != 's')
+			: (m.ino || m.ma || m.mi || strcmp(m.perms, "---p")))
 			break;
-		at = hi;
+		at = m.hi;
 	}
 	fclose(f);
 	return at >= e;

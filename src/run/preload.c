@@ -67,6 +67,7 @@
 
 #include "../internal.h"
 #include "../options.h"
+#include "../procfs.h"
 #include "../sites.h"
 
 #include "libs.h"	/* LMDB's, libpmem's, libpmem2's: ours, not theirs */
@@ -336,23 +337,16 @@ static int env_slot(MDB_env *env)
 static void *map_of_fd(int fd, size_t len)
 {
 	struct stat st;
+	struct _pmg_map m;
 	FILE *f;
-	char line[512];
 	void *found = NULL;
 
-	if (fstat(fd, &st) || !(f = fopen("/proc/self/maps", "re")))
+	if (fstat(fd, &st) || !(f = _pmg_maps_open()))
 		return NULL;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi, off, ino;
-		unsigned maj, min;
-		char perm[8];
-
-		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perm,
-			   &off, &maj, &min, &ino) != 7)
-			continue;
-		if (ino == st.st_ino && makedev(maj, min) == st.st_dev &&
-		    off == 0 && perm[3] == 's' && hi - lo >= len) {
-			found = (void *)lo;
+	while (_pmg_maps_next(f, &m)) {
+		if (m.ino == st.st_ino && makedev(m.ma, m.mi) == st.st_dev &&
+		    m.off == 0 && m.perms[3] == 's' && m.hi - m.lo >= len) {
+			found = (void *)m.lo;
 			break;
 		}
 	}
