@@ -628,14 +628,7 @@ flush_lines(const struct _pmg_persist *p, const void *a, size_t n)
 {
 #if defined(__x86_64__)
 	if (p->flush == _pmg_flush_clwb) {
-		uintptr_t l = (uintptr_t)a & ~(PMG_CL - 1),
-			  e = (uintptr_t)a + n;
-
-		do {
-			__asm__ volatile(".byte 0x66; xsaveopt %0"
-					 : "+m"(*(volatile char *)l));
-			l += PMG_CL;
-		} while (l < e);
+		_pmg_clwb_lines(a, n);
 		return;
 	}
 #endif
