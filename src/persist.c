@@ -647,59 +647,45 @@ static bool want_nt(const struct _pmg_persist *p, unsigned flags, size_t n)
 }
 
 /*
- * Non-temporal copy: the partial lines at either end are copied with
- * plain stores and flushed; the aligned middle is streamed (no flush
- * needed).  Safe for overlap with dest below src; the caller sends dest
- * above an overlapping src to the temporal path (a backward copy).
+ * Non-temporal copy from @s, or (@s NULL) set to @c: the partial lines at
+ * either end are written with plain stores and flushed; the aligned middle
+ * is streamed (no flush needed).  Safe for overlap with dest below src;
+ * the caller sends dest above an overlapping src to the temporal path (a
+ * backward copy).
  */
-static void nt_move(const struct _pmg_persist *p, char *d, const char *s,
-		    size_t n)
+static void nt_op(const struct _pmg_persist *p, char *d, const char *s,
+		  int c, size_t n)
 {
 	size_t head = (size_t)(-(uintptr_t)d & (PMG_CL - 1)), body;
 
 	if (head) {
 		if (head > n)
 			head = n;
-		move_small(d, s, head);
+		if (s)
+			move_small(d, s, head);
+		else
+			memset(d, c, head);
 		flush_lines(p, d, head);
 		d += head;
-		s += head;
+		s = s ? s + head : NULL;
 		n -= head;
 	}
 	body = n & ~(PMG_CL - 1);
 	if (body) {
-		p->movnt(d, s, body);
+		if (s)
+			p->movnt(d, s, body);
+		else
+			p->setnt(d, c, body);
 		d += body;
-		s += body;
+		s = s ? s + body : NULL;
 		n -= body;
 	}
 	if (n) {
-		move_small(d, s, n);
+		if (s)
+			move_small(d, s, n);
+		else
+			memset(d, c, n);
 		flush_lines(p, d, n);
-	}
-}
-
-static void nt_set(const struct _pmg_persist *p, char *d, int c, size_t n)
-{
-	size_t head = (size_t)(-(uintptr_t)d & (PMG_CL - 1)), body;
-
-	if (head) {
-		if (head > n)
-			head = n;
-		memset(d, c, head);
-		p->flush(d, head);
-		d += head;
-		n -= head;
-	}
-	body = n & ~(PMG_CL - 1);
-	if (body) {
-		p->setnt(d, c, body);
-		d += body;
-		n -= body;
-	}
-	if (n) {
-		memset(d, c, n);
-		p->flush(d, n);
 	}
 }
 
@@ -787,10 +773,8 @@ mem_op(const char *fn, void *dest, const void *src, int c, size_t len,
 		else
 			memset(d, c, len);
 		flush_lines(p, d, len);
-	} else if (s) {
-		nt_move(p, d, s, len);
 	} else {
-		nt_set(p, d, c, len);
+		nt_op(p, d, s, c, len);
 	}
 	guard_close(&g);
 	if (!(flags & PMG_F_MEM_NODRAIN))
