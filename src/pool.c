@@ -158,17 +158,9 @@ static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
 
 	r = _pmg_rt_enter(&ptab, &n, &slot);
 	i = _pmg_rt_search(r, n, a);
-	if (iv) {
-		if (i < n && r[i].base <= a) {
-			*iv = r[i];
-			iv->end = r[i].lim;
-			iv->dom = !r[i].dom;
-		} else {
-			iv->base = i ? r[i - 1].end : 0;
-			iv->end = iv->lim = i < n ? r[i].base : UINTPTR_MAX;
-			iv->dom = 0;
-			iv->alias = 0;
-		}
+	if (iv && _pmg_rt_around(r, n, i, a, iv)) {
+		iv->end = r[i].lim;
+		iv->dom = !r[i].dom;
 	}
 	for (; i < n && r[i].base < end; i++) {
 		if (!r[i].dom)
