@@ -108,6 +108,17 @@ static int parse_bool(struct _pmg_opts *o, void *f, const char *v)
 	return 0;
 }
 
+/* "0", "1" or empty (as unset: 0) into the int at @f: the preload's
+ * variables, which `pmguard run` sets, or leaves empty, for it. */
+static int parse_run_bool(struct _pmg_opts *o, void *f, const char *v)
+{
+	if (!*v) {
+		*(int *)f = 0;
+		return 0;
+	}
+	return parse_bool(o, f, v);
+}
+
 /* Decimal digits only (no blanks, no sign) into the long at @f. */
 static int parse_size(struct _pmg_opts *o, void *f, const char *v)
 {
@@ -146,6 +157,8 @@ static const struct {
 	BOOL("PMGUARD_POOL_ALIAS", pool_alias),
 	{ "PMGUARD_MOVNT_THRESHOLD", "a number of bytes (digits only)",
 	  parse_size, F(threshold), _PMG_OPT_PERSIST },
+	{ "PMGUARD_RUN_LMDB_WRITEMAP", "0 or 1", parse_run_bool,
+	  F(run_writemap), _PMG_OPT_RUN },
 };
 #undef BOOL
 #undef F
@@ -162,6 +175,7 @@ void _pmg_opts_defaults(struct _pmg_opts *o)
 	o->no_movnt = o->no_avx512f = o->no_avx2 = -1;
 	o->threshold = 256;	/* PMDK's default */
 	o->pool_alias = -1;
+	o->run_writemap = 0;
 }
 
 int _pmg_opt_parse(struct _pmg_opts *o, const char *name, const char *value)
