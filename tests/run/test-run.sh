@@ -461,7 +461,7 @@ check "N8: a preload that never confirms (not pmguard's): exit != 0, says so" \
 
 # N9: a bad PMGUARD_* value under pmguard run: an error, never a run
 for v in PMGUARD_REPORT_FD=abc PMGUARD_BACKEND=bogus PMGUARD_NO_CLWB=2 \
-	 PMGUARD_REPORT_FD=77; do
+	 PMGUARD_REPORT_FD=77 PMGUARD_RUN_CONFIRM_S=0; do
 	rm -f "$T/h3"
 	env "$v" $PMG run -- $PMEMPROG write "$T/h3" 10 >"$T/out" 2>&1; rc=$?
 	check "N9: $v: exit != 0, the message names it" \
