@@ -878,26 +878,12 @@ static int allocate(int fd, off_t len)
 	return -posix_fallocate(fd, 0, len);
 }
 
-/* The directory of @path: "." for a bare name, "/" for one in the root
- * (fsync_dir(), remove_stale(), O_TMPFILE). */
-static void dir_of(char *d, size_t size, const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (!slash)
-		snprintf(d, size, ".");
-	else if (slash == path)
-		snprintf(d, size, "/");
-	else
-		snprintf(d, size, "%.*s", (int)(slash - path), path);
-}
-
 static void fsync_dir(const char *path)
 {
 	char dir[PATH_MAX];
 	int fd;
 
-	dir_of(dir, sizeof(dir), path);
+	_pmg_dir_of(dir, sizeof(dir), path);
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
 		(void)fsync(fd);
@@ -937,7 +923,7 @@ static void remove_stale(const char *path)
 	DIR *dd;
 	int dfd;
 
-	dir_of(d, sizeof(d), path);
+	_pmg_dir_of(d, sizeof(d), path);
 	dd = opendir(d);
 	if (!dd)
 		return;
@@ -986,7 +972,7 @@ static int create_file(struct pmg_pool *p, const char *path, const char *tmp,
 	*named = false;
 	p->fd = -1;
 	if (!_pmg_pool_no_tmpfile && access("/proc/self/fd", X_OK) == 0) {
-		dir_of(d, sizeof(d), path);
+		_pmg_dir_of(d, sizeof(d), path);
 		p->fd = open(d, O_TMPFILE | O_RDWR | O_CLOEXEC, c->mode);
 		if (p->fd < 0 && errno != EOPNOTSUPP && errno != EISDIR &&
 		    errno != EINVAL) {

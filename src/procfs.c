@@ -4,7 +4,8 @@
  * sysfs attributes (device dax geometry in pool.c, the persistence domain
  * of nd regions in persist.c) and /proc/self/maps (pmg_protect()'s
  * read-write check, madvise()'s report, the pool quarantine, and the
- * LMDB map of `pmguard run`).
+ * LMDB map of `pmguard run`); and the directory of a path (pool.c's
+ * files, the CLI's scratch files and learn's -o).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,6 +13,18 @@
 #include <string.h>
 
 #include "procfs.h"
+
+void _pmg_dir_of(char *d, size_t size, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(d, size, ".");
+	else if (slash == path)
+		snprintf(d, size, "/");
+	else
+		snprintf(d, size, "%.*s", (int)(slash - path), path);
+}
 
 int _pmg_read_line(const char *path, char *buf, size_t size)
 {

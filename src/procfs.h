@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * procfs.c: the kernel's text files the library reads (a sysfs
- * attribute's line, /proc/self/maps).  A leaf: libc only.  Not AS-safe (stdio): never
+ * attribute's line, /proc/self/maps), and the directory of a path.  A
+ * leaf: libc only.  Not AS-safe (stdio): never
  * called from a signal handler.
  */
 #ifndef PMG_PROCFS_H
@@ -10,6 +11,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+
+/* The directory of @path into @d (@size bytes): "." for a bare name, "/"
+ * for a name in the root.  pool.c's and the CLI's (tools/). */
+void _pmg_dir_of(char *d, size_t size, const char *path);
 
 /* The first line of the file @path (a sysfs attribute), without its
  * newline, cut to @size - 1 bytes.  0, or -errno of the open. */

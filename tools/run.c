@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "../src/options.h"
+#include "../src/procfs.h"
 #include "cmds.h"
 
 /* How long the preload may take to say it loaded (ld.so, constructors):
@@ -1128,7 +1129,7 @@ int cmd_run(int argc, char **argv)
 /* -o SITES can be written (before the program runs, not after). */
 static int out_writable(const char *out)
 {
-	char dir[PATH_MAX], *sl;
+	char dir[PATH_MAX];
 	struct stat st;
 
 	if (!stat(out, &st)) {
@@ -1146,14 +1147,7 @@ static int out_writable(const char *out)
 	}
 	if (errno != ENOENT)
 		return cli_error("learn: -o %s: %s", out, strerror(errno));
-	snprintf(dir, sizeof(dir), "%s", out);
-	sl = strrchr(dir, '/');
-	if (sl == dir)
-		sl[1] = 0;
-	else if (sl)
-		*sl = 0;
-	else
-		snprintf(dir, sizeof(dir), ".");
+	_pmg_dir_of(dir, sizeof(dir), out);
 	if (access(dir, W_OK | X_OK))
 		return cli_error("learn: -o %s: directory %s: %s", out, dir,
 				 strerror(errno));
