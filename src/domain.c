@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "procfs.h"
 
 int _pmg_noaccess_domains;
 
@@ -266,8 +267,8 @@ PMG_API const char *pmg_domain_name(const struct pmg_domain *d)
  */
 static int check_mapping(uintptr_t base, uintptr_t end)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512];
+	FILE *f = _pmg_maps_open();
+	struct _pmg_map m;
 	uintptr_t at = base;
 
 	if (!f) {
@@ -277,24 +278,19 @@ static int check_mapping(uintptr_t base, uintptr_t end)
 					(unsigned long)end);
 		return 0;
 	}
-	while (at < end && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		char perms[8];
-
-		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
+	while (at < end && _pmg_maps_next(f, &m)) {
+		if (m.hi <= at)
 			continue;
-		if (hi <= at)
-			continue;
-		if (lo > at)
+		if (m.lo > at)
 			break;
-		if (perms[0] != 'r' || perms[1] != 'w') {
+		if (m.perms[0] != 'r' || m.perms[1] != 'w') {
 			fclose(f);
 			return _pmg_err(-EACCES, "range %#lx-%#lx: the "
 					"mapping at %#lx is '%.4s', not "
 					"read-write", (unsigned long)base,
-					(unsigned long)end, lo, perms);
+					(unsigned long)end, m.lo, m.perms);
 		}
-		at = hi;
+		at = m.hi;
 	}
 	fclose(f);
 	if (at < end)

@@ -273,6 +273,12 @@ const struct _pmg_range *_pmg_rt_enter(struct _pmg_rtab *t, size_t *n,
 void _pmg_rt_leave(struct _pmg_rtab *t, int slot);
 /* First index whose end > addr. */
 size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr);
+/* With @i = _pmg_rt_search(@r, @n, @addr): true and *@out = the range
+ * holding @addr, or false and *@out = the gap around it (from the end of
+ * the range below to the base of the one above, lim = end, dom and alias
+ * 0).  AS-safe. */
+bool _pmg_rt_around(const struct _pmg_range *r, size_t n, size_t i,
+		    uintptr_t addr, struct _pmg_range *out);
 /*
  * Bumped (SC) by every change to any table, after the change is
  * published: read it before lookups whose answers go into a cache; the

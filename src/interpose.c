@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "procfs.h"
 
 int _pmg_mprotect(void *addr, size_t len, int prot)
 {
@@ -495,20 +496,15 @@ static const char *advice_name(int advice)
  * it cannot be read: yes, the report errs on the side of saying it.) */
 static bool any_private(uintptr_t a, uintptr_t b)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[256];
+	FILE *f = _pmg_maps_open();
+	struct _pmg_map m;
 	bool priv = false;
 
 	if (!f)
 		return true;
-	while (!priv && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		char perms[8];
-
-		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 &&
-		    lo < b && hi > a && perms[3] == 'p')
+	while (!priv && _pmg_maps_next(f, &m))
+		if (m.lo < b && m.hi > a && m.perms[3] == 'p')
 			priv = true;
-	}
 	fclose(f);
 	return priv;
 }

@@ -108,6 +108,30 @@ static int parse_bool(struct _pmg_opts *o, void *f, const char *v)
 	return 0;
 }
 
+/* "0", "1" or empty (as unset: 0) into the int at @f: the preload's
+ * variables, which `pmguard run` sets, or leaves empty, for it. */
+static int parse_run_bool(struct _pmg_opts *o, void *f, const char *v)
+{
+	if (!*v) {
+		*(int *)f = 0;
+		return 0;
+	}
+	return parse_bool(o, f, v);
+}
+
+/* 1..3600: how long `pmguard run` waits for its preload to say it
+ * loaded, in seconds. */
+static int parse_confirm_s(struct _pmg_opts *o, void *f, const char *v)
+{
+	long n;
+
+	(void)f;
+	if (parse_digits(v, &n) || n < 1 || n > 3600)
+		return -1;
+	o->run_confirm_s = (int)n;
+	return 0;
+}
+
 /* Decimal digits only (no blanks, no sign) into the long at @f. */
 static int parse_size(struct _pmg_opts *o, void *f, const char *v)
 {
@@ -146,6 +170,10 @@ static const struct {
 	BOOL("PMGUARD_POOL_ALIAS", pool_alias),
 	{ "PMGUARD_MOVNT_THRESHOLD", "a number of bytes (digits only)",
 	  parse_size, F(threshold), _PMG_OPT_PERSIST },
+	{ "PMGUARD_RUN_LMDB_WRITEMAP", "0 or 1", parse_run_bool,
+	  F(run_writemap), _PMG_OPT_RUN },
+	{ "PMGUARD_RUN_CONFIRM_S", "seconds, 1 to 3600", parse_confirm_s, 0,
+	  _PMG_OPT_RUN },
 };
 #undef BOOL
 #undef F
@@ -162,6 +190,8 @@ void _pmg_opts_defaults(struct _pmg_opts *o)
 	o->no_movnt = o->no_avx512f = o->no_avx2 = -1;
 	o->threshold = 256;	/* PMDK's default */
 	o->pool_alias = -1;
+	o->run_writemap = 0;
+	o->run_confirm_s = 30;
 }
 
 int _pmg_opt_parse(struct _pmg_opts *o, const char *name, const char *value)

@@ -19,12 +19,16 @@ struct _pmg_opts {
 	int no_movnt, no_avx512f, no_avx2;
 	long threshold;	/* PMGUARD_MOVNT_THRESHOLD: bytes, >= 0 */
 	int pool_alias;	/* PMGUARD_POOL_ALIAS: 0 | 1 */
+	/* `pmguard run` (read by the launcher and its preload) */
+	int run_writemap; /* PMGUARD_RUN_LMDB_WRITEMAP: 0 | 1 */
+	int run_confirm_s; /* PMGUARD_RUN_CONFIRM_S: 1..3600 s */
 };
 
 /* Which variables a reader wants. */
 enum _pmg_opt_group {
 	_PMG_OPT_LIB,
 	_PMG_OPT_PERSIST,
+	_PMG_OPT_RUN,
 };
 
 /* Every field at its default. */

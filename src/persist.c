@@ -20,6 +20,7 @@
 
 #include "options.h"
 #include "persist.h"
+#include "procfs.h"
 
 struct _pmg_persist _pmg_persist_cfg;
 int _pmg_persist_cfg_ready;
@@ -83,23 +84,16 @@ int _pmg_auto_flush_at(const char *dir)
 	if (!d)
 		return errno == ENOENT ? 0 : -errno;
 	while ((e = readdir(d))) {
-		char path[PATH_MAX], buf[32] = "";
-		FILE *f;
-		size_t n;
+		char path[PATH_MAX], buf[32];
 
 		if (strncmp(e->d_name, "region", 6))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/persistence_domain", dir,
 			 e->d_name);
-		f = fopen(path, "re");
-		if (!f) {
+		if (_pmg_read_line(path, buf, sizeof(buf))) {
 			all = 0;	/* no such file: an older kernel */
 			continue;
 		}
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = '\0';
-		buf[strcspn(buf, "\n")] = '\0';
 		regions++;
 		if (strcmp(buf, "cpu_cache"))
 			all = 0;
@@ -634,14 +628,7 @@ flush_lines(const struct _pmg_persist *p, const void *a, size_t n)
 {
 #if defined(__x86_64__)
 	if (p->flush == _pmg_flush_clwb) {
-		uintptr_t l = (uintptr_t)a & ~(PMG_CL - 1),
-			  e = (uintptr_t)a + n;
-
-		do {
-			__asm__ volatile(".byte 0x66; xsaveopt %0"
-					 : "+m"(*(volatile char *)l));
-			l += PMG_CL;
-		} while (l < e);
+		_pmg_clwb_lines(a, n);
 		return;
 	}
 #endif
@@ -660,59 +647,45 @@ static bool want_nt(const struct _pmg_persist *p, unsigned flags, size_t n)
 }
 
 /*
- * Non-temporal copy: the partial lines at either end are copied with
- * plain stores and flushed; the aligned middle is streamed (no flush
- * needed).  Safe for overlap with dest below src; the caller sends dest
- * above an overlapping src to the temporal path (a backward copy).
+ * Non-temporal copy from @s, or (@s NULL) set to @c: the partial lines at
+ * either end are written with plain stores and flushed; the aligned middle
+ * is streamed (no flush needed).  Safe for overlap with dest below src;
+ * the caller sends dest above an overlapping src to the temporal path (a
+ * backward copy).
  */
-static void nt_move(const struct _pmg_persist *p, char *d, const char *s,
-		    size_t n)
+static void nt_op(const struct _pmg_persist *p, char *d, const char *s,
+		  int c, size_t n)
 {
 	size_t head = (size_t)(-(uintptr_t)d & (PMG_CL - 1)), body;
 
 	if (head) {
 		if (head > n)
 			head = n;
-		move_small(d, s, head);
+		if (s)
+			move_small(d, s, head);
+		else
+			memset(d, c, head);
 		flush_lines(p, d, head);
 		d += head;
-		s += head;
+		s = s ? s + head : NULL;
 		n -= head;
 	}
 	body = n & ~(PMG_CL - 1);
 	if (body) {
-		p->movnt(d, s, body);
+		if (s)
+			p->movnt(d, s, body);
+		else
+			p->setnt(d, c, body);
 		d += body;
-		s += body;
+		s = s ? s + body : NULL;
 		n -= body;
 	}
 	if (n) {
-		move_small(d, s, n);
+		if (s)
+			move_small(d, s, n);
+		else
+			memset(d, c, n);
 		flush_lines(p, d, n);
-	}
-}
-
-static void nt_set(const struct _pmg_persist *p, char *d, int c, size_t n)
-{
-	size_t head = (size_t)(-(uintptr_t)d & (PMG_CL - 1)), body;
-
-	if (head) {
-		if (head > n)
-			head = n;
-		memset(d, c, head);
-		p->flush(d, head);
-		d += head;
-		n -= head;
-	}
-	body = n & ~(PMG_CL - 1);
-	if (body) {
-		p->setnt(d, c, body);
-		d += body;
-		n -= body;
-	}
-	if (n) {
-		memset(d, c, n);
-		p->flush(d, n);
 	}
 }
 
@@ -800,10 +773,8 @@ mem_op(const char *fn, void *dest, const void *src, int c, size_t len,
 		else
 			memset(d, c, len);
 		flush_lines(p, d, len);
-	} else if (s) {
-		nt_move(p, d, s, len);
 	} else {
-		nt_set(p, d, c, len);
+		nt_op(p, d, s, c, len);
 	}
 	guard_close(&g);
 	if (!(flags & PMG_F_MEM_NODRAIN))

@@ -74,6 +74,24 @@ void _pmg_setnt_sse2(char *d, int c, size_t n);
 void _pmg_setnt_avx2(char *d, int c, size_t n);
 void _pmg_setnt_avx512f(char *d, int c, size_t n);
 
+#if defined(__x86_64__)
+/*
+ * CLWB of each cache line of [@addr, @addr+@len): 66 0F AE /6 (xsaveopt
+ * with a 66 prefix), no -mclwb needed.  _pmg_flush_clwb()'s loop, inlined
+ * into the copy calls' hot path too (persist.c flush_lines()).
+ */
+static inline __attribute__((always_inline)) void
+_pmg_clwb_lines(const void *addr, size_t len)
+{
+	uintptr_t p = (uintptr_t)addr & ~(PMG_CL - 1),
+		  e = (uintptr_t)addr + len;
+
+	for (; p < e; p += PMG_CL)
+		__asm__ volatile(".byte 0x66; xsaveopt %0"
+				 : "+m"(*(volatile char *)p));
+}
+#endif
+
 static inline void _pmg_sfence(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

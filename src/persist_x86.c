@@ -22,14 +22,9 @@
 	uintptr_t p = (uintptr_t)(addr) & ~(PMG_CL - 1),		\
 		  e = (uintptr_t)(addr) + (len)
 
-/* CLWB is 66 0F AE /6 (xsaveopt with a 66 prefix): no -mclwb needed. */
 void _pmg_flush_clwb(const void *addr, size_t len)
 {
-	LINES(addr, len, p, e);
-
-	for (; p < e; p += PMG_CL)
-		__asm__ volatile(".byte 0x66; xsaveopt %0"
-				 : "+m"(*(volatile char *)p));
+	_pmg_clwb_lines(addr, len);
 }
 
 /* CLFLUSHOPT is 66 0F AE /7 (clflush with a 66 prefix). */

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "persist.h"
+#include "procfs.h"
 
 #ifndef MAP_SHARED_VALIDATE
 #define MAP_SHARED_VALIDATE 0x03
@@ -157,17 +158,9 @@ static void ptab_scan(uintptr_t a, size_t len, bool *any_nonpmem,
 
 	r = _pmg_rt_enter(&ptab, &n, &slot);
 	i = _pmg_rt_search(r, n, a);
-	if (iv) {
-		if (i < n && r[i].base <= a) {
-			*iv = r[i];
-			iv->end = r[i].lim;
-			iv->dom = !r[i].dom;
-		} else {
-			iv->base = i ? r[i - 1].end : 0;
-			iv->end = iv->lim = i < n ? r[i].base : UINTPTR_MAX;
-			iv->dom = 0;
-			iv->alias = 0;
-		}
+	if (iv && _pmg_rt_around(r, n, i, a, iv)) {
+		iv->end = r[i].lim;
+		iv->dom = !r[i].dom;
 	}
 	for (; i < n && r[i].base < end; i++) {
 		if (!r[i].dom)
@@ -372,20 +365,6 @@ unsigned _pmg_pool_domain_refs(const struct pmg_domain *d)
 
 /* ------------------------------------------------------------ mapping */
 
-static int sysfs_read(const char *path, char *buf, size_t size)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (!f)
-		return -errno;
-	n = fread(buf, 1, size - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
-
 /* Device dax: size and alignment from sysfs, or -ENODEV. */
 static int devdax_probe(const char *path, const struct stat *st,
 			size_t *size, size_t *align)
@@ -408,16 +387,16 @@ static int devdax_probe(const char *path, const struct stat *st,
 				"device dax (subsystem %s)", path, ma, mi,
 				tail);
 	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/size", ma, mi);
-	if (sysfs_read(sys, buf, sizeof(buf)))
+	if (_pmg_read_line(sys, buf, sizeof(buf)))
 		return _pmg_err(-ENODEV, "%s: cannot read %s", path, sys);
 	*size = strtoull(buf, NULL, 0);
 	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/device/align", ma,
 		 mi);
-	if (sysfs_read(sys, buf, sizeof(buf))) {
+	if (_pmg_read_line(sys, buf, sizeof(buf))) {
 		snprintf(sys, sizeof(sys),
 			 "/sys/dev/char/%u:%u/device/dax_region/align", ma,
 			 mi);
-		if (sysfs_read(sys, buf, sizeof(buf)))
+		if (_pmg_read_line(sys, buf, sizeof(buf)))
 			snprintf(buf, sizeof(buf), "%lu", HUGE_ALIGN);
 	}
 	*align = strtoull(buf, NULL, 0);
@@ -902,15 +881,9 @@ static int allocate(int fd, off_t len)
 static void fsync_dir(const char *path)
 {
 	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
 	int fd;
 
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	_pmg_dir_of(dir, sizeof(dir), path);
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
 		(void)fsync(fd);
@@ -945,17 +918,12 @@ static bool stale_name(const char *n, long *pid)
 
 static void remove_stale(const char *path)
 {
-	const char *slash = strrchr(path, '/');
 	char d[PATH_MAX];
 	struct dirent *e;
 	DIR *dd;
 	int dfd;
 
-	if (!slash)
-		snprintf(d, sizeof(d), ".");
-	else
-		snprintf(d, sizeof(d), "%.*s", slash == path ? 1 :
-			 (int)(slash - path), path);
+	_pmg_dir_of(d, sizeof(d), path);
 	dd = opendir(d);
 	if (!dd)
 		return;
@@ -984,19 +952,6 @@ static void remove_stale(const char *path)
  * filesystem without O_TMPFILE. */
 int _pmg_pool_no_tmpfile;
 
-/* The directory of @path, for O_TMPFILE. */
-static void dir_of(char *d, size_t size, const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (!slash)
-		snprintf(d, size, ".");
-	else if (slash == path)
-		snprintf(d, size, "/");
-	else
-		snprintf(d, size, "%.*s", (int)(slash - path), path);
-}
-
 /*
  * Build the file, blocks allocated and locked: an unnamed O_TMPFILE file
  * in @path's directory where the filesystem has them (a killed create
@@ -1017,7 +972,7 @@ static int create_file(struct pmg_pool *p, const char *path, const char *tmp,
 	*named = false;
 	p->fd = -1;
 	if (!_pmg_pool_no_tmpfile && access("/proc/self/fd", X_OK) == 0) {
-		dir_of(d, sizeof(d), path);
+		_pmg_dir_of(d, sizeof(d), path);
 		p->fd = open(d, O_TMPFILE | O_RDWR | O_CLOEXEC, c->mode);
 		if (p->fd < 0 && errno != EOPNOTSUPP && errno != EISDIR &&
 		    errno != EINVAL) {
@@ -1194,28 +1149,23 @@ static bool make_none(void *a, size_t n)
  */
 static bool maps_are(uintptr_t a, size_t n, ino_t ino, bool dflt)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512], perms[8];
+	FILE *f = _pmg_maps_open();
+	struct _pmg_map m;
 	uintptr_t at = a, e = a + n;
 
 	if (!f)
 		return dflt;
-	while (at < e && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi, li;
-		unsigned ma, mi;
-
-		if (sscanf(line, "%lx-%lx %7s %*s %x:%x %lu", &lo, &hi, perms,
-			   &ma, &mi, &li) != 6 ||
-		    hi <= at)
+	while (at < e && _pmg_maps_next(f, &m)) {
+		if (m.hi <= at)
 			continue;
-		if (lo > at)
+		if (m.lo > at)
 			break;
 		/* the file by inode alone: on overlayfs the mapping shows
 		 * the underlying file's device, fstat() the overlay's */
-		if (ino ? (li != ino || perms[3] != 's')
-			: (li || ma || mi || strcmp(perms, "---p")))
+		if (ino ? (m.ino != ino || m.perms[3] != 's')
+			: (m.ino || m.ma || m.mi || strcmp(m.perms, "---p")))
 			break;
-		at = hi;
+		at = m.hi;
 	}
 	fclose(f);
 	return at >= e;

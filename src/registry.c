@@ -66,6 +66,20 @@ size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr)
 	return lo;
 }
 
+bool _pmg_rt_around(const struct _pmg_range *r, size_t n, size_t i,
+		    uintptr_t addr, struct _pmg_range *out)
+{
+	if (i < n && r[i].base <= addr) {
+		*out = r[i];
+		return true;
+	}
+	out->base = i ? r[i - 1].end : 0;
+	out->end = out->lim = i < n ? r[i].base : UINTPTR_MAX;
+	out->dom = 0;
+	out->alias = 0;
+	return false;
+}
+
 unsigned long _pmg_rt_gen;
 
 /* ------------------------------------------------------------ writers */
@@ -237,20 +251,11 @@ int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *id)
 void _pmg_reg_interval(uintptr_t addr, struct _pmg_range *out)
 {
 	const struct _pmg_range *r;
-	size_t n, i;
+	size_t n;
 	int slot;
 
 	r = _pmg_rt_enter(&reg, &n, &slot);
-	i = _pmg_rt_search(r, n, addr);
-	if (i < n && r[i].base <= addr) {
-		out->base = r[i].base;
-		out->end = r[i].end;
-		out->dom = r[i].dom;
-	} else {
-		out->base = i ? r[i - 1].end : 0;
-		out->end = i < n ? r[i].base : UINTPTR_MAX;
-		out->dom = 0;
-	}
+	(void)_pmg_rt_around(r, n, _pmg_rt_search(r, n, addr), addr, out);
 	_pmg_rt_leave(&reg, slot);
 	out->lim = out->end;
 	out->alias = 0;

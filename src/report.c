@@ -557,7 +557,8 @@ void _pmg_report_range_gone(const char *what, uintptr_t a, size_t n,
 /* ------------------------------------------------------- audit sites */
 
 /* Audit site table: faulting instruction -> count, lock-free. */
-#define PMG_SITES 1024
+#define PMG_SITES_BITS 10
+#define PMG_SITES (1u << PMG_SITES_BITS)
 static struct {
 	uintptr_t ip;
 	uint64_t count;
@@ -567,30 +568,17 @@ static struct {
 /* Count an audit fault at @ip; returns the count (1: first at site). */
 uint64_t _pmg_audit_site_hit(uintptr_t ip, int id)
 {
-	unsigned i, h = (unsigned)((ip * 0x9E3779B97F4A7C15ull) >> 54);
+	bool fresh;
+	int s = _pmg_ip_slot(&sites[0].ip, sizeof(sites[0]), PMG_SITES_BITS,
+			     ip, true, &fresh);
 
-	for (i = 0; i < PMG_SITES; i++) {
-		unsigned s = (h + i) % PMG_SITES;
-		uintptr_t cur = __atomic_load_n(&sites[s].ip, __ATOMIC_ACQUIRE);
-
-		if (cur == 0) {
-			uintptr_t zero = 0;
-
-			if (__atomic_compare_exchange_n(&sites[s].ip, &zero, ip,
-							false, __ATOMIC_ACQ_REL,
-							__ATOMIC_ACQUIRE)) {
-				sites[s].id = id;
-				_PMG_STAT_INC(audit_sites);
-				cur = ip;
-			} else {
-				cur = zero;
-			}
-		}
-		if (cur == ip)
-			return __atomic_add_fetch(&sites[s].count, 1,
-						  __ATOMIC_RELAXED);
+	if (s < 0)
+		return 0;	/* table full: counted in stats only */
+	if (fresh) {
+		sites[s].id = id;
+		_PMG_STAT_INC(audit_sites);
 	}
-	return 0;	/* table full: counted in stats only */
+	return __atomic_add_fetch(&sites[s].count, 1, __ATOMIC_RELAXED);
 }
 
 PMG_API int pmg_audit_dump(int fd)

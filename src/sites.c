@@ -34,7 +34,8 @@
 
 #define PMG_MODS 256
 #define PMG_MOD_PATH 240
-#define PMG_ALLOW 4096		/* allowed addresses (power of two) */
+#define PMG_ALLOW_BITS 12
+#define PMG_ALLOW (1u << PMG_ALLOW_BITS)	/* allowed addresses */
 
 struct mod {
 	uintptr_t lo, hi;	/* PT_LOAD extent */
@@ -111,19 +112,10 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 
 static void allow_add(uintptr_t ip)
 {
-	unsigned i, h = (unsigned)((ip * 0x9E3779B97F4A7C15ull) >> 40);
+	bool fresh;
 
-	for (i = 0; i < PMG_ALLOW; i++) {
-		unsigned s = (h + i) & (PMG_ALLOW - 1);
-		uintptr_t cur = __atomic_load_n(&allow_ip[s], __ATOMIC_ACQUIRE);
-
-		if (cur == ip)
-			return;
-		if (cur == 0) {
-			__atomic_store_n(&allow_ip[s], ip, __ATOMIC_RELEASE);
-			return;
-		}
-	}
+	(void)_pmg_ip_slot(allow_ip, sizeof(allow_ip[0]), PMG_ALLOW_BITS, ip,
+			   true, &fresh);
 }
 
 static bool known(const struct mod *old, unsigned nold, const struct mod *m)
@@ -218,24 +210,46 @@ void _pmg_site_fmt(struct _pmg_buf *b, uintptr_t ip)
 	_pmg_buf_str(b, ")");
 }
 
-bool _pmg_site_allowed(uintptr_t ip)
+int _pmg_ip_slot(uintptr_t *keys, size_t stride, unsigned bits,
+		 uintptr_t ip, bool claim, bool *claimed)
 {
-	unsigned i, h = (unsigned)((ip * 0x9E3779B97F4A7C15ull) >> 40);
+	unsigned i, n = 1u << bits;
+	unsigned h = (unsigned)((ip * 0x9E3779B97F4A7C15ull) >> (64 - bits));
 
 	if (!ip)
-		return false;
-	for (i = 0; i < PMG_ALLOW; i++) {
-		unsigned s = (h + i) & (PMG_ALLOW - 1);
-		uintptr_t cur = __atomic_load_n(&allow_ip[s], __ATOMIC_ACQUIRE);
+		return -1;
+	for (i = 0; i < n; i++) {
+		unsigned s = (h + i) & (n - 1);
+		uintptr_t *k = (uintptr_t *)((char *)keys + (size_t)s * stride);
+		uintptr_t cur = __atomic_load_n(k, __ATOMIC_ACQUIRE);
 
-		if (cur == ip) {
-			__atomic_add_fetch(&allow_hits, 1, __ATOMIC_RELAXED);
-			return true;
+		if (cur == 0) {
+			if (!claim)
+				return -1;
+			if (__atomic_compare_exchange_n(k, &cur, ip, false,
+							__ATOMIC_ACQ_REL,
+							__ATOMIC_ACQUIRE)) {
+				*claimed = true;
+				return (int)s;
+			}
+			/* another thread took it: cur is its address */
 		}
-		if (cur == 0)
-			return false;
+		if (cur == ip) {
+			if (claim)
+				*claimed = false;
+			return (int)s;
+		}
 	}
-	return false;
+	return -1;
+}
+
+bool _pmg_site_allowed(uintptr_t ip)
+{
+	if (_pmg_ip_slot(allow_ip, sizeof(allow_ip[0]), PMG_ALLOW_BITS, ip,
+			 false, NULL) < 0)
+		return false;
+	__atomic_add_fetch(&allow_hits, 1, __ATOMIC_RELAXED);
+	return true;
 }
 
 uint64_t _pmg_sites_hits(void)

@@ -30,4 +30,18 @@ int _pmg_sites_load(const char *file);
 /* Faults let through at allowed sites so far.  AS-safe. */
 uint64_t _pmg_sites_hits(void);
 
+/*
+ * Open addressing over a lock-free table of 2^@bits instruction addresses
+ * (0: an empty entry), the first at @keys and each next @stride bytes on
+ * (an array of them, or a member of an array of structs).  The probe
+ * starts at @ip's Fibonacci hash and ends at the entry holding @ip (its
+ * index) or at an empty one: with @claim that entry is taken for @ip by
+ * compare-and-swap (*@claimed set: a new entry, the caller fills the rest
+ * of it) and its index returned, without @claim -1.  -1 too when the
+ * table is full or @ip is 0.  AS-safe (atomics only): the fault handler
+ * counts audit sites (report.c) and looks up allowed sites with it.
+ */
+int _pmg_ip_slot(uintptr_t *keys, size_t stride, unsigned bits,
+		 uintptr_t ip, bool claim, bool *claimed);
+
 #endif /* PMG_SITES_H */

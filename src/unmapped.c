@@ -57,24 +57,31 @@ void _pmg_gone_forget(uintptr_t base, uintptr_t end)
  * Drop the range @r (registered; _pmg.lock held), whose part [@a, @a+@n)
  * is no longer the library's.  Its parts outside that span are still
  * mapped and still the library's: they are untagged (read-write, key 0,
- * as they were before pmg_protect()).
+ * as they were before pmg_protect()).  The report names @what and @fate.
+ * false: @r was not registered.
  */
-void _pmg_range_drop(const struct _pmg_range *r, uintptr_t a, size_t n,
-		     const char *what)
+static bool drop(const struct _pmg_range *r, uintptr_t a, size_t n,
+		 const char *what, const char *fate)
 {
 	uintptr_t e = a + n;
 	int id;
 
 	if (_pmg_reg_remove(r->base, r->end, &id))
-		return;
+		return false;
 	_pmg.dom[id].nranges--;
 	if (r->base < a)
 		(void)_pmg.prim->untag((void *)r->base, a - r->base);
 	if (e < r->end)
 		(void)_pmg.prim->untag((void *)e, r->end - e);
-	remember(r->base, r->end);
-	_pmg_report_range_gone(what, a, n, r,
-			       "dropped (pmg_unprotect() of it returns 0)");
+	_pmg_report_range_gone(what, a, n, r, fate);
+	return true;
+}
+
+void _pmg_range_drop(const struct _pmg_range *r, uintptr_t a, size_t n,
+		     const char *what)
+{
+	if (drop(r, a, n, what, "dropped (pmg_unprotect() of it returns 0)"))
+		remember(r->base, r->end);
 }
 
 /* Drop every range overlapping [@a, @a+@n) (_pmg.lock held). */
@@ -99,12 +106,9 @@ bool _pmg_all_mapped(uintptr_t base, uintptr_t end)
  */
 void _pmg_range_drop_unmapped(const struct _pmg_range *r)
 {
-	int id;
-
-	if (_pmg_reg_remove(r->base, r->end, &id))
-		return;
-	_pmg.dom[id].nranges--;
-	_pmg_report_range_gone("pmg_unprotect", r->base, r->end - r->base, r,
-			       "no longer (entirely) mapped: dropped, nothing "
-			       "there changed");
+	/* the whole range: nothing is untagged, nor remembered (this
+	 * pmg_unprotect() is the one that returns 0) */
+	(void)drop(r, r->base, r->end - r->base, "pmg_unprotect",
+		   "no longer (entirely) mapped: dropped, nothing there "
+		   "changed");
 }

@@ -7,8 +7,12 @@
  * flagged.  Runs on both backends.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "tap.h"
 #include "probe.h"
@@ -356,6 +360,85 @@ static void test_unmapped(void)
 	       "reused (%d rounds)", i);
 }
 
+/*
+ * A mapped file with a long path: its /proc/self/maps line is longer than
+ * the library's line buffer.  The rest of that line is part of the path,
+ * never a mapping of its own, even when it reads like one: here the path
+ * holds "LO-HI rw-p" just where the buffer ends (the scanners of
+ * pmg_protect(), madvise() and the pool quarantine read 256 or 512 bytes
+ * at a time and took that rest for a mapping above the range: "not
+ * (entirely) mapped").
+ */
+static void test_long_map_line(void)
+{
+	char dir[64], sub[512], path[128], fake[64], name[256];
+	char line[1024], full[PATH_MAX];
+	char *r = NULL, *col;
+	size_t pos = 0, k, fill;
+	FILE *f;
+	int ok = 1, fd = -1, rc;
+
+	snprintf(dir, sizeof(dir), "/tmp/pmg-ranges-XXXXXX");
+	if (!mkdtemp(dir)) {
+		tap_ok(0, "long maps line: mkdtemp: %s", strerror(errno));
+		return;
+	}
+	/* a 3-page region: the file's page first, then two private pages,
+	 * the last of them protected */
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	r = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(ok, fd >= 0 && r != MAP_FAILED && ftruncate(fd, PAGE) == 0 &&
+		  mmap(r, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		       fd, 0) == r);
+	/* where the path starts in the file's line */
+	f = fopen("/proc/self/maps", "re");
+	while (ok && f && fgets(line, sizeof(line), f))
+		if (strtoul(line, NULL, 16) == (uintptr_t)r &&
+		    (col = strchr(line, '/')))
+			pos = (size_t)(col - line);
+	if (f)
+		fclose(f);
+	CHECK(ok, pos > 0 && pos < 200);
+	if (!ok) {
+		tap_ok(0, "long maps line: set-up");
+		goto out;
+	}
+	/* the path's byte at line offset 511 (and 255, with a 256-byte
+	 * buffer, but 511 is the longer reach) starts the fake mapping */
+	snprintf(fake, sizeof(fake), "%lx-%lx rw-p",
+		 (unsigned long)(r + 2 * PAGE + PAGE / 2),
+		 (unsigned long)(r + 3 * PAGE));
+	k = 511 - pos;			/* the fake's offset in the path */
+	snprintf(sub, sizeof(sub), "%s/", dir);
+	memset(sub + strlen(sub), 'd', 200);	/* a 200-byte directory */
+	sub[strlen(dir) + 1 + 200] = '\0';
+	fill = k - strlen(sub) - 1;	/* filler bytes in the file's name */
+	CHECK(ok, k > strlen(sub) + 1 && fill + strlen(fake) < 255);
+	CHECK(ok, mkdir(sub, 0700) == 0);
+	memset(name, 'x', fill);
+	snprintf(name + fill, sizeof(name) - fill, "%s", fake);
+	snprintf(full, sizeof(full), "%s/%s", sub, name);
+	CHECK(ok, strlen(sub) + 1 + fill == k);
+	CHECK(ok, rename(path, full) == 0);
+	rc = ok ? pmg_protect(dom[0], r + 2 * PAGE, PAGE) : -1;
+	if (rc)
+		tap_diag("pmg_protect: %d %s", rc, pmg_errormsg());
+	CHECK(ok, rc == 0 && pmg_unprotect(r + 2 * PAGE, PAGE) == 0);
+	unlink(full);
+	rmdir(sub);
+	tap_ok(ok, "long maps line: the rest of a mapped file's long path is "
+	       "not taken for a mapping (pmg_protect of the range below it)");
+out:
+	if (fd >= 0)
+		close(fd);
+	if (r && r != MAP_FAILED)
+		munmap(r, 3 * PAGE);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	static const char *names[3] = { "ranges-a", "ranges-b", "ranges-c" };
@@ -363,7 +446,7 @@ int main(void)
 
 	if (pmg_under_valgrind())
 		tap_skip_all(PMG_VALGRIND_WHY);
-	tap_init(9);
+	tap_init(10);
 	base = mmap(NULL, (size_t)NPAGES * PAGE, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	for (i = 0; i < 3; i++)
@@ -378,6 +461,7 @@ int main(void)
 	test_concurrent_lookups();
 	test_stable_lookups();
 	test_unmapped();
+	test_long_map_line();
 	probe_end();
 	return tap_done();
 }

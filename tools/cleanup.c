@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../src/procfs.h"
 #include "cleanup.h"
 
 #define NCHILD		8
@@ -227,13 +228,7 @@ int cli_scratch(const char *path, bool dir)
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	slash = strrchr(path, '/');
 	base = slash ? slash + 1 : path;
-	if (!slash)
-		snprintf(s->parent, sizeof(s->parent), ".");
-	else if (slash == path)
-		snprintf(s->parent, sizeof(s->parent), "/");
-	else
-		snprintf(s->parent, sizeof(s->parent), "%.*s",
-			 (int)(slash - path), path);
+	_pmg_dir_of(s->parent, sizeof(s->parent), path);
 	n = snprintf(s->prefix, sizeof(s->prefix), ".%s.pmg-%d-", base,
 		     (int)getpid());
 	if (n < 0 || n >= (int)sizeof(s->prefix))

@@ -28,12 +28,13 @@
 #include <unistd.h>
 
 #include "../src/options.h"
+#include "../src/procfs.h"
 #include "cmds.h"
 
 /* How long the preload may take to say it loaded (ld.so, constructors):
- * CONFIRM_S, or PMGUARD_RUN_CONFIRM_S (1 to 3600). */
-#define CONFIRM_S 30
-static long confirm_s = CONFIRM_S;
+ * PMGUARD_RUN_CONFIRM_S (1 to 3600, default 30; options.c), set by
+ * setup(). */
+static long confirm_s;
 
 /* --report syslog[:SOCKET]: the socket ("" for a report file) */
 static char syslog_sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -394,7 +395,7 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 {
 	char prog[PATH_MAX], pre[2 * PATH_MAX + 16], why[2 * PATH_MAX];
 	const char *old = getenv("LD_PRELOAD");
-	struct _pmg_opts opts;
+	struct _pmg_opts opts, run;
 	struct stat st;
 	int rc;
 
@@ -411,20 +412,10 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 	bad_envs = 0;
 	(void)_pmg_opts_from_env_group(&opts, _PMG_OPT_PERSIST, bad_env, NULL);
 	(void)_pmg_opts_from_env_group(&opts, _PMG_OPT_LIB, bad_env, NULL);
+	(void)_pmg_opts_from_env_group(&run, _PMG_OPT_RUN, bad_env, NULL);
 	if (bad_envs)
 		return 2;
-	if (getenv("PMGUARD_RUN_CONFIRM_S")) {
-		const char *v = getenv("PMGUARD_RUN_CONFIRM_S");
-		char *end;
-
-		errno = 0;
-		confirm_s = strtol(v, &end, 10);
-		if (errno || end == v || *end || *v < '0' || *v > '9' ||
-		    confirm_s < 1 || confirm_s > 3600)
-			return cli_error("run: PMGUARD_RUN_CONFIRM_S='%s': "
-					 "seconds, 1 to 3600",
-					 v);
-	}
+	confirm_s = run.run_confirm_s;
 	/* a report fd by number must be open for writing here (without
 	 * --report, which replaces it) */
 	if (!o->report && opts.report_fd >= 0) {
@@ -1138,7 +1129,7 @@ int cmd_run(int argc, char **argv)
 /* -o SITES can be written (before the program runs, not after). */
 static int out_writable(const char *out)
 {
-	char dir[PATH_MAX], *sl;
+	char dir[PATH_MAX];
 	struct stat st;
 
 	if (!stat(out, &st)) {
@@ -1156,14 +1147,7 @@ static int out_writable(const char *out)
 	}
 	if (errno != ENOENT)
 		return cli_error("learn: -o %s: %s", out, strerror(errno));
-	snprintf(dir, sizeof(dir), "%s", out);
-	sl = strrchr(dir, '/');
-	if (sl == dir)
-		sl[1] = 0;
-	else if (sl)
-		*sl = 0;
-	else
-		snprintf(dir, sizeof(dir), ".");
+	_pmg_dir_of(dir, sizeof(dir), out);
 	if (access(dir, W_OK | X_OK))
 		return cli_error("learn: -o %s: directory %s: %s", out, dir,
 				 strerror(errno));

@@ -67,6 +67,7 @@
 
 #include "../internal.h"
 #include "../options.h"
+#include "../procfs.h"
 #include "../sites.h"
 
 #include "libs.h"	/* LMDB's, libpmem's, libpmem2's: ours, not theirs */
@@ -301,6 +302,8 @@ static struct {
 } envs[MAX_ENVS];
 static unsigned long env_gen;	/* bumped by each change of envs[] */
 static bool warned_nowritemap;
+/* PMGUARD_RUN_LMDB_WRITEMAP (--lmdb-writemap), 0 or 1; -1: not read yet */
+static int lmdb_writemap = -1;
 
 /*
  * With a report file: one line per environment opened, protected or not
@@ -336,23 +339,16 @@ static int env_slot(MDB_env *env)
 static void *map_of_fd(int fd, size_t len)
 {
 	struct stat st;
+	struct _pmg_map m;
 	FILE *f;
-	char line[512];
 	void *found = NULL;
 
-	if (fstat(fd, &st) || !(f = fopen("/proc/self/maps", "re")))
+	if (fstat(fd, &st) || !(f = _pmg_maps_open()))
 		return NULL;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi, off, ino;
-		unsigned maj, min;
-		char perm[8];
-
-		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perm,
-			   &off, &maj, &min, &ino) != 7)
-			continue;
-		if (ino == st.st_ino && makedev(maj, min) == st.st_dev &&
-		    off == 0 && perm[3] == 's' && hi - lo >= len) {
-			found = (void *)lo;
+	while (_pmg_maps_next(f, &m)) {
+		if (m.ino == st.st_ino && makedev(m.ma, m.mi) == st.st_dev &&
+		    m.off == 0 && m.perms[3] == 's' && m.hi - m.lo >= len) {
+			found = (void *)m.lo;
 			break;
 		}
 	}
@@ -407,17 +403,20 @@ static void env_unprotect(int slot)
 	__atomic_add_fetch(&env_gen, 1, __ATOMIC_RELEASE);
 }
 
+static void run_opts_read(void);
+
 RUN_API int mdb_env_open(MDB_env *env, const char *path, unsigned int flags,
 			 mdb_mode_t mode)
 {
 	REAL(mdb_env_open);
 	REAL(mdb_env_get_flags);
-	const char *wm = getenv("PMGUARD_RUN_LMDB_WRITEMAP");
 	bool added = false;
 	unsigned f = 0;
 	int rc, slot;
 
-	if (wm && !strcmp(wm, "1") && !(flags & MDB_RDONLY) &&
+	if (__atomic_load_n(&lmdb_writemap, __ATOMIC_ACQUIRE) < 0)
+		run_opts_read();	/* a constructor that ran before ours */
+	if (lmdb_writemap == 1 && !(flags & MDB_RDONLY) &&
 	    !(flags & MDB_WRITEMAP)) {
 		flags |= MDB_WRITEMAP;
 		added = true;
@@ -944,6 +943,16 @@ static void bad_env(const char *msg, void *arg)
 	fatal("%s", msg);
 }
 
+/* PMGUARD_RUN_* of the options table, read once at start-up (a program
+ * may clear its environment before it opens LMDB). */
+static void run_opts_read(void)
+{
+	struct _pmg_opts o;
+
+	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_RUN, bad_env, NULL);
+	__atomic_store_n(&lmdb_writemap, o.run_writemap, __ATOMIC_RELEASE);
+}
+
 /*
  * PMGUARD_RUN_CONFIRM=FD:DEV:INO:PID:RFD: the launcher's pipe, if FD is
  * still that pipe; else (a constructor that ran before this one closed
@@ -990,7 +999,6 @@ __attribute__((constructor)) static void run_init(void)
 {
 	const char *rep = getenv("PMGUARD_RUN_REPORT");
 	const char *allow = getenv("PMGUARD_RUN_ALLOW");
-	const char *wm = getenv("PMGUARD_RUN_LMDB_WRITEMAP");
 	const char *st = getenv("PMGUARD_RUN_STATUS");
 	const char *learn = getenv("PMGUARD_RUN_LEARN");
 	struct _pmg_opts o;
@@ -999,9 +1007,7 @@ __attribute__((constructor)) static void run_init(void)
 	/* every PMGUARD_* value the library reads, now, not later */
 	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_LIB, bad_env, NULL);
 	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_PERSIST, bad_env, NULL);
-	if (wm && *wm && strcmp(wm, "0") && strcmp(wm, "1"))
-		fatal("PMGUARD_RUN_LMDB_WRITEMAP='%.64s' is not valid: "
-		      "expected 0 or 1", wm);
+	run_opts_read();
 	if (st && *st) {
 		char p[PATH_MAX];
 		unsigned long long d, i;

@@ -3,12 +3,15 @@
  * lmdb-prog: a small LMDB program (MDB_WRITEMAP) for the `pmguard run`
  * tests, in C so that it runs in the guest too.  No pmguard header.
  *
- *   lmdb-prog write DIR TXNS PER [--abort-null]
+ *   lmdb-prog write DIR TXNS PER [--abort-null | --clearenv]
  *                                  TXNS write transactions of PER records
  *                                  each (key "k%08u", value "v%08u" x 4);
  *                                  --abort-null: mdb_txn_abort(NULL) in
  *                                  each one before its puts (a no-op
- *                                  LMDB allows, and knotd does); prints
+ *                                  LMDB allows, and knotd does);
+ *                                  --clearenv: clear the environment
+ *                                  (as daemons do) and open without
+ *                                  MDB_WRITEMAP (for --lmdb-writemap); prints
  *                                  the loop's wall and process CPU time
  *                                  ("lmdb-prog: write time W s, cpu C s",
  *                                  read by `pmguard bench all`)
@@ -22,6 +25,7 @@
  *                                  "any": as many as there are)
  * Exit 0 fine, 1 wrong data (printed), 2 usage or an LMDB error.
  */
+#define _GNU_SOURCE
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -131,7 +135,11 @@ int main(int argc, char **argv)
 		return 2;
 	CK(mdb_env_create(&env));
 	CK(mdb_env_set_mapsize(env, 1ul << 30));
-	CK(mdb_env_open(env, argv[2], MDB_WRITEMAP, 0644));
+	if (argc == 6 && !strcmp(argv[5], "--clearenv"))
+		clearenv();
+	CK(mdb_env_open(env, argv[2], argc == 6 &&
+			!strcmp(argv[5], "--clearenv") ? 0 : MDB_WRITEMAP,
+			0644));
 	if (!strcmp(argv[1], "write") && (argc == 5 || argc == 6)) {
 		unsigned txns = (unsigned)atoi(argv[3]);
 		unsigned per = (unsigned)atoi(argv[4]);

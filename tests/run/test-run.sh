@@ -195,6 +195,17 @@ check "lmdb-early: a reader started before mdb_env_open, signals blocked, reads"
 	sh -c "[ $rc = 0 ] && grep -q '^ok 1 ' '$T/out'"
 [ $rc = 0 ] || diag "$T/out"
 
+# --lmdb-writemap is read when the program starts: a program that clears
+# its environment (as daemons do) before mdb_env_open() still gets
+# MDB_WRITEMAP added, and its map protected
+mkdir "$T/cw"
+$PMG run --lmdb-writemap --report "$T/cw.rep" -- $LMDBPROG write "$T/cw" 10 \
+	100 --clearenv >"$T/out" 2>&1; rc=$?
+check "--lmdb-writemap: a program that clears its environment before mdb_env_open is protected" \
+	sh -c "[ $rc = 0 ] && grep -q 'protected, map .*added by --lmdb-writemap' '$T/cw.rep'"
+[ $rc = 0 ] && grep -q 'added by --lmdb-writemap' "$T/cw.rep" ||
+	diag "$T/out" "$T/cw.rep"
+
 # ---- lmdb-utils on an environment lmdb-prog wrote ----
 if [ ! -x "$MDB_DIR/mdb_dump" ]; then
 	for t in "mdb_dump" "mdb_load" "mdb_stat, mdb_copy" "lmdb-utils note"; do
@@ -450,7 +461,7 @@ check "N8: a preload that never confirms (not pmguard's): exit != 0, says so" \
 
 # N9: a bad PMGUARD_* value under pmguard run: an error, never a run
 for v in PMGUARD_REPORT_FD=abc PMGUARD_BACKEND=bogus PMGUARD_NO_CLWB=2 \
-	 PMGUARD_REPORT_FD=77; do
+	 PMGUARD_REPORT_FD=77 PMGUARD_RUN_CONFIRM_S=0; do
 	rm -f "$T/h3"
 	env "$v" $PMG run -- $PMEMPROG write "$T/h3" 10 >"$T/out" 2>&1; rc=$?
 	check "N9: $v: exit != 0, the message names it" \
