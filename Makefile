@@ -34,8 +34,8 @@ DEPS_BIN  = $(DEPFLAGS) -MF $@.d
 LDLIBS  := -lZydis -lpthread -ldl
 WRAP    := -Wl,--wrap=pthread_create
 
-LIB_SRC := core/core.c $(wildcard src/*.c)
-LIB_HDR := include/pmguard.h core/pmg_core.h $(wildcard src/*.h)
+LIB_SRC := core/core.c $(wildcard src/*.c src/arch/x86/*.c)
+LIB_HDR := include/pmguard.h core/pmg_core.h $(wildcard src/*.h src/arch/x86/*.h)
 ST_OBJ  := $(patsubst %.c,$(O)/static/%.o,$(LIB_SRC))
 SH_OBJ  := $(patsubst %.c,$(O)/pic/%.o,$(LIB_SRC))
 STATIC  := $(O)/libpmguard.a

@@ -193,33 +193,6 @@ PMG_API int pmg_backend(void)
 	return p ? p->id : PMG_BACKEND_NONE;
 }
 
-void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__asm__ volatile("cpuid"
-			 : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
-			 : "a"(leaf), "c"(sub));
-#else
-	(void)leaf;
-	(void)sub;
-	r[0] = r[1] = r[2] = r[3] = 0;
-#endif
-}
-
-static unsigned xsave_pkru_offset(void)
-{
-	uint32_t r[4];
-
-	_pmg_cpuid(0, 0, r);
-	if (r[0] < 0xd)
-		return 0;
-	_pmg_cpuid(0xd, 0, r);
-	if (!(r[0] & (1u << 9)))	/* XCR0-supported: PKRU state */
-		return 0;
-	_pmg_cpuid(0xd, 9, r);
-	return r[1];
-}
-
 /* The rights (PMG_RIGHTS_*: two bits, not shifted into the register) of
  * @d's key with no window open. */
 uint32_t _pmg_default_rights(const struct _pmg_dom *d)
@@ -275,7 +248,6 @@ PMG_API int pmg_init(void)
 		__atomic_store_n(&_pmg.mode, o.mode, __ATOMIC_RELAXED);
 	if (!__atomic_load_n(&_pmg.fd_set, __ATOMIC_ACQUIRE))
 		_pmg_report_fd_set(o.report_fd);
-	_pmg.xsave_pkru_off = xsave_pkru_offset();
 	{
 		/* backtrace() loads libgcc on first use: not in a handler. */
 		void *bt[2];
@@ -306,22 +278,19 @@ int _pmg_ensure_init(void)
 
 static int get_info(struct pmg_info *info)
 {
-	uint32_t r[4];
+	struct _pmg_cpu cpu;
 	int rc;
 
 	memset(info, 0, sizeof(*info));
 	rc = _pmg_ensure_init();
 	info->backend = pmg_backend();
-	_pmg_cpuid(0, 0, r);
-	if (r[0] >= 7) {
-		_pmg_cpuid(7, 0, r);
-		info->cpu_pku = r[2] & (1u << 3);
-		info->cpu_ospke = r[2] & (1u << 4);
-		info->cpu_pks = r[2] & (1u << 31);
-		info->cpu_clwb = r[1] & (1u << 24);
-		info->cpu_clflushopt = r[1] & (1u << 23);
-	}
-	info->xsave_pkru_offset = xsave_pkru_offset();
+	_pmg_cpu_get(&cpu);
+	info->cpu_pku = cpu.pku;
+	info->cpu_ospke = cpu.ospke;
+	info->cpu_pks = cpu.pks;
+	info->cpu_clwb = cpu.clwb;
+	info->cpu_clflushopt = cpu.clflushopt;
+	info->xsave_pkru_offset = cpu.xsave_pkru_off;
 	info->keys_total = PMG_NR_KEYS - 1;
 	pthread_mutex_lock(&_pmg.lock);
 	info->keys_used = 0;

@@ -11,6 +11,7 @@
 #include "pmguard.h"
 #include "../core/pmg_core.h"
 #include "prim.h"
+#include "arch/x86/cpuid.h"
 
 #define PMG_API __attribute__((visibility("default")))
 
@@ -73,7 +74,6 @@ struct _pmg_state {
 	int mode;			/* enum pmg_fault_mode */
 	int report_fd;
 	bool mode_set, fd_set;		/* set by the API before pmg_init() */
-	unsigned xsave_pkru_off;	/* CPUID.(0xD,9).EBX, 0 if none */
 	int keys_max;			/* PMGUARD_KEYS */
 	bool inited;
 };
@@ -169,7 +169,6 @@ int _pmg_out_check(const char *fn, const void *p, size_t size, size_t first,
 		   bool as_safe);
 void _pmg_out_copy(void *dst, size_t size, const void *src, size_t have);
 
-void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]);
 uint32_t _pmg_default_rights(const struct _pmg_dom *d);
 
 /* domain.c: the _pmg_dom behind a live handle, or NULL. */

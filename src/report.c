@@ -380,32 +380,22 @@ int _pmg_report_fd(void)
  * stray write from execute-only code (a JIT) faulted inside pmguard's
  * handler.  Every key but 0 readable (and write-disabled) for the walk.
  */
-static int ospke = -1;
-
 void _pmg_backtrace_to(int fd)
 {
+	struct _pmg_cpu cpu;
 	void *bt[32];
 	uint32_t pkru = 0;
 	int n;
 
 	if (fd < 0)
 		return;
-	if (ospke < 0) {
-		uint32_t r[4];
-
-		_pmg_cpuid(0, 0, r);
-		ospke = 0;
-		if (r[0] >= 7) {
-			_pmg_cpuid(7, 0, r);
-			ospke = (r[2] >> 4) & 1;
-		}
-	}
-	if (ospke) {
+	_pmg_cpu_get(&cpu);
+	if (cpu.ospke) {
 		pkru = _pmg_rdpkru();
 		_pmg_wrpkru((pkru & 3u) | 0xaaaaaaa8u);
 	}
 	n = backtrace(bt, 32);
-	if (ospke)
+	if (cpu.ospke)
 		_pmg_wrpkru(pkru);
 	if (rep_is_syslog(fd)) {
 		/* a line per frame: address and module+offset */
