@@ -34,8 +34,8 @@ DEPS_BIN  = $(DEPFLAGS) -MF $@.d
 LDLIBS  := -lZydis -lpthread -ldl
 WRAP    := -Wl,--wrap=pthread_create
 
-LIB_SRC := core/core.c $(wildcard src/*.c src/arch/x86/*.c)
-LIB_HDR := include/pmguard.h core/pmg_core.h $(wildcard src/*.h src/arch/x86/*.h)
+LIB_SRC := $(wildcard src/*.c src/arch/x86/*.c)
+LIB_HDR := include/pmguard.h $(wildcard src/*.h src/arch/x86/*.h)
 ST_OBJ  := $(patsubst %.c,$(O)/static/%.o,$(LIB_SRC))
 SH_OBJ  := $(patsubst %.c,$(O)/pic/%.o,$(LIB_SRC))
 STATIC  := $(O)/libpmguard.a
@@ -193,7 +193,7 @@ bench: all
 CLANG_FORMAT      ?= clang-format
 CLANG_FORMAT_DIFF ?= clang-format-diff
 FORMAT_BASE       ?= HEAD
-FORMAT_DIRS       := src tools include core tests examples fuzz
+FORMAT_DIRS       := src tools include tests examples fuzz
 FORMAT_NEW         = $(filter %.c %.h,$(shell git ls-files --others \
 			--exclude-standard -- $(FORMAT_DIRS) 2>/dev/null))
 format_diff        = git diff -U0 --no-color $(FORMAT_BASE) -- \

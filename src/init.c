@@ -87,7 +87,7 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	pmg_strlcpy(old, pmg_errormsg(), sizeof(old));
+	_pmg_strlcpy(old, pmg_errormsg(), sizeof(old));
 	errmsg = err_buf();
 	if (!errmsg)
 		return err;
@@ -95,11 +95,11 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 	n = vsnprintf(errmsg, PMG_ERRMSG_MAX, fmt, ap);
 	va_end(ap);
 	if (n >= 0 && n < PMG_ERRMSG_MAX && old[0]) {
-		pmg_strlcpy(errmsg + n, ": ", PMG_ERRMSG_MAX - (size_t)n);
+		_pmg_strlcpy(errmsg + n, ": ", PMG_ERRMSG_MAX - (size_t)n);
 		n += 2;
 		if (n < PMG_ERRMSG_MAX)
-			pmg_strlcpy(errmsg + n, old,
-				    PMG_ERRMSG_MAX - (size_t)n);
+			_pmg_strlcpy(errmsg + n, old,
+				     PMG_ERRMSG_MAX - (size_t)n);
 	}
 	return err;
 }
@@ -107,7 +107,7 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 /* Keep the message across steps whose own failures must not show. */
 void _pmg_err_save(char *buf, size_t size)
 {
-	pmg_strlcpy(buf, pmg_errormsg(), size);
+	_pmg_strlcpy(buf, pmg_errormsg(), size);
 }
 
 void _pmg_err_restore(const char *buf)
@@ -120,7 +120,7 @@ void _pmg_err_restore(const char *buf)
 	}
 	b = err_buf();
 	if (b)
-		pmg_strlcpy(b, buf, PMG_ERRMSG_MAX);
+		_pmg_strlcpy(b, buf, PMG_ERRMSG_MAX);
 }
 
 int _pmg_out_check(const char *fn, const void *p, size_t size, size_t first,
@@ -227,7 +227,7 @@ PMG_API int pmg_init(void)
 		else if (o.backend == PMG_BACKEND_PKU) {
 			char why[200];
 
-			pmg_strlcpy(why, pmg_errormsg(), sizeof(why));
+			_pmg_strlcpy(why, pmg_errormsg(), sizeof(why));
 			_pmg_err(-ENOTSUP, "PMGUARD_BACKEND=pku, but %s", why);
 			rc = -ENOTSUP;
 			goto out;
@@ -241,7 +241,7 @@ PMG_API int pmg_init(void)
 	}
 	/* before any domain: windows grant pages on their first write */
 	_pmg_lazy = prim == &_pmg_prim_mprotect && !o.mp_eager;
-	pmg_core_init(&_pmg.core);
+	_pmg_keytab_init(&_pmg.keytab);
 	_pmg.keys_max = o.keys_max;
 	/* the environment, unless the API set a value before init */
 	if (!__atomic_load_n(&_pmg.mode_set, __ATOMIC_ACQUIRE))

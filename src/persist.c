@@ -122,7 +122,7 @@ int _pmg_persist_opt(struct _pmg_persist *p, const char *name,
 
 	rc = _pmg_opt_parse(&o, name, value);
 	if (rc) {
-		pmg_strlcpy(p->env_msg, pmg_errormsg(), sizeof(p->env_msg));
+		_pmg_strlcpy(p->env_msg, pmg_errormsg(), sizeof(p->env_msg));
 		return rc;
 	}
 	persist_opts = o;
@@ -139,7 +139,7 @@ static void bad_env(const char *msg, void *arg)
 	fprintf(stderr, "pmguard: %s (ignored)\n", msg);
 	if (!p->env_err) {
 		p->env_err = -EINVAL;
-		pmg_strlcpy(p->env_msg, msg, sizeof(p->env_msg));
+		_pmg_strlcpy(p->env_msg, msg, sizeof(p->env_msg));
 	}
 }
 
