@@ -1632,8 +1632,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	f.acc = PMG_WRITE;
 #endif
 	mode = pmg_get_fault_mode();
-	/* the policy knows no contain: it decides as audit, we contain */
-	f.mode = mode == PMG_FAULT_CONTAIN ? PMG_FAULT_AUDIT : (unsigned)mode;
+	f.mode = (unsigned)mode;
 	f.code = si->si_code;
 	/*
 	 * The domain is the address's (the registry), kept as it is now: by
@@ -1775,6 +1774,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 				    ? PMG_FAULT_RELAXED_REPORTED
 				    : PMG_FAULT_RELAXED_SILENT);
 		break;
+	case PMG_ACT_CONTAIN:
 	case PMG_ACT_AUDIT: {
 		uint64_t n;
 
@@ -1787,7 +1787,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
 			die();
 		}
-		if (mode == PMG_FAULT_CONTAIN && f.acc == PMG_WRITE &&
+		if (f.action == PMG_ACT_CONTAIN && f.acc == PMG_WRITE &&
 		    !pending.active && altstack_left() < CONTAIN_STACK) {
 			_pmg_report_fault(&f, tid,
 					  "strict (aborting: contain needs "
@@ -1798,7 +1798,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
 			die();
 		}
-		if (mode == PMG_FAULT_CONTAIN &&
+		if (f.action == PMG_ACT_CONTAIN &&
 		    !(pending.active && f.acc == PMG_READ) &&
 		    contain_begin(&f, uc, reg, tid)) {
 			/* PKU: this context only; mprotect: pages done */

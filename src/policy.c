@@ -102,8 +102,10 @@ unsigned _pmg_ws_rights(const struct _pmg_ws *ws, unsigned key, unsigned dflt)
  *  3. Otherwise the access is stray.  The callback may handle it
  *     (PMG_ACT_GRANT); else the mode decides: strict stops, relaxed
  *     reports once per consumer and grants, audit reports and grants this
- *     one access (the fault path re-arms after it).  Grants are what the
- *     access needs (pmg_window_rights()), keeping the other keys' bits.
+ *     one access (the fault path re-arms after it), contain grants this
+ *     one access to an instruction whose writes the fault path undoes.
+ *     Grants are what the access needs (pmg_window_rights()), keeping the
+ *     other keys' bits.
  */
 void _pmg_fault_decide(struct _pmg_consumer *e, struct pmg_fault *f)
 {
@@ -144,6 +146,10 @@ void _pmg_fault_decide(struct _pmg_consumer *e, struct pmg_fault *f)
 		f->new_pkval = pmg_pkval_update(f->saved_pkval, f->key, grant);
 		f->action = PMG_ACT_AUDIT;
 		return;
+	case PMG_FAULT_CONTAIN:
+		f->new_pkval = pmg_pkval_update(f->saved_pkval, f->key, grant);
+		f->action = PMG_ACT_CONTAIN;
+		return;
 	default:
 		f->action = PMG_ACT_STRICT;
 		return;
@@ -156,6 +162,7 @@ int _pmg_mode_parse(const char *s)
 		[PMG_FAULT_STRICT] = "strict",
 		[PMG_FAULT_RELAXED] = "relaxed",
 		[PMG_FAULT_AUDIT] = "audit",
+		[PMG_FAULT_CONTAIN] = "contain",
 	};
 	unsigned m;
 

@@ -2,7 +2,7 @@
 /*
  * The protection policy, pure (policy.c): the rights a window gives, the
  * table of hardware keys with their default rights, and the decision on a
- * fault.  No system calls, no globals: every
+ * fault, contain mode included.  No system calls, no globals: every
  * function works on what it is handed, so tests/test-policy.c checks it
  * whole, on any machine.  The register values are PKRU's layout
  * (arch/x86/pkru.h); the modes, access kinds and window counts are the
@@ -62,6 +62,9 @@ enum pmg_action {
 	PMG_ACT_RELAX_REPORT,	/* report, load new_pkval (first on key) */
 	PMG_ACT_RELAX_SILENT,	/* load new_pkval (already reported) */
 	PMG_ACT_AUDIT,		/* report, allow this one access, re-arm */
+	PMG_ACT_CONTAIN,	/* contain: run the instruction once with
+				   new_pkval, undo what it wrote; one that
+				   writes nothing protected is audited */
 	PMG_ACT_STRICT,		/* report, then stop */
 };
 
@@ -124,8 +127,8 @@ uint32_t _pmg_keytab_defaults(const struct _pmg_keytab *t, uint32_t pkval);
  * sets f->action and f->new_pkval.  See policy.c. */
 void _pmg_fault_decide(struct _pmg_consumer *e, struct pmg_fault *f);
 
-/* "strict", "relaxed", "audit" to enum pmg_fault_mode, or -EINVAL (NULL,
- * anything else). */
+/* "strict", "relaxed", "audit", "contain" to enum pmg_fault_mode, or
+ * -EINVAL (NULL, anything else). */
 int _pmg_mode_parse(const char *s);
 
 #endif /* PMG_POLICY_H */

@@ -2,8 +2,8 @@
 /*
  * test-policy: unit tests of the policy (src/policy.[ch]) and the register
  * layout it decides on (src/arch/x86/pkru.h): register math, rights, the
- * key table, window rights, the fault decision in every mode and the mode
- * names; and the library's AS-safe string helpers
+ * key table, window rights, the fault decision in every mode (contain
+ * included) and the mode names; and the library's AS-safe string helpers
  * (report.c).  Pure computation: the same results on every backend, with
  * or without PKU, so nothing here is skipped.
  */
@@ -14,7 +14,7 @@
 #include "tap.h"
 #include "../src/internal.h"	/* policy.h, the string helpers */
 
-#define PLAN 62
+#define PLAN 64
 
 /*
  * The seeds' static consumers (the kernel's table, the Linux series'
@@ -520,6 +520,30 @@ static void test_decide(void)
 	tap_ok(ok, "stray read of an AD key: audit grants WD only (not RW); "
 	       "strict stops");
 
+	/* Contain: a mode of its own, not audit under another name. */
+	ok = 1;
+	for (i = 0; i < 3; i++) {
+		f = mkfault(3, PMG_WRITE, init, PMG_FAULT_CONTAIN);
+		CHECK(ok, decide(&c, &f) == PMG_ACT_CONTAIN);
+		CHECK(ok, only_key(&f, 3, PMG_RIGHTS_RW));
+	}
+	tap_ok(ok, "contain: CONTAIN for every stray write, RW for that key "
+	       "only for the one instruction");
+
+	ok = 1;
+	f = mkfault(4, PMG_READ, init, PMG_FAULT_CONTAIN);
+	CHECK(ok, decide(&c, &f) == PMG_ACT_CONTAIN);
+	CHECK(ok, only_key(&f, 4, PMG_RIGHTS_WD));
+	f = mkfault(3, PMG_READ, 0x55555554u, PMG_FAULT_CONTAIN);
+	CHECK(ok, decide(&c, &f) == PMG_ACT_SYNC);
+	f = mkfault(3, PMG_WRITE, 0x55555554u, PMG_FAULT_CONTAIN);
+	f.no_sync = true;
+	CHECK(ok, decide(&c, &f) == PMG_ACT_CONTAIN);
+	CHECK(ok, only_key(&f, 3, PMG_RIGHTS_RW));
+	tap_ok(ok, "contain: a stray read of an AD key gets WD (the fault "
+	       "path decodes it); a stale register is synced first; "
+	       "no_sync contains");
+
 	/* Callbacks */
 	ok = 1;
 	memset(&cl, 0, sizeof(cl));
@@ -529,8 +553,11 @@ static void test_decide(void)
 	CHECK(ok, decide(&c, &f) == PMG_ACT_GRANT);
 	CHECK(ok, only_key(&f, 3, PMG_RIGHTS_RW));
 	CHECK(ok, cl.calls == 1);
+	f = mkfault(3, PMG_WRITE, init, PMG_FAULT_CONTAIN);
+	CHECK(ok, decide(&c, &f) == PMG_ACT_GRANT);
+	CHECK(ok, only_key(&f, 3, PMG_RIGHTS_RW) && cl.calls == 2);
 	tap_ok(ok, "callback returning true: GRANT with RW for that key, "
-	       "even in strict mode");
+	       "even in strict and contain mode");
 	tap_ok(cl.addr == 0x7000123450ull && cl.ip == 0x401234 &&
 	       cl.key == 3 && cl.acc == PMG_WRITE,
 	       "callback received the fault's addr, ip, key and access");
@@ -542,9 +569,11 @@ static void test_decide(void)
 	CHECK(ok, decide(&c, &f) == PMG_ACT_STRICT);
 	f = mkfault(3, PMG_WRITE, init, PMG_FAULT_AUDIT);
 	CHECK(ok, decide(&c, &f) == PMG_ACT_AUDIT);
-	CHECK(ok, cl.calls == 2);
+	f = mkfault(3, PMG_WRITE, init, PMG_FAULT_CONTAIN);
+	CHECK(ok, decide(&c, &f) == PMG_ACT_CONTAIN);
+	CHECK(ok, cl.calls == 3);
 	tap_ok(ok, "callback returning false: the mode decides (STRICT, "
-	       "AUDIT)");
+	       "AUDIT, CONTAIN)");
 
 	ok = 1;
 	cl.calls = 0;
@@ -611,21 +640,22 @@ static void test_names(void)
 {
 	static const char *const bad[] = {
 		"", "STRICT", "strict ", " strict", "stric", "strictx",
-		"Relaxed", "audit\n",
+		"Relaxed", "audit\n", "Contain", "contai", "containx",
 	};
 	static const char *const names[] = {
-		"strict", "relaxed", "audit",
+		"strict", "relaxed", "audit", "contain",
 	};
 	static const int modes[] = {
 		PMG_FAULT_STRICT, PMG_FAULT_RELAXED, PMG_FAULT_AUDIT,
+		PMG_FAULT_CONTAIN,
 	};
 	int ok = 1;
 	unsigned i;
 
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		CHECK(ok, _pmg_mode_parse(names[i]) == modes[i]);
-	tap_ok(ok, "mode_parse: strict, relaxed, audit are "
-	       "PMG_FAULT_STRICT, _RELAXED, _AUDIT");
+	tap_ok(ok, "mode_parse: strict, relaxed, audit, contain are "
+	       "PMG_FAULT_STRICT, _RELAXED, _AUDIT, _CONTAIN");
 
 	ok = 1;
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
