@@ -34,8 +34,8 @@ DEPS_BIN  = $(DEPFLAGS) -MF $@.d
 LDLIBS  := -lZydis -lpthread -ldl
 WRAP    := -Wl,--wrap=pthread_create
 
-LIB_SRC := core/core.c $(wildcard src/*.c)
-LIB_HDR := include/pmguard.h core/pmg_core.h $(wildcard src/*.h)
+LIB_SRC := $(wildcard src/*.c src/arch/x86/*.c)
+LIB_HDR := include/pmguard.h $(wildcard src/*.h src/arch/x86/*.h)
 # Each library source is compiled once, position-independent, for both
 # libpmguard.a and libpmguard.so: with -fvisibility=hidden and every TLS
 # variable initial-exec, -fPIC code is what -fPIE code would be, and the
@@ -57,6 +57,7 @@ TESTS   := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC))
 VM_BIN  := $(O)/vm/bin/pmguard $(patsubst tests/%.c,$(O)/vm/bin/%,$(TEST_SRC))
 
 .PHONY: all lib cli tests vm-bins check build-check host-check vm-check demo clean \
+	objdeps \
 	format format-check bench
 all: lib cli tests vm-bins examples
 
@@ -182,6 +183,12 @@ host-check: all
 build-check: all
 	@O=$(O) scripts/build-check
 
+# The static library's object dependency graph and its cycles
+# (scripts/objdeps, nm; docs/design.md, "Object dependencies").  Prints
+# only: the library has a cycle until issue 23 item 3 breaks it.
+objdeps: $(STATIC)
+	@scripts/objdeps -p $(STATIC)
+
 vm-check: vm-bins
 	O=$(O) scripts/vm-suite
 
@@ -202,7 +209,7 @@ bench: all
 CLANG_FORMAT      ?= clang-format
 CLANG_FORMAT_DIFF ?= clang-format-diff
 FORMAT_BASE       ?= HEAD
-FORMAT_DIRS       := src tools include core tests examples fuzz
+FORMAT_DIRS       := src tools include tests examples fuzz
 FORMAT_NEW         = $(filter %.c %.h,$(shell git ls-files --others \
 			--exclude-standard -- $(FORMAT_DIRS) 2>/dev/null))
 format_diff        = git diff -U0 --no-color $(FORMAT_BASE) -- \

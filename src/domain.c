@@ -126,7 +126,7 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 	d->pinned = flags & PMG_DOMAIN_PINNED;
 	d->ck.used = true;
 	d->ck.dflt = (uint8_t)dflt;
-	pmg_strlcpy(d->ck.name, name, sizeof(d->ck.name));
+	_pmg_strlcpy(d->ck.name, name, sizeof(d->ck.name));
 	h->_key = 0;
 	h->_mask = h->_rd_bits = h->_dflt_bits = 0;
 	h->_ref = 0;

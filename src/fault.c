@@ -10,7 +10,7 @@
  * the callback and observer setters are not: they call sigaction(),
  * allocate, or take the library lock.
  *
- * The decision is the core's (pmg_core_fault_decide()); this file only
+ * The decision is the policy's (_pmg_fault_decide(), policy.c); this file only
  * finds the key, the access and the saved register, and carries the
  * decision out on the signal frame:
  *  - the saved PKRU in the frame's XSAVE area is what sigreturn loads, so
@@ -984,7 +984,7 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 	const size_t bufsz = sizeof(scratch);
 
 	if (d->rep == PMG_CT_REP_NONE || !s || !n ||
-	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_ACC_WRITE ||
+	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_WRITE ||
 	    f->addr < di || f->addr - di >= s)
 		return false;
 	if (n > ((uintptr_t)1 << 47) / s)
@@ -1103,7 +1103,7 @@ static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
 	const size_t bufsz = sizeof(scratch);
 
 	if (d->rep != PMG_CT_REP_MOVS || !s || !n ||
-	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_ACC_READ ||
+	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_READ ||
 	    f->addr < si || f->addr - si >= s)
 		return false;
 	if (n > ((uintptr_t)1 << 47) / s)
@@ -1169,11 +1169,11 @@ static bool rep_audit(const struct pmg_fault *f, ucontext_t *uc, bool pku,
 {
 	struct _pmg_decoded d;
 
-	if (f->acc == PMG_ACC_WRITE && mode != PMG_FAULT_AUDIT)
+	if (f->acc == PMG_WRITE && mode != PMG_FAULT_AUDIT)
 		return false;
 	if (_pmg_contain_decode(uc, &d) || d.rep == PMG_CT_REP_NONE)
 		return false;
-	if (f->acc == PMG_ACC_WRITE)
+	if (f->acc == PMG_WRITE)
 		return rep_bulk(f, uc, &d, pku, tid, true);
 	return rep_read_bulk(f, uc, &d, pku);
 }
@@ -1317,7 +1317,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			a = next;
 		}
 	}
-	if (!nsave && !pku && f->acc == PMG_ACC_WRITE) {
+	if (!nsave && !pku && f->acc == PMG_WRITE) {
 		/*
 		 * mprotect: another thread opened a window on these pages
 		 * since the fault (rights are process-wide): the write is
@@ -1338,14 +1338,14 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		return true;
 	}
 	if (!nsave) {
-		if (f->acc == PMG_ACC_WRITE)
+		if (f->acc == PMG_WRITE)
 			contain_strict(f, uc, tid, &d,
 				       "the decoded instruction "
 				       "writes no protected byte, yet a write "
 				       "faulted");
 		return false;	/* a read: audit lets it through */
 	}
-	if (!hit && f->acc == PMG_ACC_WRITE)
+	if (!hit && f->acc == PMG_WRITE)
 		contain_strict(f, uc, tid, &d,
 			       "the faulting address is outside "
 			       "the decoded written range");
@@ -1625,15 +1625,14 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	f.addr = (uintptr_t)si->si_addr;
 #ifdef __x86_64__
 	f.ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-	f.acc = (uc->uc_mcontext.gregs[REG_ERR] & PF_WRITE) ? PMG_ACC_WRITE
-							     : PMG_ACC_READ;
+	f.acc = (uc->uc_mcontext.gregs[REG_ERR] & PF_WRITE) ? PMG_WRITE
+							    : PMG_READ;
 #else
 	f.ip = 0;
-	f.acc = PMG_ACC_WRITE;
+	f.acc = PMG_WRITE;
 #endif
 	mode = pmg_get_fault_mode();
-	/* the core knows no contain: it decides as audit, we contain */
-	f.mode = mode == PMG_FAULT_CONTAIN ? PMG_MODE_AUDIT : (unsigned)mode;
+	f.mode = (unsigned)mode;
 	f.code = si->si_code;
 	/*
 	 * The domain is the address's (the registry), kept as it is now: by
@@ -1695,7 +1694,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		 * address, say).  Put back for a handler we chain to.
 		 */
 		hpkru = _pmg_rdpkru();
-		_pmg_wrpkru(pmg_core_apply_defaults(&_pmg.core, hpkru));
+		_pmg_wrpkru(_pmg_keytab_defaults(&_pmg.keytab, hpkru));
 		/*
 		 * Sync only up to the defaults (no windows): a thread that
 		 * opened a window set its register itself, so a register
@@ -1730,10 +1729,10 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	f.dom = id;
 	allowed = _pmg_site_allowed(f.ip);	/* --allow: audit, unreported */
 	if (allowed) {
-		f.mode = PMG_MODE_AUDIT;
+		f.mode = PMG_FAULT_AUDIT;
 		mode = PMG_FAULT_AUDIT;		/* the write goes through */
 	}
-	pmg_core_fault_decide_entry(&_pmg.dom[id].ck, &f);
+	_pmg_fault_decide(&_pmg.dom[id].ck, &f);
 	if (f.action == PMG_ACT_NOT_OURS)
 		goto not_ours;
 	/* a grant that outlives this access leaves the thread with rights
@@ -1775,6 +1774,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 				    ? PMG_FAULT_RELAXED_REPORTED
 				    : PMG_FAULT_RELAXED_SILENT);
 		break;
+	case PMG_ACT_CONTAIN:
 	case PMG_ACT_AUDIT: {
 		uint64_t n;
 
@@ -1787,7 +1787,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
 			die();
 		}
-		if (mode == PMG_FAULT_CONTAIN && f.acc == PMG_ACC_WRITE &&
+		if (f.action == PMG_ACT_CONTAIN && f.acc == PMG_WRITE &&
 		    !pending.active && altstack_left() < CONTAIN_STACK) {
 			_pmg_report_fault(&f, tid,
 					  "strict (aborting: contain needs "
@@ -1798,8 +1798,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
 			die();
 		}
-		if (mode == PMG_FAULT_CONTAIN &&
-		    !(pending.active && f.acc == PMG_ACC_READ) &&
+		if (f.action == PMG_ACT_CONTAIN &&
+		    !(pending.active && f.acc == PMG_READ) &&
 		    contain_begin(&f, uc, reg, tid)) {
 			/* PKU: this context only; mprotect: pages done */
 			if (reg)
@@ -1902,7 +1902,7 @@ static void step_finish(ucontext_t *uc)
 	bool had_tf;
 
 	if (_pmg.prim->id == PMG_BACKEND_PKU) /* the observer may read */
-		_pmg_wrpkru(pmg_core_apply_defaults(&_pmg.core, _pmg_rdpkru()));
+		_pmg_wrpkru(_pmg_keytab_defaults(&_pmg.keytab, _pmg_rdpkru()));
 	if (pending.contain) {
 		contain_end(uc);	/* pages still writable, keys opened */
 		pending.contain = false;

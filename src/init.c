@@ -87,7 +87,7 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	pmg_strlcpy(old, pmg_errormsg(), sizeof(old));
+	_pmg_strlcpy(old, pmg_errormsg(), sizeof(old));
 	errmsg = err_buf();
 	if (!errmsg)
 		return err;
@@ -95,11 +95,11 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 	n = vsnprintf(errmsg, PMG_ERRMSG_MAX, fmt, ap);
 	va_end(ap);
 	if (n >= 0 && n < PMG_ERRMSG_MAX && old[0]) {
-		pmg_strlcpy(errmsg + n, ": ", PMG_ERRMSG_MAX - (size_t)n);
+		_pmg_strlcpy(errmsg + n, ": ", PMG_ERRMSG_MAX - (size_t)n);
 		n += 2;
 		if (n < PMG_ERRMSG_MAX)
-			pmg_strlcpy(errmsg + n, old,
-				    PMG_ERRMSG_MAX - (size_t)n);
+			_pmg_strlcpy(errmsg + n, old,
+				     PMG_ERRMSG_MAX - (size_t)n);
 	}
 	return err;
 }
@@ -107,7 +107,7 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 /* Keep the message across steps whose own failures must not show. */
 void _pmg_err_save(char *buf, size_t size)
 {
-	pmg_strlcpy(buf, pmg_errormsg(), size);
+	_pmg_strlcpy(buf, pmg_errormsg(), size);
 }
 
 void _pmg_err_restore(const char *buf)
@@ -120,7 +120,7 @@ void _pmg_err_restore(const char *buf)
 	}
 	b = err_buf();
 	if (b)
-		pmg_strlcpy(b, buf, PMG_ERRMSG_MAX);
+		_pmg_strlcpy(b, buf, PMG_ERRMSG_MAX);
 }
 
 int _pmg_out_check(const char *fn, const void *p, size_t size, size_t first,
@@ -193,33 +193,6 @@ PMG_API int pmg_backend(void)
 	return p ? p->id : PMG_BACKEND_NONE;
 }
 
-void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__asm__ volatile("cpuid"
-			 : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
-			 : "a"(leaf), "c"(sub));
-#else
-	(void)leaf;
-	(void)sub;
-	r[0] = r[1] = r[2] = r[3] = 0;
-#endif
-}
-
-static unsigned xsave_pkru_offset(void)
-{
-	uint32_t r[4];
-
-	_pmg_cpuid(0, 0, r);
-	if (r[0] < 0xd)
-		return 0;
-	_pmg_cpuid(0xd, 0, r);
-	if (!(r[0] & (1u << 9)))	/* XCR0-supported: PKRU state */
-		return 0;
-	_pmg_cpuid(0xd, 9, r);
-	return r[1];
-}
-
 /* The rights (PMG_RIGHTS_*: two bits, not shifted into the register) of
  * @d's key with no window open. */
 uint32_t _pmg_default_rights(const struct _pmg_dom *d)
@@ -254,7 +227,7 @@ PMG_API int pmg_init(void)
 		else if (o.backend == PMG_BACKEND_PKU) {
 			char why[200];
 
-			pmg_strlcpy(why, pmg_errormsg(), sizeof(why));
+			_pmg_strlcpy(why, pmg_errormsg(), sizeof(why));
 			_pmg_err(-ENOTSUP, "PMGUARD_BACKEND=pku, but %s", why);
 			rc = -ENOTSUP;
 			goto out;
@@ -268,14 +241,13 @@ PMG_API int pmg_init(void)
 	}
 	/* before any domain: windows grant pages on their first write */
 	_pmg_lazy = prim == &_pmg_prim_mprotect && !o.mp_eager;
-	pmg_core_init(&_pmg.core);
+	_pmg_keytab_init(&_pmg.keytab);
 	_pmg.keys_max = o.keys_max;
 	/* the environment, unless the API set a value before init */
 	if (!__atomic_load_n(&_pmg.mode_set, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&_pmg.mode, o.mode, __ATOMIC_RELAXED);
 	if (!__atomic_load_n(&_pmg.fd_set, __ATOMIC_ACQUIRE))
 		_pmg_report_fd_set(o.report_fd);
-	_pmg.xsave_pkru_off = xsave_pkru_offset();
 	{
 		/* backtrace() loads libgcc on first use: not in a handler. */
 		void *bt[2];
@@ -306,22 +278,19 @@ int _pmg_ensure_init(void)
 
 static int get_info(struct pmg_info *info)
 {
-	uint32_t r[4];
+	struct _pmg_cpu cpu;
 	int rc;
 
 	memset(info, 0, sizeof(*info));
 	rc = _pmg_ensure_init();
 	info->backend = pmg_backend();
-	_pmg_cpuid(0, 0, r);
-	if (r[0] >= 7) {
-		_pmg_cpuid(7, 0, r);
-		info->cpu_pku = r[2] & (1u << 3);
-		info->cpu_ospke = r[2] & (1u << 4);
-		info->cpu_pks = r[2] & (1u << 31);
-		info->cpu_clwb = r[1] & (1u << 24);
-		info->cpu_clflushopt = r[1] & (1u << 23);
-	}
-	info->xsave_pkru_offset = xsave_pkru_offset();
+	_pmg_cpu_get(&cpu);
+	info->cpu_pku = cpu.pku;
+	info->cpu_ospke = cpu.ospke;
+	info->cpu_pks = cpu.pks;
+	info->cpu_clwb = cpu.clwb;
+	info->cpu_clflushopt = cpu.clflushopt;
+	info->xsave_pkru_offset = cpu.xsave_pkru_off;
 	info->keys_total = PMG_NR_KEYS - 1;
 	pthread_mutex_lock(&_pmg.lock);
 	info->keys_used = 0;

@@ -9,21 +9,13 @@
 #include <stdint.h>
 
 #include "pmguard.h"
-#include "../core/pmg_core.h"
+#include "policy.h"
 #include "prim.h"
+#include "arch/x86/cpuid.h"
 
 #define PMG_API __attribute__((visibility("default")))
 
 #define PMG_PAGE_SIZE 4096UL
-
-_Static_assert(sizeof(struct _pmg_ws) == sizeof(struct pmg_ws),
-	       "public and core window counts differ");
-_Static_assert(sizeof(struct _pmg_ws) == 64, "window counts: one line");
-_Static_assert((int)PMG_FAULT_STRICT == (int)PMG_MODE_STRICT &&
-	       (int)PMG_FAULT_RELAXED == (int)PMG_MODE_RELAXED &&
-	       (int)PMG_FAULT_AUDIT == (int)PMG_MODE_AUDIT, "fault modes differ");
-_Static_assert(PMG_READ == PMG_ACC_READ && PMG_WRITE == PMG_ACC_WRITE,
-	       "access kinds differ");
 
 /*
  * A domain slot, by the domain's number (id, 1..PMG_DOM_MAX-1; 0 is "no
@@ -58,7 +50,7 @@ struct _pmg_dom {
 	unsigned gw, gr;
 	uint64_t stamp;		/* keys.c: when a window was last seen */
 	/* name, default rights, relaxed mode's "reported", callback */
-	struct pmg_core_key ck;
+	struct _pmg_consumer ck;
 };
 
 /* Process state.  Mutations hold .lock; the fault path only reads. */
@@ -67,13 +59,12 @@ struct _pmg_state {
 	const struct _pmg_prim *prim;
 	/* the hardware keys (PKU): default rights of the keys pmguard
 	 * holds, for the register resets (threads, handlers, fork) */
-	struct pmg_core core;
+	struct _pmg_keytab keytab;
 	int keyown[PMG_NR_KEYS];	/* the domain holding each key */
 	struct _pmg_dom dom[PMG_DOM_MAX];
 	int mode;			/* enum pmg_fault_mode */
 	int report_fd;
 	bool mode_set, fd_set;		/* set by the API before pmg_init() */
-	unsigned xsave_pkru_off;	/* CPUID.(0xD,9).EBX, 0 if none */
 	int keys_max;			/* PMGUARD_KEYS */
 	bool inited;
 };
@@ -169,7 +160,6 @@ int _pmg_out_check(const char *fn, const void *p, size_t size, size_t first,
 		   bool as_safe);
 void _pmg_out_copy(void *dst, size_t size, const void *src, size_t have);
 
-void _pmg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]);
 uint32_t _pmg_default_rights(const struct _pmg_dom *d);
 
 /* domain.c: the _pmg_dom behind a live handle, or NULL. */
@@ -325,6 +315,13 @@ void _pmg_buf_hex(struct _pmg_buf *b, uint64_t v);	/* 0x-prefixed hex */
 void _pmg_buf_dec(struct _pmg_buf *b, int64_t v);
 void _pmg_buf_bytes(struct _pmg_buf *b, const uint8_t *p, unsigned n);
 void _pmg_buf_flush(struct _pmg_buf *b, int fd);	/* n back to 0 */
+/* strlcpy(): @src into @dst (@size bytes, NUL-terminated if @size),
+ * truncated; returns strlen(@src).  AS-safe. */
+size_t _pmg_strlcpy(char *dst, const char *src, size_t size);
+/* @v as text in @base (16, else 10), no prefix, into @buf (@size bytes,
+ * NUL-terminated if @size; the leading digits if it is short); returns
+ * the length written.  AS-safe. */
+size_t _pmg_utoa(uint64_t v, unsigned base, char *buf, size_t size);
 /* report.c: reports on the report fd (-1: none); all AS-safe.
  * _pmg_report_fd() returns the fd only while it is still the file it was
  * set to (fstat identity), else -1 (or the report path opened again). */

@@ -325,7 +325,7 @@ static void handle_bits(struct _pmg_dom *d, int k)
 	unsigned dflt = d->ck.dflt;
 
 	h->_mask = PMG_PKR_MASK(k);
-	h->_rd_bits = pmg_window_rights(dflt, PMG_ACC_READ) << PMG_PKR_SHIFT(k);
+	h->_rd_bits = pmg_window_rights(dflt, PMG_READ) << PMG_PKR_SHIFT(k);
 	h->_dflt_bits = dflt << PMG_PKR_SHIFT(k);
 }
 
@@ -405,8 +405,8 @@ static int assign(struct _pmg_dom *d, int k, bool fresh)
 				d->ck.name, k, strerror(-rc));
 	if (fresh)
 		_pmg_tls.w[k] = _pmg_tls.r[k] = 0;
-	pmg_core_key_release(&_pmg.core, (unsigned)k);
-	(void)pmg_core_key_claim(&_pmg.core, (unsigned)k, d->ck.name, dflt);
+	_pmg_keytab_release(&_pmg.keytab, (unsigned)k);
+	(void)_pmg_keytab_claim(&_pmg.keytab, (unsigned)k, d->ck.name, dflt);
 	_pmg.prim->set_rights(k, dflt); /* this thread at once */
 	if (dflt == PMG_RIGHTS_WD)
 		key_readable |= 1u << k;
@@ -525,7 +525,7 @@ static int evict_into(struct _pmg_dom *d)
 						 __ATOMIC_RELEASE);
 			} else {
 				/* neither: @v stays virtual, the key goes */
-				pmg_core_key_release(&_pmg.core, (unsigned)k);
+				_pmg_keytab_release(&_pmg.keytab, (unsigned)k);
 				_pmg.prim->key_free(k);
 			}
 		}
@@ -607,7 +607,7 @@ void _pmg_key_put(struct _pmg_dom *d)
 	if (!k)
 		return;
 	_pmg.prim->set_rights(k, PMG_RIGHTS_AD);
-	pmg_core_key_release(&_pmg.core, (unsigned)k);
+	_pmg_keytab_release(&_pmg.keytab, (unsigned)k);
 	__atomic_store_n(&_pmg.keyown[k], 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&d->hw, 0, __ATOMIC_RELEASE);
 	_pmg.prim->key_free(k);

@@ -37,8 +37,7 @@ static int parse_mp_windows(struct _pmg_opts *o, void *f, const char *v)
 
 static int parse_mode(struct _pmg_opts *o, void *f, const char *v)
 {
-	int m = v && !strcmp(v, "contain") ? PMG_FAULT_CONTAIN
-					   : pmg_mode_parse(v);
+	int m = _pmg_mode_parse(v);
 
 	(void)f;
 	if (m < 0)

@@ -85,8 +85,8 @@ bool _pmg_cap_allows(uintptr_t addr, unsigned acc)
 	if (!__atomic_load_n(&cap_used, __ATOMIC_RELAXED))
 		return true;
 	c = cap_of(addr & ~(PMG_PAGE_SIZE - 1));
-	return acc == PMG_ACC_WRITE ? (c & PROT_WRITE) != 0
-				    : (c & (PROT_READ | PROT_WRITE)) != 0;
+	return acc == PMG_WRITE ? (c & PROT_WRITE) != 0
+				: (c & (PROT_READ | PROT_WRITE)) != 0;
 }
 
 /* Our protection @prot where the program allows @c. */

@@ -28,51 +28,6 @@ int _pmg_persist_cfg_ready;
 /* The PMGUARD_* persistence variables, as options.c parsed them. */
 static struct _pmg_opts persist_opts;
 
-/* ----------------------------------------------------------------- CPU */
-
-struct cpu {
-	bool clflush, clflushopt, clwb, avx2, avx512f;
-};
-
-static uint64_t xgetbv0(void)
-{
-#if defined(__x86_64__)
-	uint32_t lo, hi;
-
-	__asm__ volatile(".byte 0x0f,0x01,0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
-	return ((uint64_t)hi << 32) | lo;
-#else
-	return 0;
-#endif
-}
-
-static void cpu_probe(struct cpu *c)
-{
-	uint32_t r[4], max;
-	bool osxsave, avx;
-	uint64_t xcr0 = 0;
-
-	memset(c, 0, sizeof(*c));
-	_pmg_cpuid(0, 0, r);
-	max = r[0];
-	if (max < 1)
-		return;
-	_pmg_cpuid(1, 0, r);
-	c->clflush = r[3] & (1u << 19);
-	osxsave = r[2] & (1u << 27);
-	avx = r[2] & (1u << 28);
-	if (osxsave)
-		xcr0 = xgetbv0();
-	if (max < 7)
-		return;
-	_pmg_cpuid(7, 0, r);
-	c->clflushopt = r[1] & (1u << 23);
-	c->clwb = r[1] & (1u << 24);
-	/* the OS must save YMM (XCR0 bits 1, 2) and ZMM (5, 6, 7) state */
-	c->avx2 = avx && (r[1] & (1u << 5)) && (xcr0 & 0x6) == 0x6;
-	c->avx512f = c->avx2 && (r[1] & (1u << 16)) && (xcr0 & 0xe6) == 0xe6;
-}
-
 /* -------------------------------------------------------------- eADR */
 
 int _pmg_auto_flush_at(const char *dir)
@@ -110,7 +65,7 @@ PMG_API int pmg_has_auto_flush(void)
 /* ---------------------------------------------------------- dispatch */
 
 static void pick(struct _pmg_persist *p, const struct _pmg_opts *o,
-		 const struct cpu *c)
+		 const struct _pmg_cpu *c)
 {
 	p->force = o->force;
 	p->pool_alias = o->pool_alias != 0;
@@ -156,16 +111,16 @@ int _pmg_persist_opt(struct _pmg_persist *p, const char *name,
 		     const char *value)
 {
 	struct _pmg_opts o = persist_opts;
-	struct cpu c;
+	struct _pmg_cpu c;
 	int rc;
 
 	rc = _pmg_opt_parse(&o, name, value);
 	if (rc) {
-		pmg_strlcpy(p->env_msg, pmg_errormsg(), sizeof(p->env_msg));
+		_pmg_strlcpy(p->env_msg, pmg_errormsg(), sizeof(p->env_msg));
 		return rc;
 	}
 	persist_opts = o;
-	cpu_probe(&c);
+	_pmg_cpu_get(&c);
 	pick(p, &o, &c);
 	return 0;
 }
@@ -178,19 +133,19 @@ static void bad_env(const char *msg, void *arg)
 	fprintf(stderr, "pmguard: %s (ignored)\n", msg);
 	if (!p->env_err) {
 		p->env_err = -EINVAL;
-		pmg_strlcpy(p->env_msg, msg, sizeof(p->env_msg));
+		_pmg_strlcpy(p->env_msg, msg, sizeof(p->env_msg));
 	}
 }
 
 static void persist_init(void)
 {
 	struct _pmg_persist *p = &_pmg_persist_cfg;
-	struct cpu c;
+	struct _pmg_cpu c;
 
 	(void)_pmg_opts_from_env_group(&persist_opts, _PMG_OPT_PERSIST, bad_env,
 				       p);
 	p->auto_flush = pmg_has_auto_flush();
-	cpu_probe(&c);
+	_pmg_cpu_get(&c);
 	pick(p, &persist_opts, &c);
 	__atomic_store_n(&_pmg_persist_cfg_ready, 1, __ATOMIC_RELEASE);
 }

@@ -24,17 +24,16 @@
 
 static int pku_probe(void)
 {
-	uint32_t r[4];
+	struct _pmg_cpu cpu;
 	long k;
 
-	_pmg_cpuid(0, 0, r);
-	if (r[0] < 7)
+	_pmg_cpu_get(&cpu);
+	if (!cpu.leaf7)
 		return _pmg_err_s(-ENOTSUP, "the CPU has no CPUID leaf 7");
-	_pmg_cpuid(7, 0, r);
-	if (!(r[2] & (1u << 3)))
+	if (!cpu.pku)
 		return _pmg_err_s(-ENOTSUP,
 				  "the CPU has no PKU (CPUID.7.ECX bit 3)");
-	if (!(r[2] & (1u << 4)))
+	if (!cpu.ospke)
 		return _pmg_err_s(-ENOTSUP, "the kernel has not enabled "
 				  "PKU (CPUID.7.ECX OSPKE bit 4 clear)");
 	/*
@@ -107,8 +106,11 @@ static uint32_t *pku_saved_reg(ucontext_t *uc)
 	unsigned char *fx = (unsigned char *)uc->uc_mcontext.fpregs;
 	uint32_t magic1, xstate_size;
 	uint64_t xfeatures, bv;
-	unsigned off = _pmg.xsave_pkru_off;
+	struct _pmg_cpu cpu;
+	unsigned off;
 
+	_pmg_cpu_get(&cpu);
+	off = cpu.xsave_pkru_off;
 	if (!fx || !off)
 		return NULL;
 	memcpy(&magic1, fx + 464, 4);

@@ -29,6 +29,41 @@ struct pmg_stats _pmg_stats;
 
 /* ---------------------------------------------- AS-safe formatting */
 
+size_t _pmg_strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n = 0;
+
+	while (src[n]) {
+		if (size && n + 1 < size)
+			dst[n] = src[n];
+		n++;
+	}
+	if (size)
+		dst[n < size ? n : size - 1] = '\0';
+	return n;
+}
+
+size_t _pmg_utoa(uint64_t v, unsigned base, char *buf, size_t size)
+{
+	char tmp[24];
+	size_t n = 0, i;
+
+	if (base != 16)
+		base = 10;
+	do {
+		unsigned d = (unsigned)(v % base);
+
+		tmp[n++] = (char)(d < 10 ? '0' + d : 'a' + d - 10);
+		v /= base;
+	} while (v && n < sizeof(tmp));
+	if (!size)
+		return n;
+	for (i = 0; i < n && i + 1 < size; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[i] = '\0';
+	return i;
+}
+
 void _pmg_buf_str(struct _pmg_buf *b, const char *s)
 {
 	while (*s && b->n < sizeof(b->b))
@@ -39,7 +74,7 @@ void _pmg_buf_hex(struct _pmg_buf *b, uint64_t v)
 {
 	char t[24];
 
-	pmg_utoa(v, 16, t, sizeof(t));
+	_pmg_utoa(v, 16, t, sizeof(t));
 	_pmg_buf_str(b, "0x");
 	_pmg_buf_str(b, t);
 }
@@ -52,7 +87,7 @@ void _pmg_buf_dec(struct _pmg_buf *b, int64_t v)
 		_pmg_buf_str(b, "-");
 		v = -v;
 	}
-	pmg_utoa((uint64_t)v, 10, t, sizeof(t));
+	_pmg_utoa((uint64_t)v, 10, t, sizeof(t));
 	_pmg_buf_str(b, t);
 }
 
@@ -245,7 +280,7 @@ int _pmg_report_open(const char *path)
 	if (fd < 0)
 		return _pmg_err(fd, "report file %s: %s", path, strerror(-fd));
 	rep_syslog = !strncmp(path, SYSLOG_PREFIX, strlen(SYSLOG_PREFIX));
-	pmg_strlcpy(rep_path, path, sizeof(rep_path));
+	_pmg_strlcpy(rep_path, path, sizeof(rep_path));
 	__atomic_store_n(&_pmg.fd_set, true, __ATOMIC_RELEASE);
 	_pmg_report_fd_set(fd);
 	return fd;
@@ -380,32 +415,22 @@ int _pmg_report_fd(void)
  * stray write from execute-only code (a JIT) faulted inside pmguard's
  * handler.  Every key but 0 readable (and write-disabled) for the walk.
  */
-static int ospke = -1;
-
 void _pmg_backtrace_to(int fd)
 {
+	struct _pmg_cpu cpu;
 	void *bt[32];
 	uint32_t pkru = 0;
 	int n;
 
 	if (fd < 0)
 		return;
-	if (ospke < 0) {
-		uint32_t r[4];
-
-		_pmg_cpuid(0, 0, r);
-		ospke = 0;
-		if (r[0] >= 7) {
-			_pmg_cpuid(7, 0, r);
-			ospke = (r[2] >> 4) & 1;
-		}
-	}
-	if (ospke) {
+	_pmg_cpu_get(&cpu);
+	if (cpu.ospke) {
 		pkru = _pmg_rdpkru();
 		_pmg_wrpkru((pkru & 3u) | 0xaaaaaaa8u);
 	}
 	n = backtrace(bt, 32);
-	if (ospke)
+	if (cpu.ospke)
 		_pmg_wrpkru(pkru);
 	if (rep_is_syslog(fd)) {
 		/* a line per frame: address and module+offset */
@@ -447,7 +472,7 @@ void _pmg_report_fault(const struct pmg_fault *f, pid_t tid,
 
 	if (fd < 0)
 		return;
-	_pmg_buf_str(&b, f->acc == PMG_ACC_WRITE ? ": stray write to "
+	_pmg_buf_str(&b, f->acc == PMG_WRITE ? ": stray write to "
 					     : ": stray read of ");
 	_pmg_buf_hex(&b, f->addr);
 	_pmg_buf_str(&b, " in domain '");

@@ -74,7 +74,7 @@ static void thread_reset(void)
 	if (!_pmg_fast)
 		return;
 	v = _pmg_rdpkru();
-	nv = pmg_core_apply_defaults(&_pmg.core, v);
+	nv = _pmg_keytab_defaults(&_pmg.keytab, v);
 	if (nv != v)
 		_pmg_wrpkru(nv);
 }

@@ -46,7 +46,7 @@ PMG_API int _pmg_ctx_open(struct pmg_domain *d, int acc, uint32_t reg)
 	struct _pmg_ws *t = &_pmg_tls;
 	unsigned k = (unsigned)d->_key, depth = t->w[0];
 	uint16_t *n = acc ? &t->w[k] : &t->r[k];
-	unsigned rights = pmg_window_rights(_pmg.core.key[k].dflt,
+	unsigned rights = pmg_window_rights(_pmg.keytab.key[k].dflt,
 					    (unsigned)acc);
 	uint32_t nv;
 
@@ -165,9 +165,9 @@ unsigned _pmg_process_rights(const struct _pmg_dom *d)
 	 * them read-write, as a thread blocking SIGSEGV cannot fault. */
 	if (__atomic_load_n(&d->gw, __ATOMIC_RELAXED) &&
 	    (!_pmg_lazy || _pmg_lazy_full(d->id)))
-		return pmg_window_rights(dflt, PMG_ACC_WRITE);
+		return pmg_window_rights(dflt, PMG_WRITE);
 	if (__atomic_load_n(&d->gr, __ATOMIC_RELAXED))
-		return pmg_window_rights(dflt, PMG_ACC_READ);
+		return pmg_window_rights(dflt, PMG_READ);
 	return dflt;
 }
 
@@ -270,9 +270,9 @@ static unsigned paged_release(struct gone *gone, unsigned max)
 			continue;
 		}
 		if (n < max) {
-			pmg_strlcpy(gone[n].name,
-				    d->live ? d->ck.name : "(deleted)",
-				    sizeof(gone[n].name));
+			_pmg_strlcpy(gone[n].name,
+				     d->live ? d->ck.name : "(deleted)",
+				     sizeof(gone[n].name));
 			gone[n].w = e->w;
 			gone[n].r = e->r;
 			n++;
@@ -363,9 +363,9 @@ void _pmg_release_windows(void)
 		if (!(w | r))
 			continue;
 		t->w[k] = t->r[k] = 0;
-		pmg_strlcpy(gone[n].name,
-			    id ? _pmg.dom[id].ck.name : "(deleted)",
-			    sizeof(gone[n].name));
+		_pmg_strlcpy(gone[n].name,
+			     id ? _pmg.dom[id].ck.name : "(deleted)",
+			     sizeof(gone[n].name));
 		gone[n].w = w;
 		gone[n].r = r;
 		n++;
@@ -527,10 +527,8 @@ PMG_API int _pmg_open_raced(struct pmg_domain *d, int acc, unsigned k)
 
 	--*n;
 	nv = pmg_pkval_update(v, k,
-			      t->w[k] | t->r[k]
-				      ? pmg_ws_rights((struct pmg_ws *)t, k,
-						      dflt)
-				      : dflt);
+			      t->w[k] | t->r[k] ? _pmg_ws_rights(t, k, dflt)
+						: dflt);
 	if (nv != v)
 		_pmg_wrpkru(nv);
 	__atomic_add_fetch(&_pmg_keys_raced, 1, __ATOMIC_RELAXED);

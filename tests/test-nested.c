@@ -49,6 +49,9 @@ static void observer(const struct pmg_fault_info *fi, void *arg)
 		n_bad++;
 		return;
 	}
+	/* the mode in force, contain too (not audit, as it decides) */
+	if (fi->mode != pmg_get_fault_mode())
+		n_bad++;
 	if (a >= page + 2048 && a < page + 3072)
 		n_main++;
 	else if (a >= page + 3072 && a < page + PAGE)

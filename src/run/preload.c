@@ -224,7 +224,7 @@ static struct pmg_domain *data_domain(const char *kind, const char *path)
 			 path + n - (room - 3));
 	else
 		snprintf(tmp, sizeof(tmp), "%s:%s", kind, path);
-	pmg_strlcpy(base, tmp, sizeof(base));
+	_pmg_strlcpy(base, tmp, sizeof(base));
 	for (i = 0; base[i]; i++)
 		if (!isgraph((unsigned char)base[i]))
 			base[i] = '_';
@@ -258,7 +258,7 @@ static void data_domain_delete(struct pmg_domain **d)
 
 	if (!*d)
 		return;
-	pmg_strlcpy(name, pmg_domain_name(*d), sizeof(name));
+	_pmg_strlcpy(name, pmg_domain_name(*d), sizeof(name));
 	if (pmg_domain_delete(d))
 		say("cannot delete domain '%s': %s\n", name, pmg_errormsg());
 	*d = NULL;
@@ -1016,7 +1016,7 @@ __attribute__((constructor)) static void run_init(void)
 		    !spec_parse(st, p, sizeof(p), &d, &i))
 			fatal("PMGUARD_RUN_STATUS='%.64s' is not valid: "
 			      "expected /PATH:DEV:INO", st);
-		pmg_strlcpy(status_path, st, sizeof(status_path));
+		_pmg_strlcpy(status_path, st, sizeof(status_path));
 	}
 	if (learn && *learn) {
 		char p[PATH_MAX];
