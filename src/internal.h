@@ -125,11 +125,11 @@ void _pmg_keys_stats_reset(void);
 
 /* init.c */
 int _pmg_ensure_init(void);
-/* state.c: the state above, the statistics, the calling thread's error
- * message */
-/* prim_mprotect.c: every range of domain @id to page protection @rights
+/* pagewin.c: every range of domain @id to page protection @rights
  * (pages of persistence calls' page windows left as they are) */
 int _pmg_paged_set(int id, unsigned rights);
+/* state.c: the state above, the statistics, the calling thread's error
+ * message */
 int _pmg_err(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int _pmg_err_s(int err, const char *msg);	/* AS-safe */
@@ -165,7 +165,7 @@ void _pmg_out_copy(void *dst, size_t size, const void *src, size_t have);
 
 uint32_t _pmg_default_rights(const struct _pmg_dom *d);
 
-/* domain.c: the _pmg_dom behind a live handle, or NULL. */
+/* state.c: the _pmg_dom behind a live handle, or NULL. */
 struct _pmg_dom *_pmg_dom_of(const struct pmg_domain *d);
 /* domain.c: a read of @d's memory needs a window (PMG_DOMAIN_NOACCESS). */
 bool _pmg_domain_noaccess(const struct pmg_domain *d);
@@ -174,8 +174,8 @@ bool _pmg_domain_noaccess(const struct pmg_domain *d);
 int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
 		       unsigned flags, struct pmg_domain *storage);
 
-/* window.c / prim_mprotect.c: the mprotect backend's rights and their
- * page protection */
+/* lazywin.c / caps.c: the rights of a domain kept by page protection,
+ * and their page protection */
 unsigned _pmg_process_rights(const struct _pmg_dom *d);
 int _pmg_prot_of(unsigned rights);
 /* lazywin.c: lazy write windows (mprotect backend): a page is granted on
@@ -202,7 +202,7 @@ void _pmg_pw_close(int slot);
 int _pmg_pw_prot(int id, uintptr_t page);
 int _pmg_pw_mprotect(int id, uintptr_t base, uintptr_t end, int prot);
 void _pmg_pw_fork_child(void);
-/* pagewin.c: the program's own mprotect() rights over protected ranges,
+/* caps.c: the program's own mprotect() rights over protected ranges,
  * which our protection never exceeds (lock held; _pmg_cap_mprotect() on
  * one page also from the fault path) */
 int _pmg_cap_set(uintptr_t b, uintptr_t e, int prot);
@@ -214,6 +214,9 @@ int _pmg_cap_pkey_mprotect(uintptr_t b, uintptr_t e, int prot, int key);
 /* whether the program's own rights at @addr allow access @acc: a fault
  * they forbid is the program's, not pmguard's.  AS-safe. */
 bool _pmg_cap_allows(uintptr_t addr, unsigned acc);
+/* @prot limited to what the program's own rights at @page allow.
+ * AS-safe. */
+int _pmg_cap_limit(uintptr_t page, int prot);
 /* interpose.c: mprotect(2) itself, never the interposer: the library's
  * own protection changes (AS-safe; -1 and errno) */
 int _pmg_mprotect(void *addr, size_t len, int prot);

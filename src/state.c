@@ -197,3 +197,35 @@ uint32_t _pmg_default_rights(const struct _pmg_dom *d)
 {
 	return d->ck.dflt;
 }
+
+/* ---------------------------------------- reads of the state above */
+
+/* The _pmg_dom behind a handle, or NULL if it is not a live one of ours.
+ * AS-safe. */
+struct _pmg_dom *_pmg_dom_of(const struct pmg_domain *d)
+{
+	struct _pmg_dom *x;
+	int id;
+
+	if (!d)
+		return NULL;
+	id = __atomic_load_n(&d->_id, __ATOMIC_ACQUIRE);
+	if (id < 1 || id >= PMG_DOM_MAX)
+		return NULL;
+	x = &_pmg.dom[id];
+	if (!__atomic_load_n(&x->live, __ATOMIC_ACQUIRE) || x->h != d)
+		return NULL;
+	return x;
+}
+
+PMG_API const char *pmg_domain_name(const struct pmg_domain *d)
+{
+	struct _pmg_dom *x = _pmg_dom_of(d);
+
+	return x ? x->ck.name : NULL;
+}
+
+PMG_API int pmg_get_fault_mode(void)
+{
+	return __atomic_load_n(&_pmg.mode, __ATOMIC_RELAXED);
+}
