@@ -120,7 +120,7 @@ void _pmg_key_keep(int id);
 /* The inline open lost its key to an eviction (window.c). */
 extern uint64_t _pmg_keys_raced;
 extern uint64_t _pmg_keys_paged; /* a window with no key to be had */
-/* Reset the counters (pmg_stats_reset()). */
+/* Reset the counters (pmg_stats_reset(), here with pmg_stats_get()). */
 void _pmg_keys_stats_reset(void);
 
 /* init.c */
@@ -335,6 +335,7 @@ void _pmg_report_range_gone(const char *what, uintptr_t a, size_t n,
 /* Count an audit fault at @ip: the site's count (1: first), 0 if the
  * site table is full. */
 uint64_t _pmg_audit_site_hit(uintptr_t ip, int id);
+void _pmg_audit_sites_reset(void); /* the table emptied */
 extern struct pmg_stats _pmg_stats; /* state.c */
 #define _PMG_STAT_INC(f) __atomic_add_fetch(&_pmg_stats.f, 1, __ATOMIC_RELAXED)
 

@@ -554,30 +554,11 @@ PMG_API int pmg_audit_dump(int fd)
 	return n;
 }
 
-PMG_API int pmg_stats_get(struct pmg_stats *st, size_t size)
+/* Empty the site table (pmg_stats_reset(), keys.c). */
+void _pmg_audit_sites_reset(void)
 {
-	struct pmg_stats s;
-	uint64_t *dst = (uint64_t *)&s, *src = (uint64_t *)&_pmg_stats;
-	size_t i;
-	int rc = _pmg_out_check("pmg_stats_get", st, size, PMG_STATS_SIZE_0_1,
-				true);
+	unsigned i;
 
-	if (rc)
-		return rc;
-	for (i = 0; i < sizeof(s) / sizeof(uint64_t); i++)
-		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
-	_pmg_out_copy(st, size, &s, sizeof(s));
-	return 0;
-}
-
-PMG_API void pmg_stats_reset(void)
-{
-	uint64_t *s = (uint64_t *)&_pmg_stats;
-	size_t i;
-
-	for (i = 0; i < sizeof(_pmg_stats) / sizeof(uint64_t); i++)
-		__atomic_store_n(&s[i], 0, __ATOMIC_RELAXED);
-	_pmg_keys_stats_reset();
 	for (i = 0; i < PMG_SITES; i++) {
 		sites[i].count = 0;
 		sites[i].id = 0;
