@@ -6,7 +6,8 @@
  * process-wide: while any thread holds it open, every thread can write.
  * Each window edge that changes rights costs one mprotect(2) per range
  * (and a TLB shootdown).  Stray accesses fault as SEGV_ACCERR
- * inside a registered range.
+ * inside a registered range.  The page protection itself is caps.c's
+ * (_pmg_cap_mprotect(), _pmg_prot_of()) and pagewin.c's (_pmg_paged_set()).
  */
 #define _GNU_SOURCE
 #include <sys/mman.h>
@@ -39,7 +40,7 @@ static int mp_tag(void *addr, size_t len, int key, unsigned rights)
 
 static int mp_untag(void *addr, size_t len)
 {
-	/* as the program left them (pagewin.c's entries) */
+	/* as the program left them (caps.c's entries) */
 	return _pmg_cap_mprotect((uintptr_t)addr, (uintptr_t)addr + len,
 				 PROT_READ | PROT_WRITE);
 }
