@@ -42,8 +42,10 @@
 #define _GNU_SOURCE
 #include <Zydis/Zydis.h>
 #include <asm/prctl.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -373,4 +375,53 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 		d->nwr++;
 	}
 	return 0;
+}
+
+/* /proc/self/mem, for contain mode's copies (fault.c: the saved bytes
+ * read and put back through it; _pmg_contain_decode()'s reads). */
+/*
+ * The descriptor is checked before each use (issue 21, third pass): it
+ * is this process's (a forked child inherits the parent's, which reads
+ * and writes the parent's memory: the child's stray write stayed and the
+ * parent's bytes were "restored"), and still /proc/self/mem (fstat(2):
+ * device and inode as opened; a program that closed it and opened a file
+ * of its own under that number got pwrite(2)s at the faulting address as
+ * offset).  Otherwise a new one is opened; the old number is left alone
+ * (it may be the program's now).  One word, pid << 32 | fd + 2 (0: none
+ * yet), so that a thread never pairs one pid with another's descriptor.
+ */
+static uint64_t self_mem;
+static dev_t self_mem_dev;
+static ino_t self_mem_ino;
+
+int _pmg_self_mem_fd(void)
+{
+	uint32_t pid = (uint32_t)getpid();
+	uint64_t w = __atomic_load_n(&self_mem, __ATOMIC_ACQUIRE), nw;
+	struct stat st;
+	int fd;
+
+	if (w && (uint32_t)(w >> 32) == pid) {
+		fd = (int)(uint32_t)w - 2;
+		if (fd < 0 || (!fstat(fd, &st) && st.st_dev == self_mem_dev &&
+			       st.st_ino == self_mem_ino))
+			return fd;
+	}
+	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0) {
+		self_mem_dev = st.st_dev;
+		self_mem_ino = st.st_ino;
+	}
+	nw = ((uint64_t)pid << 32) | (uint32_t)(fd + 2);
+	if (__atomic_compare_exchange_n(&self_mem, &w, nw, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return fd;
+	/* another thread published one meanwhile: use none this time */
+	if (fd >= 0)
+		close(fd);
+	return -1;
 }

@@ -48,7 +48,7 @@ struct _pmg_decoded {
 	char text[PMG_CT_TEXT];		/* "mov byte ptr [rax+0x10], 0x5a" */
 };
 
-/* /proc/self/mem opened once (O_RDWR), or -1 (fault.c).  AS-safe. */
+/* /proc/self/mem opened once (O_RDWR), or -1 (contain.c).  AS-safe. */
 int _pmg_self_mem_fd(void);
 
 /* Decode the instruction at the context's RIP.  0, or -1 with d->why. */

@@ -17,24 +17,6 @@
 
 int _pmg_noaccess_domains;
 
-/* The _pmg_dom behind a handle, or NULL if it is not a live one of ours.
- * AS-safe. */
-struct _pmg_dom *_pmg_dom_of(const struct pmg_domain *d)
-{
-	struct _pmg_dom *x;
-	int id;
-
-	if (!d)
-		return NULL;
-	id = __atomic_load_n(&d->_id, __ATOMIC_ACQUIRE);
-	if (id < 1 || id >= PMG_DOM_MAX)
-		return NULL;
-	x = &_pmg.dom[id];
-	if (!__atomic_load_n(&x->live, __ATOMIC_ACQUIRE) || x->h != d)
-		return NULL;
-	return x;
-}
-
 static int check_name(const char *name)
 {
 	size_t i, n;
@@ -253,13 +235,6 @@ PMG_API int pmg_domain_key(const struct pmg_domain *d)
 	return k ? k : -ENOKEY;
 }
 
-PMG_API const char *pmg_domain_name(const struct pmg_domain *d)
-{
-	struct _pmg_dom *x = _pmg_dom_of(d);
-
-	return x ? x->ck.name : NULL;
-}
-
 /*
  * Every byte of [base, end) must be mapped readable and writable: tagging
  * sets PROT_READ|PROT_WRITE and must not upgrade a read-only mapping.
@@ -325,6 +300,8 @@ PMG_API int pmg_protect(struct pmg_domain *dom, void *addr, size_t len)
 		goto out; /* check_mapping() said why */
 	if (!rc)
 		rc = _pmg_reg_insert(base, end, d->id);
+	if (!rc) /* registered again: no longer a dropped range */
+		_pmg_gone_forget(base, end);
 	if (rc == -EEXIST) {
 		rc = _pmg_err(-EEXIST, "range %p-%#lx overlaps a protected "
 			      "range", addr, (unsigned long)end);

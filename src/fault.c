@@ -540,11 +540,6 @@ PMG_API int pmg_set_fault_mode(int mode)
 	return 0;
 }
 
-PMG_API int pmg_get_fault_mode(void)
-{
-	return __atomic_load_n(&_pmg.mode, __ATOMIC_RELAXED);
-}
-
 PMG_API int pmg_set_report_fd(int fd)
 {
 	if (fd < -1)
@@ -598,53 +593,6 @@ static void contain_strict(const struct pmg_fault *f, const ucontext_t *uc,
  * grants it again (contain_begin()).  open(2), pread(2), pwrite(2):
  * AS-safe.
  */
-/*
- * The descriptor is checked before each use (issue 21, third pass): it
- * is this process's (a forked child inherits the parent's, which reads
- * and writes the parent's memory: the child's stray write stayed and the
- * parent's bytes were "restored"), and still /proc/self/mem (fstat(2):
- * device and inode as opened; a program that closed it and opened a file
- * of its own under that number got pwrite(2)s at the faulting address as
- * offset).  Otherwise a new one is opened; the old number is left alone
- * (it may be the program's now).  One word, pid << 32 | fd + 2 (0: none
- * yet), so that a thread never pairs one pid with another's descriptor.
- */
-static uint64_t self_mem;
-static dev_t self_mem_dev;
-static ino_t self_mem_ino;
-
-int _pmg_self_mem_fd(void)
-{
-	uint32_t pid = (uint32_t)getpid();
-	uint64_t w = __atomic_load_n(&self_mem, __ATOMIC_ACQUIRE), nw;
-	struct stat st;
-	int fd;
-
-	if (w && (uint32_t)(w >> 32) == pid) {
-		fd = (int)(uint32_t)w - 2;
-		if (fd < 0 || (!fstat(fd, &st) && st.st_dev == self_mem_dev &&
-			       st.st_ino == self_mem_ino))
-			return fd;
-	}
-	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-	if (fd >= 0 && fstat(fd, &st)) {
-		close(fd);
-		fd = -1;
-	}
-	if (fd >= 0) {
-		self_mem_dev = st.st_dev;
-		self_mem_ino = st.st_ino;
-	}
-	nw = ((uint64_t)pid << 32) | (uint32_t)(fd + 2);
-	if (__atomic_compare_exchange_n(&self_mem, &w, nw, false,
-					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return fd;
-	/* another thread published one meanwhile: use none this time */
-	if (fd >= 0)
-		close(fd);
-	return -1;
-}
-
 static void copy_out(void *dst, uintptr_t src, unsigned len, bool pku)
 {
 	int fd = pku ? -1 : _pmg_self_mem_fd();

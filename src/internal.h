@@ -11,6 +11,7 @@
 #include "pmguard.h"
 #include "policy.h"
 #include "prim.h"
+#include "fmt.h"
 #include "arch/x86/cpuid.h"
 
 #define PMG_API __attribute__((visibility("default")))
@@ -119,14 +120,16 @@ void _pmg_key_keep(int id);
 /* The inline open lost its key to an eviction (window.c). */
 extern uint64_t _pmg_keys_raced;
 extern uint64_t _pmg_keys_paged; /* a window with no key to be had */
-/* Reset the counters (pmg_stats_reset()). */
+/* Reset the counters (pmg_stats_reset(), here with pmg_stats_get()). */
 void _pmg_keys_stats_reset(void);
 
 /* init.c */
 int _pmg_ensure_init(void);
-/* prim_mprotect.c: every range of domain @id to page protection @rights
+/* pagewin.c: every range of domain @id to page protection @rights
  * (pages of persistence calls' page windows left as they are) */
 int _pmg_paged_set(int id, unsigned rights);
+/* state.c: the state above, the statistics, the calling thread's error
+ * message */
 int _pmg_err(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int _pmg_err_s(int err, const char *msg);	/* AS-safe */
@@ -162,7 +165,7 @@ void _pmg_out_copy(void *dst, size_t size, const void *src, size_t have);
 
 uint32_t _pmg_default_rights(const struct _pmg_dom *d);
 
-/* domain.c: the _pmg_dom behind a live handle, or NULL. */
+/* state.c: the _pmg_dom behind a live handle, or NULL. */
 struct _pmg_dom *_pmg_dom_of(const struct pmg_domain *d);
 /* domain.c: a read of @d's memory needs a window (PMG_DOMAIN_NOACCESS). */
 bool _pmg_domain_noaccess(const struct pmg_domain *d);
@@ -171,8 +174,8 @@ bool _pmg_domain_noaccess(const struct pmg_domain *d);
 int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
 		       unsigned flags, struct pmg_domain *storage);
 
-/* window.c / prim_mprotect.c: the mprotect backend's rights and their
- * page protection */
+/* lazywin.c / caps.c: the rights of a domain kept by page protection,
+ * and their page protection */
 unsigned _pmg_process_rights(const struct _pmg_dom *d);
 int _pmg_prot_of(unsigned rights);
 /* lazywin.c: lazy write windows (mprotect backend): a page is granted on
@@ -199,7 +202,7 @@ void _pmg_pw_close(int slot);
 int _pmg_pw_prot(int id, uintptr_t page);
 int _pmg_pw_mprotect(int id, uintptr_t base, uintptr_t end, int prot);
 void _pmg_pw_fork_child(void);
-/* pagewin.c: the program's own mprotect() rights over protected ranges,
+/* caps.c: the program's own mprotect() rights over protected ranges,
  * which our protection never exceeds (lock held; _pmg_cap_mprotect() on
  * one page also from the fault path) */
 int _pmg_cap_set(uintptr_t b, uintptr_t e, int prot);
@@ -211,6 +214,9 @@ int _pmg_cap_pkey_mprotect(uintptr_t b, uintptr_t e, int prot, int key);
 /* whether the program's own rights at @addr allow access @acc: a fault
  * they forbid is the program's, not pmguard's.  AS-safe. */
 bool _pmg_cap_allows(uintptr_t addr, unsigned acc);
+/* @prot limited to what the program's own rights at @page allow.
+ * AS-safe. */
+int _pmg_cap_limit(uintptr_t page, int prot);
 /* interpose.c: mprotect(2) itself, never the interposer: the library's
  * own protection changes (AS-safe; -1 and errno) */
 int _pmg_mprotect(void *addr, size_t len, int prot);
@@ -305,23 +311,9 @@ void _pmg_gone_forget(uintptr_t base, uintptr_t end);
 int _pmg_fault_install(void);
 void _pmg_fault_cb_clear(int id);
 
-/* report.c: AS-safe output: format into a buffer, write(2) once. */
-struct _pmg_buf {
-	char b[512];
-	size_t n;
-};
-void _pmg_buf_str(struct _pmg_buf *b, const char *s);
-void _pmg_buf_hex(struct _pmg_buf *b, uint64_t v);	/* 0x-prefixed hex */
-void _pmg_buf_dec(struct _pmg_buf *b, int64_t v);
-void _pmg_buf_bytes(struct _pmg_buf *b, const uint8_t *p, unsigned n);
-void _pmg_buf_flush(struct _pmg_buf *b, int fd);	/* n back to 0 */
-/* strlcpy(): @src into @dst (@size bytes, NUL-terminated if @size),
- * truncated; returns strlen(@src).  AS-safe. */
-size_t _pmg_strlcpy(char *dst, const char *src, size_t size);
-/* @v as text in @base (16, else 10), no prefix, into @buf (@size bytes,
- * NUL-terminated if @size; the leading digits if it is short); returns
- * the length written.  AS-safe. */
-size_t _pmg_utoa(uint64_t v, unsigned base, char *buf, size_t size);
+/* report.c: @b's text (fmt.h) written to @fd as a report (syslog: one
+ * message per line), then emptied (n back to 0).  AS-safe. */
+void _pmg_buf_flush(struct _pmg_buf *b, int fd);
 /* report.c: reports on the report fd (-1: none); all AS-safe.
  * _pmg_report_fd() returns the fd only while it is still the file it was
  * set to (fstat identity), else -1 (or the report path opened again). */
@@ -343,7 +335,8 @@ void _pmg_report_range_gone(const char *what, uintptr_t a, size_t n,
 /* Count an audit fault at @ip: the site's count (1: first), 0 if the
  * site table is full. */
 uint64_t _pmg_audit_site_hit(uintptr_t ip, int id);
-extern struct pmg_stats _pmg_stats;
+void _pmg_audit_sites_reset(void); /* the table emptied */
+extern struct pmg_stats _pmg_stats; /* state.c */
 #define _PMG_STAT_INC(f) __atomic_add_fetch(&_pmg_stats.f, 1, __ATOMIC_RELAXED)
 
 /* pool.c: the pool lock is held across fork() (thread.c) */
@@ -363,7 +356,13 @@ void _pmg_pool_quarantine_forget(uintptr_t a, size_t n);
 
 /* thread.c */
 int _pmg_thread_hooks_install(void);	/* once per process; lock held */
-void _pmg_thread_arm(void);	/* run _pmg_release_windows() at exit */
+/* state.c: run thread.c's thread_end() (_pmg_release_windows(), the
+ * message freed) when the calling thread ends; thread.c's key, created
+ * once, and whether the calling thread has its value set */
+void _pmg_thread_arm(void);
+extern pthread_key_t _pmg_end_key;
+extern bool _pmg_end_key_ok;
+extern __thread bool _pmg_end_armed;
 
 /* window.c: close the calling thread's windows as it ends; report them */
 void _pmg_release_windows(void);

@@ -12,7 +12,7 @@
  * It also interposes mprotect() and pkey_mprotect(): over a protected
  * range the program's request is applied around the protection -- on
  * piece by piece (mprotect_pieces()): on the mprotect backend the
- * program's rights remembered (pagewin.c) so that windows never give
+ * program's rights remembered (caps.c) so that windows never give
  * those pages more than it asked; on PKU with the range's key
  * (mprotect(PROT_EXEC) would move it to the execute-only key and a later
  * mprotect() to key 0, and pkey_mprotect() names a key of its own; that

@@ -93,6 +93,35 @@ void _pmg_keys_stats_reset(void)
 	__atomic_store_n(&_pmg_keys_paged, 0, __ATOMIC_RELAXED);
 }
 
+/* The statistics calls: the library's counters (_pmg_stats, state.c) and
+ * the keys' above. */
+PMG_API int pmg_stats_get(struct pmg_stats *st, size_t size)
+{
+	struct pmg_stats s;
+	uint64_t *dst = (uint64_t *)&s, *src = (uint64_t *)&_pmg_stats;
+	size_t i;
+	int rc = _pmg_out_check("pmg_stats_get", st, size, PMG_STATS_SIZE_0_1,
+				true);
+
+	if (rc)
+		return rc;
+	for (i = 0; i < sizeof(s) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	_pmg_out_copy(st, size, &s, sizeof(s));
+	return 0;
+}
+
+PMG_API void pmg_stats_reset(void)
+{
+	uint64_t *s = (uint64_t *)&_pmg_stats;
+	size_t i;
+
+	for (i = 0; i < sizeof(_pmg_stats) / sizeof(uint64_t); i++)
+		__atomic_store_n(&s[i], 0, __ATOMIC_RELAXED);
+	_pmg_keys_stats_reset();
+	_pmg_audit_sites_reset();
+}
+
 /* ------------------------------------------------ the threads' counts */
 
 /*

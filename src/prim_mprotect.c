@@ -6,23 +6,13 @@
  * process-wide: while any thread holds it open, every thread can write.
  * Each window edge that changes rights costs one mprotect(2) per range
  * (and a TLB shootdown).  Stray accesses fault as SEGV_ACCERR
- * inside a registered range.
+ * inside a registered range.  The page protection itself is caps.c's
+ * (_pmg_cap_mprotect(), _pmg_prot_of()) and pagewin.c's (_pmg_paged_set()).
  */
 #define _GNU_SOURCE
 #include <sys/mman.h>
 
 #include "internal.h"
-
-int _pmg_prot_of(unsigned rights)
-{
-	switch (rights) {
-	case PMG_RIGHTS_RW:
-		return PROT_READ | PROT_WRITE;
-	case PMG_RIGHTS_WD:
-		return PROT_READ;
-	}
-	return PROT_NONE;
-}
 
 static int mp_probe(void)
 {
@@ -50,29 +40,9 @@ static int mp_tag(void *addr, size_t len, int key, unsigned rights)
 
 static int mp_untag(void *addr, size_t len)
 {
-	/* as the program left them (pagewin.c's entries) */
+	/* as the program left them (caps.c's entries) */
 	return _pmg_cap_mprotect((uintptr_t)addr, (uintptr_t)addr + len,
 				 PROT_READ | PROT_WRITE);
-}
-
-static int apply(const struct _pmg_range *r, void *arg)
-{
-	int prot = *(int *)arg;
-	/* the pages of the persistence calls' page windows stay writable */
-	int rc = _pmg_pw_mprotect(r->dom, r->base, r->end, prot);
-
-	/* unmapped behind the library's back (unmapped.c): not a reason
-	 * to fail a window on every other range */
-	return rc == -ENOMEM ? 0 : rc;
-}
-
-/* Both backends: a domain kept by page protection (every one on
- * mprotect, a virtual one on PKU: its pages have key 0). */
-int _pmg_paged_set(int id, unsigned rights)
-{
-	int prot = _pmg_prot_of(rights);
-
-	return _pmg_reg_each(id, apply, &prot);
 }
 
 static int mp_set_rights(int key, unsigned rights)

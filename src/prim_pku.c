@@ -77,7 +77,7 @@ static int pku_tag(void *addr, size_t len, int key, unsigned rights)
 }
 
 /* Read-write, key 0: as the program's own mprotect() left the pages, if
- * it changed them meanwhile (pagewin.c remembers it). */
+ * it changed them meanwhile (caps.c remembers it). */
 static int pku_untag(void *addr, size_t len)
 {
 	return _pmg_cap_pkey_mprotect((uintptr_t)addr, (uintptr_t)addr + len,

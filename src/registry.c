@@ -224,11 +224,7 @@ int _pmg_reg_insert(uintptr_t base, uintptr_t end, int id)
 	struct _pmg_range r = {
 		.base = base, .end = end, .lim = end, .dom = id
 	};
-	int rc = _pmg_rt_insert(&reg, &r);
-
-	if (!rc)
-		_pmg_gone_forget(base, end);
-	return rc;
+	return _pmg_rt_insert(&reg, &r);
 }
 
 int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *id)

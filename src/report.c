@@ -3,7 +3,7 @@
  * Reporting: what the library writes on the report fd (faults, unbalanced
  * closes, long-term maps, threads that ended inside windows), the audit
  * site table, and the statistics.  Everything here may run in a signal
- * handler: it formats into a stack buffer with the AS-safe helpers below
+ * handler: it formats into a stack buffer with the AS-safe helpers of fmt.c
  * and writes it with one write(2); no locks, no allocation.  (The
  * backtraces use backtrace(), which pmg_init() loads before any handler
  * can need it.)
@@ -25,72 +25,6 @@
 #include "internal.h"
 #include "sites.h"
 
-struct pmg_stats _pmg_stats;
-
-/* ---------------------------------------------- AS-safe formatting */
-
-size_t _pmg_strlcpy(char *dst, const char *src, size_t size)
-{
-	size_t n = 0;
-
-	while (src[n]) {
-		if (size && n + 1 < size)
-			dst[n] = src[n];
-		n++;
-	}
-	if (size)
-		dst[n < size ? n : size - 1] = '\0';
-	return n;
-}
-
-size_t _pmg_utoa(uint64_t v, unsigned base, char *buf, size_t size)
-{
-	char tmp[24];
-	size_t n = 0, i;
-
-	if (base != 16)
-		base = 10;
-	do {
-		unsigned d = (unsigned)(v % base);
-
-		tmp[n++] = (char)(d < 10 ? '0' + d : 'a' + d - 10);
-		v /= base;
-	} while (v && n < sizeof(tmp));
-	if (!size)
-		return n;
-	for (i = 0; i < n && i + 1 < size; i++)
-		buf[i] = tmp[n - 1 - i];
-	buf[i] = '\0';
-	return i;
-}
-
-void _pmg_buf_str(struct _pmg_buf *b, const char *s)
-{
-	while (*s && b->n < sizeof(b->b))
-		b->b[b->n++] = *s++;
-}
-
-void _pmg_buf_hex(struct _pmg_buf *b, uint64_t v)
-{
-	char t[24];
-
-	_pmg_utoa(v, 16, t, sizeof(t));
-	_pmg_buf_str(b, "0x");
-	_pmg_buf_str(b, t);
-}
-
-void _pmg_buf_dec(struct _pmg_buf *b, int64_t v)
-{
-	char t[24];
-
-	if (v < 0) {
-		_pmg_buf_str(b, "-");
-		v = -v;
-	}
-	_pmg_utoa((uint64_t)v, 10, t, sizeof(t));
-	_pmg_buf_str(b, t);
-}
-
 static bool rep_is_syslog(int fd);
 static void syslog_lines(int fd, const char *s, size_t n);
 
@@ -111,17 +45,6 @@ void _pmg_buf_flush(struct _pmg_buf *b, int fd)
 		off += (size_t)w;
 	}
 	b->n = 0;
-}
-
-void _pmg_buf_bytes(struct _pmg_buf *b, const uint8_t *p, unsigned n)
-{
-	static const char hx[] = "0123456789abcdef";
-	unsigned i;
-
-	for (i = 0; i < n && b->n + 3 < sizeof(b->b); i++) {
-		b->b[b->n++] = hx[p[i] >> 4];
-		b->b[b->n++] = hx[p[i] & 15];
-	}
 }
 
 /* ---------------------------------------------------------- reports */
@@ -631,30 +554,11 @@ PMG_API int pmg_audit_dump(int fd)
 	return n;
 }
 
-PMG_API int pmg_stats_get(struct pmg_stats *st, size_t size)
+/* Empty the site table (pmg_stats_reset(), keys.c). */
+void _pmg_audit_sites_reset(void)
 {
-	struct pmg_stats s;
-	uint64_t *dst = (uint64_t *)&s, *src = (uint64_t *)&_pmg_stats;
-	size_t i;
-	int rc = _pmg_out_check("pmg_stats_get", st, size, PMG_STATS_SIZE_0_1,
-				true);
+	unsigned i;
 
-	if (rc)
-		return rc;
-	for (i = 0; i < sizeof(s) / sizeof(uint64_t); i++)
-		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
-	_pmg_out_copy(st, size, &s, sizeof(s));
-	return 0;
-}
-
-PMG_API void pmg_stats_reset(void)
-{
-	uint64_t *s = (uint64_t *)&_pmg_stats;
-	size_t i;
-
-	for (i = 0; i < sizeof(_pmg_stats) / sizeof(uint64_t); i++)
-		__atomic_store_n(&s[i], 0, __ATOMIC_RELAXED);
-	_pmg_keys_stats_reset();
 	for (i = 0; i < PMG_SITES; i++) {
 		sites[i].count = 0;
 		sites[i].id = 0;

@@ -31,9 +31,6 @@
 
 #include "internal.h"
 
-static pthread_key_t end_key;
-static bool end_key_ok;
-static __thread bool end_armed __attribute__((tls_model("initial-exec")));
 
 static __thread unsigned char end_rounds
 	__attribute__((tls_model("initial-exec")));
@@ -49,21 +46,12 @@ static __thread unsigned char end_rounds
 static void thread_end(void *unused)
 {
 	(void)unused;
-	end_armed = false;
+	_pmg_end_armed = false;
 	_pmg_release_windows();
 	_pmg_err_free();
 	if (++end_rounds < PTHREAD_DESTRUCTOR_ITERATIONS &&
-	    pthread_setspecific(end_key, (void *)1) == 0)
-		end_armed = true;
-}
-
-/* Make sure thread_end() runs when the calling thread ends. */
-void _pmg_thread_arm(void)
-{
-	if (end_armed || !__atomic_load_n(&end_key_ok, __ATOMIC_ACQUIRE))
-		return;
-	if (pthread_setspecific(end_key, (void *)1) == 0)
-		end_armed = true;
+	    pthread_setspecific(_pmg_end_key, (void *)1) == 0)
+		_pmg_end_armed = true;
 }
 
 /* Set the calling thread's rights for every pmguard key to its default. */
@@ -166,7 +154,7 @@ static void fork_child(void)
 	memset(&_pmg_tls, 0, sizeof(_pmg_tls));
 	_pmg_fault_fork_child();
 	_pmg_lazy_fork_child();
-	/* (end_armed and the key's value are the forking thread's: still
+	/* (_pmg_end_armed and the key's value are the forking thread's: still
 	 * true of this, its copy) */
 	if (_pmg_fast) {
 		/* keyed windows: the register back to the defaults; the
@@ -198,12 +186,12 @@ int _pmg_thread_hooks_install(void)
 					strerror(rc));
 		atfork_done = true;
 	}
-	if (!end_key_ok) {
-		rc = pthread_key_create(&end_key, thread_end);
+	if (!_pmg_end_key_ok) {
+		rc = pthread_key_create(&_pmg_end_key, thread_end);
 		if (rc)
 			return _pmg_err(-rc, "pthread_key_create: %s",
 					strerror(rc));
-		__atomic_store_n(&end_key_ok, true, __ATOMIC_RELEASE);
+		__atomic_store_n(&_pmg_end_key_ok, true, __ATOMIC_RELEASE);
 	}
 	return 0;
 }

@@ -150,27 +150,6 @@ static bool twin_mine(void)
 	return false;
 }
 
-/* The rights a domain's pages have under page protection: process-wide
- * window counts over its default.  AS-safe (reads only). */
-unsigned _pmg_process_rights(const struct _pmg_dom *d)
-{
-	unsigned dflt = _pmg_default_rights(d);
-
-	/* relaxed: the fault handlers read these while the lock's holder
-	 * changes them.  Lazy write windows (lazywin.c) leave the pages at
-	 * the other rights and grant them one by one, unless the window
-	 * opened the whole domain (full record, SIGSEGV blocked): then
-	 * every edge that sets the pages from these rights (a read
-	 * window's, a range added, the program's mprotect()) must leave
-	 * them read-write, as a thread blocking SIGSEGV cannot fault. */
-	if (__atomic_load_n(&d->gw, __ATOMIC_RELAXED) &&
-	    (!_pmg_lazy || _pmg_lazy_full(d->id)))
-		return pmg_window_rights(dflt, PMG_WRITE);
-	if (__atomic_load_n(&d->gr, __ATOMIC_RELAXED))
-		return pmg_window_rights(dflt, PMG_READ);
-	return dflt;
-}
-
 enum edge { EDGE_OPEN, EDGE_CLOSE };
 
 /* A page-protection window edge, process-wide (lock held).  -EPERM for
