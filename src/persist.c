@@ -20,6 +20,7 @@
 
 #include "options.h"
 #include "persist.h"
+#include "pool.h"
 #include "procfs.h"
 
 struct _pmg_persist _pmg_persist_cfg;
