@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The persistence layer's internal header (never installed): the contract
- * between persist.c (the libpmem-style calls and the pick of their CPU
- * paths), persist_x86.c (the CPU-specific loops) and the pools, which
- * read the configuration (the pool table the calls check addresses
- * against is pool.h's).  The PMGUARD_* variables that steer the pick are
- * parsed by options.c.
+ * between persist_cfg.c (the pick of the calls' CPU paths, the eADR
+ * check), persist.c (the libpmem-style calls), persist_x86.c (the
+ * CPU-specific loops) and the pools, which read the configuration (the
+ * pool table the calls check addresses against is pool.h's).  The
+ * PMGUARD_* variables that steer the pick are parsed by options.c.
  */
 #ifndef PMG_PERSIST_H
 #define PMG_PERSIST_H
@@ -18,7 +18,7 @@
 
 #define PMG_CL 64UL			/* cache line */
 
-/* ---- persist.c */
+/* ---- persist_cfg.c */
 
 /* Picked once, from CPUID and the PMGUARD_* variables (options.c). */
 struct _pmg_persist {
