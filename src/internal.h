@@ -228,7 +228,7 @@ int _pmg_mprotect(void *addr, size_t len, int prot);
  * writers (serialised by the caller's lock) change the other copy, publish
  * it, wait for the readers of the old one to leave, then bring the old
  * one up to date.  Readers never retry and never fail: wait-free and
- * AS-safe.  Used for the protected ranges and for pool.c's pool table.
+ * AS-safe.  Used for the protected ranges and for pooltab.c's pool table.
  */
 struct _pmg_range {
 	uintptr_t base, end;
@@ -245,7 +245,7 @@ struct _pmg_rcopy {
 enum _pmg_rtab_id {
 	_PMG_RT_REGISTRY,
 	_PMG_RT_POOLS,
-	_PMG_RT_QUARANTINE,	/* pool.c: closed pools' reserved addresses */
+	_PMG_RT_QUARANTINE, /* quarantine.c: closed pools' reserved addresses */
 	_PMG_RT_NR
 };
 struct _pmg_rtab {
