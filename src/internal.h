@@ -228,7 +228,7 @@ int _pmg_mprotect(void *addr, size_t len, int prot);
  * writers (serialised by the caller's lock) change the other copy, publish
  * it, wait for the readers of the old one to leave, then bring the old
  * one up to date.  Readers never retry and never fail: wait-free and
- * AS-safe.  Used for the protected ranges and for pool.c's pool table.
+ * AS-safe.  Used for the protected ranges and for pooltab.c's pool table.
  */
 struct _pmg_range {
 	uintptr_t base, end;
@@ -245,7 +245,7 @@ struct _pmg_rcopy {
 enum _pmg_rtab_id {
 	_PMG_RT_REGISTRY,
 	_PMG_RT_POOLS,
-	_PMG_RT_QUARANTINE,	/* pool.c: closed pools' reserved addresses */
+	_PMG_RT_QUARANTINE, /* quarantine.c: closed pools' reserved addresses */
 	_PMG_RT_NR
 };
 struct _pmg_rtab {
@@ -339,19 +339,19 @@ void _pmg_audit_sites_reset(void); /* the table emptied */
 extern struct pmg_stats _pmg_stats; /* state.c */
 #define _PMG_STAT_INC(f) __atomic_add_fetch(&_pmg_stats.f, 1, __ATOMIC_RELAXED)
 
-/* pool.c: the pool lock is held across fork() (thread.c) */
+/* pooltab.c: the pool lock is held across fork() (thread.c) */
 void _pmg_pool_fork_prepare(void);
 void _pmg_pool_fork_release(void);
-/* pool.c: the open pools on @d if it is the pool layer's shared domain
+/* pooltab.c: the open pools on @d if it is the pool layer's shared domain
  * (pmg_domain_delete() refuses it), else 0 */
 unsigned _pmg_pool_domain_refs(const struct pmg_domain *d);
-/* pool.c: a SIGSEGV (SEGV_ACCERR) at a closed pool's quarantined address
- * is reported, naming the pool; strict mode aborts, other modes return
- * (the caller chains).  AS-safe. */
+/* quarantine.c: a SIGSEGV (SEGV_ACCERR) at a closed pool's quarantined
+ * address is reported, naming the pool; strict mode aborts, other modes
+ * return (the caller chains).  AS-safe. */
 void _pmg_pool_quarantine_fault(int sig, int si_code, uintptr_t addr,
 				const void *uc);
-/* pool.c: the program unmapped, moved or replaced [a, a+n) (interpose.c):
- * closed pools' reservations there are no longer ours */
+/* quarantine.c: the program unmapped, moved or replaced [a, a+n)
+ * (interpose.c): closed pools' reservations there are no longer ours */
 void _pmg_pool_quarantine_forget(uintptr_t a, size_t n);
 
 /* thread.c */

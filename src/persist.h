@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The persistence layer's internal header (never installed): the contract
- * between persist.c (the libpmem-style calls and the pick of their CPU
- * paths), persist_x86.c (the CPU-specific loops) and pool.c (pools, direct
- * access, and the pool table the calls check addresses against).  The
+ * between persist_cfg.c (the pick of the calls' CPU paths, the eADR
+ * check), persist.c (the libpmem-style calls), persist_x86.c (the
+ * CPU-specific loops) and the pools, which read the configuration (the
+ * pool table the calls check addresses against is pool.h's).  The
  * PMGUARD_* variables that steer the pick are parsed by options.c.
  */
 #ifndef PMG_PERSIST_H
@@ -17,7 +18,7 @@
 
 #define PMG_CL 64UL			/* cache line */
 
-/* ---- persist.c */
+/* ---- persist_cfg.c */
 
 /* Picked once, from CPUID and the PMGUARD_* variables (options.c). */
 struct _pmg_persist {
@@ -100,33 +101,5 @@ static inline void _pmg_sfence(void)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
 }
-
-/* ---- pool.c: the pool table: which addresses lie in which pools */
-
-/*
- * [a, a+len) against the open pools: -EINVAL if it wraps, -ERANGE if it
- * touches a pool's mapping without lying within its usable bytes, else 0
- * and *iv the interval around @a in which every range gets the same
- * answer: one pool's usable bytes (iv->key: not pmem, so its flush is
- * msync; iv->alias: the writable alias of its mapping, 0: none) or a gap
- * without pools (key 0, alias 0).  Lock-free, AS-safe, never a wrong
- * answer; valid while _pmg_rt_gen is what it was before the call.
- */
-int _pmg_pool_interval(uintptr_t a, size_t len, struct _pmg_range *iv);
-
-/* 1 if [addr, addr+len) lies within one pmem pool.  AS-safe. */
-int _pmg_pool_range_pmem(const void *addr, size_t len);
-
-/* Test hooks: creates as without O_TMPFILE; stale temporary files removed. */
-extern int _pmg_pool_no_tmpfile;
-extern unsigned long _pmg_pool_stale_removed;
-/* Use after close (pool.c): the quarantine's limits; budget 0: none. */
-extern size_t _pmg_pool_quarantine_budget;
-extern unsigned _pmg_pool_quarantine_max;
-unsigned _pmg_pool_quarantined(size_t *bytes);
-
-/* Device-dax alignment rule: 0 or -EINVAL with a message. */
-int _pmg_pool_check_align(const char *path, size_t offset, size_t size,
-			  size_t align);
 
 #endif /* PMG_PERSIST_H */

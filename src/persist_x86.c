@@ -2,7 +2,7 @@
 /*
  * x86-64 persistence loops: cache-line flushes and non-temporal copies.
  * Each vector path carries its own target attribute, so the library builds
- * without -march and persist.c picks one by CPUID at start-up.
+ * without -march and persist_cfg.c picks one by CPUID at start-up.
  */
 #include <string.h>
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * The kernel's text files the library reads, each parsed in one place:
- * sysfs attributes (device dax geometry in pool.c, the persistence domain
- * of nd regions in persist.c) and /proc/self/maps (pmg_protect()'s
- * read-write check, madvise()'s report, the pool quarantine, and the
- * LMDB map of `pmguard run`); and the directory of a path (pool.c's
- * files, the CLI's scratch files and learn's -o).
+ * sysfs attributes (device dax geometry in poolfile.c, the persistence
+ * domain of nd regions in persist_cfg.c) and /proc/self/maps
+ * (pmg_protect()'s read-write check, madvise()'s report, the pool
+ * quarantine, and the LMDB map of `pmguard run`); and the directory of a
+ * path (poolfile.c's files, the CLI's scratch files and learn's -o).
  */
 #define _GNU_SOURCE
 #include <errno.h>

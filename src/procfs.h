@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 /* The directory of @path into @d (@size bytes): "." for a bare name, "/"
- * for a name in the root.  pool.c's and the CLI's (tools/). */
+ * for a name in the root.  poolfile.c's and the CLI's (tools/). */
 void _pmg_dir_of(char *d, size_t size, const char *path);
 
 /* The first line of the file @path (a sysfs attribute), without its

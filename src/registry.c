@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The protected-range registry (the seeds' pgmap / devmap_protected()) and
- * the table machinery pool.c's pool table shares: a sorted array of
+ * the table machinery pooltab.c's pool table shares: a sorted array of
  * non-overlapping [base, end) ranges, searched in O(log n).
  *
  * Readers take no lock and never retry: the left-right scheme (Ramalhete

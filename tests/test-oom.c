@@ -45,7 +45,7 @@ struct result {
 
 static struct result res;
 static char pool_path[256];
-/* pool.c's quarantine of closed pools' address ranges (docs/pool.md): kept
+/* quarantine.c: closed pools' address ranges (docs/pool.md), kept
  * mappings by design; off in the pass that counts mappings */
 extern unsigned _pmg_pool_quarantine_max;
 static bool quarantine = true;
@@ -278,9 +278,9 @@ static const struct {
 	{ "lz_make", true }, /* lazywin.c: lazy write windows */
 	{ "pmg_pool_config_new", false }, /* pool.c */
 	{ "pool_alloc", false }, /* pool.c: the pool */
-	{ "reserve", false }, /* pool.c: its address range */
+	{ "_pmg_pool_reserve", false }, /* quarantine.c: its address range */
 	{ "map_at", false }, /* pool.c: MAP_SYNC, then without */
-	{ "map_alias", true }, /* pool.c: mprotect's alias */
+	{ "_pmg_pool_map_alias", true }, /* alias.c: mprotect's alias */
 	{ "make_none", false }, /* pool.c: the quarantine */
 };
 #define NWANT (sizeof(want_sites) / sizeof(want_sites[0]))

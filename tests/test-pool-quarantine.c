@@ -21,7 +21,7 @@
 #include "capture.h"
 #include "dirs.h"
 
-/* Test hooks (pool.c); weak: absent, the quarantine tests fail. */
+/* Test hooks (quarantine.c); weak: absent, the quarantine tests fail. */
 extern size_t _pmg_pool_quarantine_budget __attribute__((weak));
 extern unsigned _pmg_pool_quarantine_max __attribute__((weak));
 extern unsigned _pmg_pool_quarantined(size_t *bytes) __attribute__((weak));

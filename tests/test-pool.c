@@ -21,6 +21,7 @@
 #include "dirs.h"
 #include "valgrind-probe.h"
 #include "../src/persist.h"
+#include "../src/pool.h"
 
 static char dir[256];
 static int skipped;
@@ -691,7 +692,7 @@ static void t_env(void)
 
 /* ---- one process at a time: the pool's lock (issue 10, finding 10) */
 
-/* Test hooks in pool.c (weak: the test links, and fails, without them). */
+/* Test hooks in poolfile.c (weak: the test links, and fails, without them). */
 extern int _pmg_pool_no_tmpfile __attribute__((weak));
 extern unsigned long _pmg_pool_stale_removed __attribute__((weak));
 

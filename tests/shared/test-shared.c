@@ -400,9 +400,10 @@ static void t_mprotect_over(void)
 }
 
 /*
- * A closed pool's quarantined addresses (pool.c), unmapped by the program
- * and reserved again by it: the library forgets them (interposed munmap),
- * so a fault there is the program's, not reported as a closed pool's.
+ * A closed pool's quarantined addresses (quarantine.c), unmapped by the
+ * program and reserved again by it: the library forgets them (interposed
+ * munmap), so a fault there is the program's, not reported as a closed
+ * pool's.
  */
 static int qf_rep = -1;
 

@@ -3,8 +3,9 @@
  * The CPU features the library looks at, decoded from CPUID (and XGETBV)
  * in one place, once per process (cpuid.c).  Every user asks
  * _pmg_cpu_get(): the PKU probe (prim_pku.c), the frame's PKRU offset
- * (init.c), the persistence paths (persist.c), pmg_info(), the backtrace
- * in a report (report.c).  Off x86 every feature reads as absent.
+ * (init.c), the persistence paths (persist_cfg.c), pmg_info(), the
+ * backtrace in a report (report.c).  Off x86 every feature reads as
+ * absent.
  */
 #ifndef PMG_ARCH_X86_CPUID_H
 #define PMG_ARCH_X86_CPUID_H
