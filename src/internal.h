@@ -125,7 +125,7 @@ void _pmg_keys_stats_reset(void);
 
 /* init.c */
 int _pmg_ensure_init(void);
-/* pagewin.c: every range of domain @id to page protection @rights
+/* mpwin.c: every range of domain @id to page protection @rights
  * (pages of persistence calls' page windows left as they are) */
 int _pmg_paged_set(int id, unsigned rights);
 /* state.c: the state above, the statistics, the calling thread's error
@@ -174,18 +174,15 @@ bool _pmg_domain_noaccess(const struct pmg_domain *d);
 int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
 		       unsigned flags, struct pmg_domain *storage);
 
-/* lazywin.c / caps.c: the rights of a domain kept by page protection,
+/* mpwin.c / caps.c: the rights of a domain kept by page protection,
  * and their page protection */
 unsigned _pmg_process_rights(const struct _pmg_dom *d);
 int _pmg_prot_of(unsigned rights);
-/* lazywin.c: lazy write windows (mprotect backend): a page is granted on
+/* mpwin.c: lazy write windows (mprotect backend): a page is granted on
  * its first write fault and recorded; the last close re-protects those.
  * By domain number (@id). */
 extern bool _pmg_lazy;
 bool _pmg_lazy_grant(int id, uintptr_t page); /* AS-safe */
-bool _pmg_lazy_has(int id, uintptr_t page); /* AS-safe */
-bool _pmg_lazy_full(int id); /* AS-safe */
-bool _pmg_lazy_keep(int id, uintptr_t b, uintptr_t e);
 void _pmg_lazy_close(int id, bool whole_done);
 void _pmg_lazy_open(int id);
 void _pmg_lazy_note(int id, uintptr_t page); /* AS-safe */
@@ -196,7 +193,7 @@ int _pmg_lazy_prepare(int id);
 unsigned _pmg_lazy_lower_begin(void); /* AS-safe */
 void _pmg_lazy_lower_end(unsigned ph); /* AS-safe */
 void _pmg_lazy_fork_child(void);
-/* pagewin.c: page windows of the persistence calls (mprotect backend) */
+/* mpwin.c: page windows of the persistence calls (mprotect backend) */
 int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len);
 void _pmg_pw_close(int slot);
 int _pmg_pw_prot(int id, uintptr_t page);
