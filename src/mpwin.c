@@ -464,7 +464,7 @@ unsigned _pmg_process_rights(const struct _pmg_dom *d)
 	unsigned dflt = _pmg_default_rights(d);
 
 	/* relaxed: the fault handlers read these while the lock's holder
-	 * changes them.  Lazy write windows (lazywin.c) leave the pages at
+	 * changes them.  Lazy write windows (above) leave the pages at
 	 * the other rights and grant them one by one, unless the window
 	 * opened the whole domain (full record, SIGSEGV blocked): then
 	 * every edge that sets the pages from these rights (a read
@@ -633,7 +633,7 @@ void _pmg_pw_close(int slot)
 	__atomic_sub_fetch(&pw_used, 1, __ATOMIC_RELAXED);
 	prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[id]));
 	/* inside a lazy write window on the domain the pages stay writable
-	 * until it closes (lazywin.c), as if the call had faulted them in */
+	 * until it closes (lazy_keep()), as if the call had faulted them in */
 	if (prot != (PROT_READ | PROT_WRITE) &&
 	    !lazy_keep(id, pw[i].base, pw[i].end))
 		(void)_pmg_pw_mprotect(id, pw[i].base, pw[i].end, prot);
