@@ -123,8 +123,22 @@ extern uint64_t _pmg_keys_paged; /* a window with no key to be had */
 /* Reset the counters (pmg_stats_reset(), here with pmg_stats_get()). */
 void _pmg_keys_stats_reset(void);
 
-/* init.c */
-int _pmg_ensure_init(void);
+/*
+ * Below init.c: the layers' halves of the entry points that start the
+ * library on first use (init.c: pmg_domain_new(), pmg_pool_open(),
+ * pmg_pool_create(), pmg_key_stats_get()).  Each entry point checks its
+ * arguments as it always did (_pmg_*_args/checks: no start-up for a bad
+ * call), starts the library, then calls its layer's function, which
+ * takes a started library.  A layer never starts the library itself: it
+ * would call up into init.c (docs/design.md, "Object dependencies").
+ */
+int _pmg_domain_args(struct pmg_domain **dp, const char *name, unsigned flags);
+int _pmg_pool_checks(struct pmg_pool **pp, const char *path, const char *fn);
+int _pmg_pool_open(struct pmg_pool **pp, const char *path,
+		   const struct pmg_pool_config *cfg);
+int _pmg_pool_create(struct pmg_pool **pp, const char *path,
+		     const struct pmg_pool_config *cfg);
+int _pmg_key_stats_get(struct pmg_key_stats *st);
 /* mpwin.c: every range of domain @id to page protection @rights
  * (pages of persistence calls' page windows left as they are) */
 int _pmg_paged_set(int id, unsigned rights);
@@ -140,7 +154,8 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 #define PMG_ERRMSG_MAX 512
 void _pmg_err_save(char *buf, size_t size);
 void _pmg_err_free(void); /* the thread ends */
-int _pmg_keys_reserve(unsigned n); /* domain.c: WD in later threads */
+/* keys.c: WD in later threads; the library started */
+int _pmg_keys_reserve(unsigned n);
 void _pmg_err_restore(const char *buf);
 
 /*
