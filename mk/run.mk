@@ -66,13 +66,13 @@ all: run-lib
 run-lib: $(RUN_LIB) $(RUN_TEST_LIBS) $(RUN_TEST_BINS) $(RUN_EXTRA_BINS)
 CHECK_SUITES += run-check run-vm-check run-servers-check
 
-$(O)/pic/src/run/preload.o: src/run/preload.c
-	@mkdir -p $(dir $@)
-	$(CC) $(DEPFLAGS) $(LIBFLAGS) $(CFLAGS) -fPIC -DPMG_SHARED -c $< -o $@
+# src/run/*.c, one file per job (src/run/run.h); built as the library's
+# own objects are ($(O)/pic/%.o)
+RUN_OBJ := $(patsubst %.c,$(O)/pic/%.o,$(wildcard src/run/*.c))
 
-$(RUN_LIB): $(O)/pic/src/run/preload.o $(SH_OBJ) src/run/preload.map
+$(RUN_LIB): $(RUN_OBJ) $(SH_OBJ) src/run/preload.map
 	$(CC) -shared -Wl,--version-script=src/run/preload.map -Wl,-z,defs \
-		$(CFLAGS) -o $@ $(O)/pic/src/run/preload.o $(SH_OBJ) $(LDLIBS)
+		$(CFLAGS) -o $@ $(RUN_OBJ) $(SH_OBJ) $(LDLIBS)
 
 $(O)/tests/run/libs-abi.o: tests/run/libs-abi.c
 	@mkdir -p $(dir $@)

@@ -54,18 +54,11 @@ static int slot_get(void)
 
 #define DOMAIN_FLAGS (PMG_DOMAIN_NOACCESS | PMG_DOMAIN_PINNED)
 
-/*
- * @storage: the handle's memory, owned by the caller (pool.c's shared
- * domains, re-created at the same place each time), or NULL to allocate
- * one that is never freed.
- */
-static int domain_new(struct pmg_domain **dp, const char *name,
-		      unsigned flags, struct pmg_domain *storage)
+/* pmg_domain_new()'s checks of its arguments, before the library starts
+ * (init.c) and again in domain_new(). */
+int _pmg_domain_args(struct pmg_domain **dp, const char *name, unsigned flags)
 {
-	struct pmg_domain *h;
-	struct _pmg_dom *d;
-	unsigned dflt;
-	int rc, id;
+	int rc;
 
 	if (!dp)
 		return _pmg_err(-EINVAL, "pmg_domain_new: dp is NULL");
@@ -76,7 +69,24 @@ static int domain_new(struct pmg_domain **dp, const char *name,
 	if (flags & ~DOMAIN_FLAGS)
 		return _pmg_err(-EINVAL, "pmg_domain_new: unknown flags 0x%x",
 				flags & ~DOMAIN_FLAGS);
-	rc = _pmg_ensure_init();
+	return 0;
+}
+
+/*
+ * @storage: the handle's memory, owned by the caller (pool.c's shared
+ * domains, re-created at the same place each time), or NULL to allocate
+ * one that is never freed.  The library is started (init.c's
+ * pmg_domain_new(), a pool's open or create).
+ */
+static int domain_new(struct pmg_domain **dp, const char *name,
+		      unsigned flags, struct pmg_domain *storage)
+{
+	struct pmg_domain *h;
+	struct _pmg_dom *d;
+	unsigned dflt;
+	int rc, id;
+
+	rc = _pmg_domain_args(dp, name, flags);
 	if (rc)
 		return rc;
 	dflt = (flags & PMG_DOMAIN_NOACCESS) ? PMG_RIGHTS_AD : PMG_RIGHTS_WD;
@@ -145,12 +155,6 @@ out:
 	if (!storage)
 		free(h);	/* NULL once handed out */
 	return rc;
-}
-
-PMG_API int pmg_domain_new(struct pmg_domain **dp, const char *name,
-			   unsigned flags)
-{
-	return domain_new(dp, name, flags, NULL);
 }
 
 int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,

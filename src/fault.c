@@ -682,7 +682,7 @@ static void protect_page(uintptr_t page, int prot)
 /*
  * @page of domain @id back to the protection it should have now: the
  * rights are read inside the bracket a write window opening its domain
- * whole waits for (lazywin.c), so that this never lowers a page after
+ * whole waits for (mpwin.c), so that this never lowers a page after
  * it.  AS-safe.
  */
 static void reprotect_page(int id, uintptr_t page)
@@ -705,7 +705,7 @@ static bool page_denied(const struct _pmg_range *r, uintptr_t page,
 	if (pku)
 		return write_denied(r, pkval, true);
 	/* a lazy write window on the domain: the page's first write in
-	 * it, granted here (lazywin.c) */
+	 * it, granted here (mpwin.c) */
 	return !(_pmg_pw_prot(r->dom, page) & PROT_WRITE) &&
 	       !_pmg_lazy_grant(r->dom, page);
 }
@@ -1664,7 +1664,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		key = PAGED_FIELD;
 		page = f.addr & ~(PMG_PAGE_SIZE - 1);
 		/* a write window is open on the domain: the page's first
-		 * write in it (lazywin.c); granted, recorded, retried */
+		 * write in it (mpwin.c); granted, recorded, retried */
 		if (_pmg_lazy_grant(id, page))
 			goto retry;
 		/* page permissions are the process-wide rights: never stale */

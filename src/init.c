@@ -1,7 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * Library start-up: options from the environment, backend choice, error
- * messages, version and info.
+ * Library start-up: options from the environment, backend choice, the
+ * fault handlers and the fork and thread-exit hooks (pmg_init()); the
+ * entry points that start the library on first use; version and info.
+ *
+ * This file is the top of the library's object graph: pmg_init() pulls
+ * in fault.c and thread.c, whose fork handlers call into nearly every
+ * layer, so nothing below calls up here.  The public calls that start
+ * the library without pmg_init() (pmg_domain_new(), pmg_pool_open(),
+ * pmg_pool_create(), pmg_key_stats_get(), pmg_get_info()) are defined
+ * here for that reason: each checks its arguments with its layer's
+ * function as before, starts the library, then calls the layer.  A
+ * program linked with the static library that calls only one of them
+ * still gets the handlers: the call is the link to init.o.
  */
 #define _GNU_SOURCE
 #include <execinfo.h>
@@ -106,7 +117,7 @@ out:
 	return rc;
 }
 
-int _pmg_ensure_init(void)
+static int ensure_init(void)
 {
 	return __atomic_load_n(&_pmg.inited, __ATOMIC_ACQUIRE) ? 0 : pmg_init();
 }
@@ -117,7 +128,7 @@ static int get_info(struct pmg_info *info)
 	int rc;
 
 	memset(info, 0, sizeof(*info));
-	rc = _pmg_ensure_init();
+	rc = ensure_init();
 	info->backend = pmg_backend();
 	_pmg_cpu_get(&cpu);
 	info->cpu_pku = cpu.pku;
@@ -158,5 +169,55 @@ PMG_API int pmg_get_info(struct pmg_info *info, size_t size)
 		return rc;
 	rc = get_info(&i);
 	_pmg_out_copy(info, size, &i, sizeof(i));
+	return rc;
+}
+
+/* ------------------------------------ entry points that start the library */
+
+PMG_API int pmg_domain_new(struct pmg_domain **dp, const char *name,
+			   unsigned flags)
+{
+	int rc = _pmg_domain_args(dp, name, flags);
+
+	if (!rc)
+		rc = ensure_init();
+	return rc ? rc : _pmg_domain_new_at(dp, name, flags, NULL);
+}
+
+PMG_API int pmg_pool_open(struct pmg_pool **pp, const char *path,
+			  const struct pmg_pool_config *cfg)
+{
+	int rc = _pmg_pool_checks(pp, path, "pmg_pool_open");
+
+	if (!rc)
+		rc = ensure_init();
+	return rc ? rc : _pmg_pool_open(pp, path, cfg);
+}
+
+PMG_API int pmg_pool_create(struct pmg_pool **pp, const char *path,
+			    const struct pmg_pool_config *cfg)
+{
+	int rc = _pmg_pool_checks(pp, path, "pmg_pool_create");
+
+	if (!rc)
+		rc = ensure_init();
+	return rc ? rc : _pmg_pool_create(pp, path, cfg);
+}
+
+PMG_API int pmg_key_stats_get(struct pmg_key_stats *st, size_t size)
+{
+	struct pmg_key_stats s;
+	int rc = _pmg_out_check("pmg_key_stats_get", st, size,
+				PMG_KEY_STATS_SIZE_0_2, false);
+
+	if (rc)
+		return rc;
+	if (ensure_init()) {
+		memset(&s, 0, sizeof(s));
+		rc = _pmg_err_prefix(-EINVAL, "pmg_key_stats_get");
+	} else {
+		rc = _pmg_key_stats_get(&s);
+	}
+	_pmg_out_copy(st, size, &s, sizeof(s));
 	return rc;
 }

@@ -123,9 +123,23 @@ extern uint64_t _pmg_keys_paged; /* a window with no key to be had */
 /* Reset the counters (pmg_stats_reset(), here with pmg_stats_get()). */
 void _pmg_keys_stats_reset(void);
 
-/* init.c */
-int _pmg_ensure_init(void);
-/* pagewin.c: every range of domain @id to page protection @rights
+/*
+ * Below init.c: the layers' halves of the entry points that start the
+ * library on first use (init.c: pmg_domain_new(), pmg_pool_open(),
+ * pmg_pool_create(), pmg_key_stats_get()).  Each entry point checks its
+ * arguments as it always did (_pmg_*_args/checks: no start-up for a bad
+ * call), starts the library, then calls its layer's function, which
+ * takes a started library.  A layer never starts the library itself: it
+ * would call up into init.c (docs/design.md, "Object dependencies").
+ */
+int _pmg_domain_args(struct pmg_domain **dp, const char *name, unsigned flags);
+int _pmg_pool_checks(struct pmg_pool **pp, const char *path, const char *fn);
+int _pmg_pool_open(struct pmg_pool **pp, const char *path,
+		   const struct pmg_pool_config *cfg);
+int _pmg_pool_create(struct pmg_pool **pp, const char *path,
+		     const struct pmg_pool_config *cfg);
+int _pmg_key_stats_get(struct pmg_key_stats *st);
+/* mpwin.c: every range of domain @id to page protection @rights
  * (pages of persistence calls' page windows left as they are) */
 int _pmg_paged_set(int id, unsigned rights);
 /* state.c: the state above, the statistics, the calling thread's error
@@ -140,7 +154,8 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 #define PMG_ERRMSG_MAX 512
 void _pmg_err_save(char *buf, size_t size);
 void _pmg_err_free(void); /* the thread ends */
-int _pmg_keys_reserve(unsigned n); /* domain.c: WD in later threads */
+/* keys.c: WD in later threads; the library started */
+int _pmg_keys_reserve(unsigned n);
 void _pmg_err_restore(const char *buf);
 
 /*
@@ -174,18 +189,15 @@ bool _pmg_domain_noaccess(const struct pmg_domain *d);
 int _pmg_domain_new_at(struct pmg_domain **dp, const char *name,
 		       unsigned flags, struct pmg_domain *storage);
 
-/* lazywin.c / caps.c: the rights of a domain kept by page protection,
+/* mpwin.c / caps.c: the rights of a domain kept by page protection,
  * and their page protection */
 unsigned _pmg_process_rights(const struct _pmg_dom *d);
 int _pmg_prot_of(unsigned rights);
-/* lazywin.c: lazy write windows (mprotect backend): a page is granted on
+/* mpwin.c: lazy write windows (mprotect backend): a page is granted on
  * its first write fault and recorded; the last close re-protects those.
  * By domain number (@id). */
 extern bool _pmg_lazy;
 bool _pmg_lazy_grant(int id, uintptr_t page); /* AS-safe */
-bool _pmg_lazy_has(int id, uintptr_t page); /* AS-safe */
-bool _pmg_lazy_full(int id); /* AS-safe */
-bool _pmg_lazy_keep(int id, uintptr_t b, uintptr_t e);
 void _pmg_lazy_close(int id, bool whole_done);
 void _pmg_lazy_open(int id);
 void _pmg_lazy_note(int id, uintptr_t page); /* AS-safe */
@@ -196,7 +208,7 @@ int _pmg_lazy_prepare(int id);
 unsigned _pmg_lazy_lower_begin(void); /* AS-safe */
 void _pmg_lazy_lower_end(unsigned ph); /* AS-safe */
 void _pmg_lazy_fork_child(void);
-/* pagewin.c: page windows of the persistence calls (mprotect backend) */
+/* mpwin.c: page windows of the persistence calls (mprotect backend) */
 int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len);
 void _pmg_pw_close(int slot);
 int _pmg_pw_prot(int id, uintptr_t page);

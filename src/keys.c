@@ -301,11 +301,14 @@ static int take_kernel_key(unsigned dflt)
 	return k;
 }
 
+/* The caller has started the library (pmg_init()). */
 int _pmg_keys_reserve(unsigned n)
 {
+	const struct _pmg_prim *prim = __atomic_load_n(&_pmg.prim,
+						       __ATOMIC_ACQUIRE);
 	int k;
 
-	if (_pmg_ensure_init() || !_pmg.prim->thread_local)
+	if (!prim || !prim->thread_local)
 		return 0; /* mprotect: rights are process-wide */
 	pthread_mutex_lock(&_pmg.lock);
 	while (nreserved < n && nreserved < PMG_NR_KEYS - 1 &&
@@ -656,28 +659,12 @@ void _pmg_keys_fork_child(void)
 	__atomic_store_n(&handlers_in, 0, __ATOMIC_SEQ_CST);
 }
 
-static int key_stats_get(struct pmg_key_stats *st);
-
-PMG_API int pmg_key_stats_get(struct pmg_key_stats *st, size_t size)
-{
-	struct pmg_key_stats s;
-	int rc = _pmg_out_check("pmg_key_stats_get", st, size,
-				PMG_KEY_STATS_SIZE_0_2, false);
-
-	if (rc)
-		return rc;
-	rc = key_stats_get(&s);
-	_pmg_out_copy(st, size, &s, sizeof(s));
-	return rc;
-}
-
-static int key_stats_get(struct pmg_key_stats *st)
+/* pmg_key_stats_get() (init.c) after the library started. */
+int _pmg_key_stats_get(struct pmg_key_stats *st)
 {
 	int id;
 
 	memset(st, 0, sizeof(*st));
-	if (_pmg_ensure_init())
-		return _pmg_err_prefix(-EINVAL, "pmg_key_stats_get");
 	pthread_mutex_lock(&_pmg.lock);
 	for (id = 1; id < PMG_DOM_MAX; id++) {
 		const struct _pmg_dom *d = &_pmg.dom[id];

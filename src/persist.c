@@ -31,7 +31,7 @@
  * that only the library knows: no window at all, the pool's own mapping
  * stays write-protected, and another thread's stray write anywhere in it
  * still faults during the call.  A destination inside another protected
- * range gets a page window (pagewin.c): write access on the pages it
+ * range gets a page window (mpwin.c): write access on the pages it
  * touches only.  PKU windows are the calling thread's alone already.
  */
 struct guard {

@@ -360,29 +360,26 @@ static void pool_free(struct pmg_pool *p)
 	free(p);
 }
 
-static int common_checks(struct pmg_pool **pp, const char *path,
-			 const char *fn)
+/* pmg_pool_open()'s and pmg_pool_create()'s checks, before the library
+ * starts (init.c) and again in _pmg_pool_open() and _pmg_pool_create(). */
+int _pmg_pool_checks(struct pmg_pool **pp, const char *path, const char *fn)
 {
-	int rc;
-
 	if (!pp)
 		return _pmg_err(-EINVAL, "%s: pp is NULL", fn);
 	*pp = NULL;
 	if (!path || !*path)
 		return _pmg_err(-EINVAL, "%s: path is NULL or empty", fn);
-	rc = _pmg_persist_env_check();
-	if (rc)
-		return rc;
-	return _pmg_ensure_init();
+	return _pmg_persist_env_check();
 }
 
-PMG_API int pmg_pool_open(struct pmg_pool **pp, const char *path,
-			  const struct pmg_pool_config *cfg)
+/* pmg_pool_open() (init.c) after the library started. */
+int _pmg_pool_open(struct pmg_pool **pp, const char *path,
+		   const struct pmg_pool_config *cfg)
 {
 	struct pmg_pool *p;
 	int rc;
 
-	rc = common_checks(pp, path, "pmg_pool_open");
+	rc = _pmg_pool_checks(pp, path, "pmg_pool_open");
 	if (rc)
 		return rc;
 	if (!cfg)
@@ -474,8 +471,9 @@ static int pool_teardown(struct pmg_pool *p)
 	return rc;
 }
 
-PMG_API int pmg_pool_create(struct pmg_pool **pp, const char *path,
-			    const struct pmg_pool_config *cfg)
+/* pmg_pool_create() (init.c) after the library started. */
+int _pmg_pool_create(struct pmg_pool **pp, const char *path,
+		     const struct pmg_pool_config *cfg)
 {
 	char tmp[PATH_MAX];
 	struct pmg_pool *p;
@@ -483,7 +481,7 @@ PMG_API int pmg_pool_create(struct pmg_pool **pp, const char *path,
 	bool named = false;
 	int rc, old_fd = -1;
 
-	rc = common_checks(pp, path, "pmg_pool_create");
+	rc = _pmg_pool_checks(pp, path, "pmg_pool_create");
 	if (rc)
 		return rc;
 	if (!cfg)
@@ -499,7 +497,7 @@ PMG_API int pmg_pool_create(struct pmg_pool **pp, const char *path,
 						"there (use PMG_POOL_OVERWRITE "
 						"to take it as a new pool)",
 						path);
-			return pmg_pool_open(pp, path, cfg);
+			return _pmg_pool_open(pp, path, cfg);
 		}
 		if (!S_ISREG(st.st_mode))
 			return _pmg_err(-ENODEV, "%s: exists and is not a "

@@ -7,7 +7,7 @@
  * Each window edge that changes rights costs one mprotect(2) per range
  * (and a TLB shootdown).  Stray accesses fault as SEGV_ACCERR
  * inside a registered range.  The page protection itself is caps.c's
- * (_pmg_cap_mprotect(), _pmg_prot_of()) and pagewin.c's (_pmg_paged_set()).
+ * (_pmg_cap_mprotect(), _pmg_prot_of()) and mpwin.c's (_pmg_paged_set()).
  */
 #define _GNU_SOURCE
 #include <sys/mman.h>

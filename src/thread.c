@@ -164,7 +164,7 @@ static void fork_child(void)
 	}
 	/* page-protection windows (the mprotect backend, virtual domains
 	 * on PKU) are the child's own copies: closed; the persistence
-	 * calls' page windows first (pagewin.c) */
+	 * calls' page windows first (mpwin.c) */
 	_pmg_pw_fork_child();
 	_pmg_windows_fork_child();
 }

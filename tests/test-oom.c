@@ -275,7 +275,7 @@ static const struct {
 	{ "hook_publish", false }, /* fault.c: callback, observer */
 	{ "_pmg_rt_insert", false }, /* registry.c: both copies */
 	{ "twin_of", true }, /* window.c: windows per thread */
-	{ "lz_make", true }, /* lazywin.c: lazy write windows */
+	{ "lz_make", true }, /* mpwin.c: lazy write windows */
 	{ "pmg_pool_config_new", false }, /* pool.c */
 	{ "pool_alloc", false }, /* pool.c: the pool */
 	{ "_pmg_pool_reserve", false }, /* quarantine.c: its address range */

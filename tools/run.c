@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * pmguard run / pmguard learn: protect an unmodified, dynamically linked
- * program by preloading libpmguard-run.so (src/run/preload.c,
- * docs/run.md).
+ * program by preloading libpmguard-run.so (src/run/, docs/run.md).
  */
 #define _GNU_SOURCE
 #include <elf.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The parts of liblmdb's, libpmem's and libpmem2's ABI that the preload
- * (preload.c) wraps, declared here rather than taken from <lmdb.h>,
+ * (lmdb.c, pmem.c) wraps, declared here rather than taken from <lmdb.h>,
  * <libpmem.h> and <libpmem2.h>: libpmguard-run.so then builds from the
  * tree alone, the same library with or without those -dev packages
  * installed (it never links them: the real functions are looked up with

@@ -34,7 +34,7 @@ SAME_FIELD(me_last_txnid);
 SAME_FIELD(me_maxreaders);
 SAME_FIELD(me_numreaders);
 
-/* preload.c passes the flags on as pmguard's (its FL()). */
+/* src/run/pmem.c passes the flags on as pmguard's (its FL()). */
 _Static_assert(PMEM_F_MEM_VALID_FLAGS == PMG_F_MEM_VALID_FLAGS &&
 		       PMEM_F_MEM_NODRAIN == PMG_F_MEM_NODRAIN &&
 		       PMEM_F_MEM_NOFLUSH == PMG_F_MEM_NOFLUSH,

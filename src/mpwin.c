@@ -1,8 +1,42 @@
 // SPDX-License-Identifier: MIT
 /*
- * Lazy write windows on the mprotect backend: a write window (pmg_open(),
- * pmg_write_begin(), `pmguard run`'s LMDB transactions) changes no page
- * when it opens.  The first write to a page of the domain faults; the
+ * The mprotect backend's windows, in one place.  On mprotect a window's
+ * write access is page protection, and two kinds of window open it on
+ * fewer pages than the whole domain:
+ *
+ *   - lazy write windows (pmg_open(), pmg_write_begin(), `pmguard run`'s
+ *     LMDB transactions): pages granted on their first write fault,
+ *     put back when the domain's last write window closes;
+ *   - page windows (the persistence calls): the pages a call's
+ *     destination touches, read-write for the call.
+ *
+ * Each leaves the other's pages alone: a lazy close re-protects through
+ * _pmg_pw_mprotect(), which skips the pages of open page windows; a page
+ * window's close leaves the pages a lazy window holds (lazy_keep()); the
+ * fault path's answer for a page (_pmg_pw_prot()) asks both tables.  They
+ * were two files, lazywin.c and pagewin.c, each calling the other (a
+ * cycle in the object graph, issue 23 item 3); one file keeps the rules
+ * between the two tables in one read and both tables static.  Last, the
+ * page protection of a domain kept by it, on either backend
+ * (_pmg_paged_set()).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ---------------------------------------------------- lazy write windows */
+
+/*
+ * Lazy write windows: a write window (pmg_open(), pmg_write_begin(),
+ * `pmguard run`'s LMDB transactions) changes no page when it opens.  The first write to a page of the domain faults; the
  * SIGSEGV handler sees a write window open on the domain, makes that one
  * page read-write, records it and retries the write.  The close that ends
  * the domain's last write window puts back only the recorded pages,
@@ -28,16 +62,6 @@
  * handler sees the new epoch and puts the page back itself.  All the
  * handler does is AS-safe: atomics, mprotect(2), the lock-free registry.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include "internal.h"
 
 #define LZ_MAX 4096
 /*
@@ -134,14 +158,15 @@ static void lowerers_wait(void)
 
 	for (i = 0; i < 2; i++) {
 		unsigned ph = __atomic_fetch_xor(&lower_phase, 1,
-						 __ATOMIC_SEQ_CST) & 1;
+						 __ATOMIC_SEQ_CST);
 
+		ph &= 1; /* the phase before the flip */
 		while (__atomic_load_n(&lower_busy[ph], __ATOMIC_SEQ_CST))
 			sched_yield();
 	}
 }
 
-bool _pmg_lazy_full(int id)
+static bool lazy_full(int id)
 {
 	struct lz *l = lz_of(id);
 
@@ -150,7 +175,7 @@ bool _pmg_lazy_full(int id)
 
 /* @page of @id was granted in the open window (or @id is full).
  * AS-safe. */
-bool _pmg_lazy_has(int id, uintptr_t page)
+static bool lazy_has(int id, uintptr_t page)
 {
 	struct lz *l = lz_of(id);
 	unsigned i, n;
@@ -158,7 +183,7 @@ bool _pmg_lazy_has(int id, uintptr_t page)
 	if (!_pmg_lazy || !l ||
 	    !__atomic_load_n(&_pmg.dom[id].gw, __ATOMIC_RELAXED))
 		return false;
-	if (_pmg_lazy_full(id))
+	if (lazy_full(id))
 		return true;
 	n = __atomic_load_n(&l->n, __ATOMIC_ACQUIRE);
 	if (n > LZ_MAX)
@@ -246,7 +271,7 @@ bool _pmg_lazy_grant(int id, uintptr_t page)
 		b = r.base;
 	if (e_ > r.end)
 		e_ = r.end;
-	rec = !_pmg_lazy_full(id) && record(l, page & ~(LZ_BLOCK - 1));
+	rec = !lazy_full(id) && record(l, page & ~(LZ_BLOCK - 1));
 	if (rec) {
 		rc = _pmg_cap_mprotect(b, e_, PROT_READ | PROT_WRITE);
 		/* device dax: no single-page split; the whole domain.
@@ -324,7 +349,7 @@ void _pmg_lazy_note(int id, uintptr_t page)
 {
 	struct lz *l;
 
-	if (!_pmg_lazy || _pmg_lazy_full(id))
+	if (!_pmg_lazy || lazy_full(id))
 		return;
 	/* a domain that never had a write window has no record yet */
 	l = lz_make(id);
@@ -339,13 +364,13 @@ void _pmg_lazy_note(int id, uintptr_t page)
  * the rest of that window.  false: no write window open, or full (the
  * caller protects them as usual).
  */
-bool _pmg_lazy_keep(int id, uintptr_t b, uintptr_t e)
+static bool lazy_keep(int id, uintptr_t b, uintptr_t e)
 {
 	struct lz *l = lz_of(id);
 
 	if (!_pmg_lazy || !l || !_pmg.dom[id].gw)
 		return false;
-	if (_pmg_lazy_full(id))
+	if (lazy_full(id))
 		return true;
 	for (b &= ~(LZ_BLOCK - 1); b < e; b += LZ_BLOCK)
 		if (!record(l, b))
@@ -439,16 +464,222 @@ unsigned _pmg_process_rights(const struct _pmg_dom *d)
 	unsigned dflt = _pmg_default_rights(d);
 
 	/* relaxed: the fault handlers read these while the lock's holder
-	 * changes them.  Lazy write windows (lazywin.c) leave the pages at
+	 * changes them.  Lazy write windows (above) leave the pages at
 	 * the other rights and grant them one by one, unless the window
 	 * opened the whole domain (full record, SIGSEGV blocked): then
 	 * every edge that sets the pages from these rights (a read
 	 * window's, a range added, the program's mprotect()) must leave
 	 * them read-write, as a thread blocking SIGSEGV cannot fault. */
 	if (__atomic_load_n(&d->gw, __ATOMIC_RELAXED) &&
-	    (!_pmg_lazy || _pmg_lazy_full(d->id)))
+	    (!_pmg_lazy || lazy_full(d->id)))
 		return pmg_window_rights(dflt, PMG_WRITE);
 	if (__atomic_load_n(&d->gr, __ATOMIC_RELAXED))
 		return pmg_window_rights(dflt, PMG_READ);
 	return dflt;
+}
+
+/* ---------------------------------------------------------- page windows */
+
+/*
+ * Page windows: a persistence call opens write access only on the pages
+ * its destination touches, not on the domain's every range (a domain
+ * window costs one mprotect(2) of the whole pool per edge, and while it
+ * is open every thread may write anywhere in the domain).  Windows opened
+ * with pmg_open()/pmg_write_begin() stay domain-wide.
+ *
+ * Each open page window is an entry [base, end) of a domain in a small
+ * table, under _pmg.lock.  The pages of an entry are read-write; whoever lowers
+ * a key's rights (a domain window's last close, the fault path's re-arm,
+ * an entry's own close) leaves the pages of the remaining entries alone,
+ * so two threads' calls on one page, or a domain window that closes while
+ * a call is inside, never take a page away from a call in progress (the
+ * entries act as per-page counts).  A full table makes the caller fall
+ * back to a domain window.  A fork child drops every entry (their threads
+ * are not in the child) and puts the keys' rights back.
+ *
+ * The fault path reads the table without the lock: an entry appears or
+ * goes only while its pages are changed under the lock, so the answer for
+ * a faulting page is the one before or after the edge.
+ */
+
+#define PW_MAX 64
+
+static struct {
+	uintptr_t base, end;
+	int id; /* the domain; 0: free */
+} pw[PW_MAX];
+static unsigned pw_used; /* entries in use */
+
+static bool pw_covers(int id, uintptr_t page)
+{
+	unsigned i;
+
+	for (i = 0; i < PW_MAX; i++)
+		if (__atomic_load_n(&pw[i].id, __ATOMIC_ACQUIRE) == id &&
+		    __atomic_load_n(&pw[i].base, __ATOMIC_RELAXED) <= page &&
+		    page < __atomic_load_n(&pw[i].end, __ATOMIC_RELAXED))
+			return true;
+	return false;
+}
+
+/* The protection @page of domain @id should have now: read-write while
+ * it holds a key (PKU: the key protects it), else its page protection.
+ * AS-safe. */
+int _pmg_pw_prot(int id, uintptr_t page)
+{
+	int prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[id]));
+
+	if (_pmg_dom_hw(id) ||
+	    (__atomic_load_n(&pw_used, __ATOMIC_RELAXED) &&
+	     pw_covers(id, page)) ||
+	    lazy_has(id, page))
+		prot = PROT_READ | PROT_WRITE;
+	return _pmg_cap_limit(page, prot);
+}
+
+/*
+ * mprotect [@base, @end) of @key to @prot, leaving out the pages of page
+ * windows on @key unless @prot is read-write.  Lock held (or the fault
+ * path).  0 or -errno.
+ */
+int _pmg_pw_mprotect(int id, uintptr_t base, uintptr_t end, int prot)
+{
+	uintptr_t b[PW_MAX], e[PW_MAX], cur = base;
+	unsigned i, j, n = 0;
+	int rc;
+
+	if (prot == (PROT_READ | PROT_WRITE) ||
+	    !__atomic_load_n(&pw_used, __ATOMIC_RELAXED))
+		return _pmg_cap_mprotect(base, end, prot);
+	for (i = 0; i < PW_MAX; i++) {
+		uintptr_t x, y;
+
+		if (pw[i].id != id || pw[i].end <= base || pw[i].base >= end)
+			continue;
+		x = pw[i].base < base ? base : pw[i].base;
+		y = pw[i].end > end ? end : pw[i].end;
+		/* insertion sort by start */
+		for (j = n; j > 0 && b[j - 1] > x; j--) {
+			b[j] = b[j - 1];
+			e[j] = e[j - 1];
+		}
+		b[j] = x;
+		e[j] = y;
+		n++;
+	}
+	for (i = 0; i < n; i++) {
+		if (b[i] > cur && (rc = _pmg_cap_mprotect(cur, b[i], prot)))
+			return rc;
+		if (e[i] > cur)
+			cur = e[i];
+	}
+	if (cur < end)
+		return _pmg_cap_mprotect(cur, end, prot);
+	return 0;
+}
+
+/*
+ * Open write access on the pages of [@addr, @addr+@len), all inside one
+ * protected range of @d.  Returns the entry (> 0), 0 when the table is
+ * full or the mapping cannot be split there (use a domain window), or
+ * -errno.
+ */
+int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len)
+{
+	uintptr_t pb = (uintptr_t)addr & ~(PMG_PAGE_SIZE - 1);
+	uintptr_t pe = ((uintptr_t)addr + len + PMG_PAGE_SIZE - 1) &
+		       ~(PMG_PAGE_SIZE - 1);
+	int id = d->_id, rc = 0;
+	unsigned i;
+
+	pthread_mutex_lock(&_pmg.lock);
+	for (i = 0; i < PW_MAX && pw[i].id; i++)
+		;
+	/* (a domain holding a key needs a window, not pages) */
+	if (i == PW_MAX || id < 1 || id >= PMG_DOM_MAX || !_pmg.dom[id].live ||
+	    _pmg.dom[id].h != d || _pmg.dom[id].hw) {
+		pthread_mutex_unlock(&_pmg.lock);
+		return 0;
+	}
+	if (_pmg_process_rights(&_pmg.dom[id]) != PMG_RIGHTS_RW &&
+	    (rc = _pmg_cap_mprotect(pb, pe, PROT_READ | PROT_WRITE))) {
+		pthread_mutex_unlock(&_pmg.lock);
+		/* device dax splits mappings only at its alignment: there a
+		 * page window cannot be made, a domain window can */
+		if (rc == -EINVAL)
+			return 0;
+		return _pmg_err(rc, "mprotect for a page window %p-%#lx: %s",
+				(void *)pb, (unsigned long)pe, strerror(-rc));
+	}
+	/* relaxed: the fault handlers read a slot while it is reused */
+	__atomic_store_n(&pw[i].base, pb, __ATOMIC_RELAXED);
+	__atomic_store_n(&pw[i].end, pe, __ATOMIC_RELAXED);
+	__atomic_store_n(&pw[i].id, id, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&pw_used, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&_pmg.lock);
+	return (int)i + 1;
+}
+
+/* Close entry @slot (from _pmg_pw_open()): its pages get the key's rights
+ * back, except those another entry still holds. */
+void _pmg_pw_close(int slot)
+{
+	unsigned i = (unsigned)slot - 1;
+	int id, prot;
+
+	pthread_mutex_lock(&_pmg.lock);
+	id = pw[i].id;
+	__atomic_store_n(&pw[i].id, 0, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&pw_used, 1, __ATOMIC_RELAXED);
+	prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[id]));
+	/* inside a lazy write window on the domain the pages stay writable
+	 * until it closes (lazy_keep()), as if the call had faulted them in */
+	if (prot != (PROT_READ | PROT_WRITE) &&
+	    !lazy_keep(id, pw[i].base, pw[i].end))
+		(void)_pmg_pw_mprotect(id, pw[i].base, pw[i].end, prot);
+	pthread_mutex_unlock(&_pmg.lock);
+}
+
+/* Fork child (lock held by the atfork handlers' thread): no entry's call
+ * runs here; drop them all, then each key's pages get its rights. */
+void _pmg_pw_fork_child(void)
+{
+	int ids[PW_MAX];
+	unsigned i, n = 0;
+
+	if (!pw_used)
+		return;
+	for (i = 0; i < PW_MAX; i++) {
+		if (pw[i].id)
+			ids[n++] = pw[i].id;
+		pw[i].id = 0;
+	}
+	__atomic_store_n(&pw_used, 0, __ATOMIC_RELAXED);
+	for (i = 0; i < n; i++)
+		if (_pmg.dom[ids[i]].live && !_pmg.dom[ids[i]].hw)
+			(void)_pmg_paged_set(ids[i],
+					     _pmg_process_rights(
+						     &_pmg.dom[ids[i]]));
+}
+
+/* ------------------------------------------- domains by page protection */
+
+static int apply(const struct _pmg_range *r, void *arg)
+{
+	int prot = *(int *)arg;
+	/* the pages of the persistence calls' page windows stay writable */
+	int rc = _pmg_pw_mprotect(r->dom, r->base, r->end, prot);
+
+	/* unmapped behind the library's back (unmapped.c): not a reason
+	 * to fail a window on every other range */
+	return rc == -ENOMEM ? 0 : rc;
+}
+
+/* Both backends: a domain kept by page protection (every one on
+ * mprotect, a virtual one on PKU: its pages have key 0). */
+int _pmg_paged_set(int id, unsigned rights)
+{
+	int prot = _pmg_prot_of(rights);
+
+	return _pmg_reg_each(id, apply, &prot);
 }

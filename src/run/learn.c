@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libpmguard-run.so's learn mode (`pmguard learn`, PMGUARD_RUN_LEARN):
+ * at exit, the audit sites of the run, as PATH+0xOFF COUNT SYMBOL,
+ * appended to the launcher's file if it is still that file; the
+ * launcher turns them into an allow file for PMGUARD_RUN_ALLOW.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../internal.h"
+#include "../sites.h"
+#include "run.h"
+
+void run_learn_write(const char *file)
+{
+	int mfd = memfd_create("pmguard-sites", MFD_CLOEXEC);
+	FILE *in, *out;
+	char line[512];
+
+	if (mfd < 0)
+		return;
+	int ofd = run_spec_open(file);
+
+	pmg_audit_dump(mfd);
+	lseek(mfd, 0, SEEK_SET);
+	in = fdopen(mfd, "r");
+	out = ofd >= 0 ? fdopen(ofd, "a") : NULL;
+	if (!in || !out) {
+		run_say("learn: cannot write %s: %s\n", file, strerror(errno));
+		if (in)
+			fclose(in);
+		else
+			close(mfd);
+		if (out)
+			fclose(out);
+		else if (ofd >= 0)
+			close(ofd);
+		return;
+	}
+	/* one write(2) per line, appended: the processes of a run that
+	 * end together never interleave inside a line (a full buffer would
+	 * be written at any byte) */
+	setvbuf(out, NULL, _IOLBF, PATH_MAX + 512);
+	_pmg_modules_refresh(-1);
+	/* "pmguard: audit site 0xIP: N stray access(es), domain 'D'" */
+	while (fgets(line, sizeof(line), in)) {
+		unsigned long ip;
+		unsigned long long n;
+		char path[PATH_MAX];
+		uintptr_t off;
+		Dl_info di;
+
+		if (sscanf(line, "pmguard: audit site %lx: %llu", &ip, &n) != 2)
+			continue;
+		if (!_pmg_module_of(ip, path, sizeof(path), &off)) {
+			fprintf(out, "# %#lx %llu (in no module)\n", ip, n);
+			continue;
+		}
+		if (dladdr((void *)ip, &di) && di.dli_sname)
+			fprintf(out, "%s+%#lx %llu %s+%#lx\n", path,
+				(unsigned long)off, n, di.dli_sname,
+				ip - (unsigned long)di.dli_saddr);
+		else
+			fprintf(out, "%s+%#lx %llu ?\n", path,
+				(unsigned long)off, n);
+	}
+	fclose(in);
+	fclose(out);
+}

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libpmguard-run.so: start-up, options and exit.  The constructor reads
+ * and checks the environment, opens the report file, starts the library
+ * (pmg_init(), three keys reserved), loads the allowed sites and
+ * confirms to the launcher; at exit, learn mode's sites (learn.c) and
+ * the count of writes let through.
+ *
+ * Environment (set by `pmguard run` / `pmguard learn`):
+ *   PMGUARD_RUN_ALLOW=FILE        grant the sites of FILE (sites.c)
+ *   PMGUARD_RUN_LEARN=PATH:DEV:INO  append the audit sites to PATH at
+ *                                 exit, if it is still that file (the
+ *                                 launcher's memfd, /proc/PID/fd/N)
+ *   PMGUARD_RUN_LMDB_WRITEMAP=1   add MDB_WRITEMAP to every mdb_env_open()
+ *   PMGUARD_RUN_REPORT=FILE       fault reports (and module lines) to FILE
+ *                                 (stderr, said, in a process that cannot
+ *                                 open it),
+ *                                 opened by each process itself
+ *                                 (close-on-exec, a high fd, verified
+ *                                 before each report, reopened if the
+ *                                 program closed it)
+ *   PMGUARD_RUN_STATUS=PATH:DEV:INO  a byte appended to PATH (if still
+ *                                 that file) by each process that
+ *                                 protected something (the launcher says
+ *                                 "nothing was protected" once if none did)
+ *   PMGUARD_RUN_CONFIRM=FD:DEV:INO:PID:RFD  the launcher's pipe (FD, or
+ *                                 /proc/PID/fd/RFD if FD was closed): one
+ *                                 byte once the
+ *                                 library is loaded and initialised (the
+ *                                 launcher refuses a run that never says
+ *                                 so); then closed and unset
+ * A bad value of these or of the library's PMGUARD_* variables, or a
+ * failed pmg_init(), ends the process before main() with exit 127 and a
+ * message: never an unprotected run.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../internal.h"
+#include "../options.h"
+#include "../sites.h"
+#include "run.h"
+
+static void run_exit(void)
+{
+	const char *learn = getenv("PMGUARD_RUN_LEARN");
+	uint64_t hits = _pmg_sites_hits();
+
+	if (learn && *learn)
+		run_learn_write(learn);
+	if (hits)
+		run_say("%llu write(s) let through at allowed sites\n",
+			(unsigned long long)hits);
+}
+
+/*
+ * Before main(), nothing has run yet: a fatal error is said on stderr, if
+ * stderr is open, and the process ends with 127 (as a program that could
+ * not be run), never running unprotected.
+ */
+static void fatal(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+static void fatal(const char *fmt, ...)
+{
+	struct stat st;
+	char buf[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n > 0 && fstat(2, &st) == 0)
+		dprintf(2,
+			"pmguard-run: %.*s: not running %s unprotected "
+			"(exit 127)\n",
+			n, buf, program_invocation_short_name);
+	_exit(127);
+}
+
+static void bad_env(const char *msg, void *arg)
+{
+	(void)arg;
+	fatal("%s", msg);
+}
+
+/* PMGUARD_RUN_* of the options table, read once at start-up (a program
+ * may clear its environment before it opens LMDB). */
+void run_opts_read(void)
+{
+	struct _pmg_opts o;
+
+	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_RUN, bad_env, NULL);
+	__atomic_store_n(&run_lmdb_writemap, o.run_writemap, __ATOMIC_RELEASE);
+}
+
+/*
+ * PMGUARD_RUN_CONFIRM=FD:DEV:INO:PID:RFD: the launcher's pipe, if FD is
+ * still that pipe; else (a constructor that ran before this one closed
+ * the descriptors it inherited) the pipe opened again through the
+ * launcher's read end, /proc/PID/fd/RFD, if that is the pipe.
+ */
+static void confirm(void)
+{
+	const char *v = getenv("PMGUARD_RUN_CONFIRM");
+	unsigned long long dev, ino;
+	struct stat st;
+	char path[64];
+	int fd, pid, rfd, end = 0;
+
+	if (!v)
+		return;
+	if (sscanf(v, "%d:%llu:%llu:%d:%d%n", &fd, &dev, &ino, &pid, &rfd,
+		   &end) != 5 ||
+	    v[end] || fd < 0 || pid <= 0 || rfd < 0)
+		fatal("PMGUARD_RUN_CONFIRM='%.64s' is not valid: expected "
+		      "FD:DEV:INO:PID:RFD",
+		      v);
+	/* only the launcher's pipe, never a file the number now names */
+	if (!(fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
+	      st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino)) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, rfd);
+		fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0 &&
+		    !(fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
+		      st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd >= 0) {
+		if (write(fd, "1", 1) != 1)
+			fatal("cannot confirm to pmguard run: %s",
+			      strerror(errno));
+		close(fd);
+	}
+	unsetenv("PMGUARD_RUN_CONFIRM");
+}
+
+__attribute__((constructor)) static void run_init(void)
+{
+	const char *rep = getenv("PMGUARD_RUN_REPORT");
+	const char *allow = getenv("PMGUARD_RUN_ALLOW");
+	const char *st = getenv("PMGUARD_RUN_STATUS");
+	const char *learn = getenv("PMGUARD_RUN_LEARN");
+	struct _pmg_opts o;
+	int rc;
+
+	/* every PMGUARD_* value the library reads, now, not later */
+	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_LIB, bad_env, NULL);
+	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_PERSIST, bad_env, NULL);
+	run_opts_read();
+	if (st && *st) {
+		char p[PATH_MAX];
+		unsigned long long d, i;
+
+		if (strlen(st) >= sizeof(run_status_path) ||
+		    !run_spec_parse(st, p, sizeof(p), &d, &i))
+			fatal("PMGUARD_RUN_STATUS='%.64s' is not valid: "
+			      "expected /PATH:DEV:INO",
+			      st);
+		_pmg_strlcpy(run_status_path, st, sizeof(run_status_path));
+	}
+	if (learn && *learn) {
+		char p[PATH_MAX];
+		unsigned long long d, i;
+
+		if (!run_spec_parse(learn, p, sizeof(p), &d, &i))
+			fatal("PMGUARD_RUN_LEARN='%.64s' is not valid: "
+			      "expected /PATH:DEV:INO",
+			      learn);
+	}
+	if (rep && *rep) {
+		rc = _pmg_report_open(rep);
+		if (rc == -EINVAL)
+			fatal("PMGUARD_RUN_REPORT: %s", pmg_errormsg());
+		run_rep_named = rc >= 0;
+		/* module lines are for `pmguard report FILE`, not syslog */
+		run_rep_file = rc >= 0 && strncmp(rep, "syslog:", 7);
+		/* this process cannot open it (it dropped privileges, went
+		 * into a chroot, lost its terminal): protected all the same,
+		 * its reports on stderr, said there */
+		if (rc < 0)
+			dprintf(2,
+				"pmguard-run: %s: this process (%s, pid %d) "
+				"reports on stderr instead\n",
+				pmg_errormsg(), program_invocation_short_name,
+				(int)getpid());
+	} else if (getenv("PMGUARD_REPORT_FD")) {
+		run_rep_file = run_rep_named = true;
+	}
+	rc = pmg_init();
+	if (rc)
+		fatal("pmg_init: %s", pmg_errormsg());
+	/* keys WD in every thread the program creates (keys.c) */
+	(void)_pmg_keys_reserve(3);
+	if (allow && *allow) {
+		rc = _pmg_sites_load(allow);
+		if (rc < 0)
+			fatal("%s", pmg_errormsg());
+	}
+	_pmg_modules_refresh(run_rep_file ? _pmg_report_fd() : -1);
+	atexit(run_exit);
+	confirm();
+}
