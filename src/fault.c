@@ -417,9 +417,7 @@ static void fault_info(const struct pmg_fault *f, pid_t tid, int action,
 	fi->domain = _pmg.dom[f->dom].h;
 	/* pmg_domain_key()'s answer: a key (PKU), none (a virtual domain,
 	 * page protection), or the domain's number (mprotect) */
-	fi->key = !f->no_sync			     ? (int)f->key
-		  : _pmg.prim->id == PMG_BACKEND_PKU ? -ENOKEY
-						     : f->dom;
+	fi->key = !f->no_sync ? (int)f->key : _pmg.prim->paged_key(f->dom);
 	fi->access = (int)f->acc;
 	fi->pkru = f->saved_pkval;
 	fi->tid = tid;
@@ -609,22 +607,17 @@ static void copy_in(uintptr_t dst, const void *src, unsigned len, bool pku)
 		memcpy((void *)dst, src, len);
 }
 
-/* Open the keys of the saved ranges for the handler's own copies (PKU). */
+/* Open the keys of the saved ranges for the handler's own copies (PKU:
+ * @mask is 0 on mprotect and for page protection). */
 static uint32_t open_keys(uint32_t mask)
 {
-	uint32_t cur = 0;
-
-	if (mask) {
-		cur = _pmg_rdpkru();
-		_pmg_wrpkru(cur & ~mask);
-	}
-	return cur;
+	return mask ? _pmg.prim->rights_open(mask) : 0;
 }
 
 static void close_keys(uint32_t mask, uint32_t cur)
 {
 	if (mask)
-		_pmg_wrpkru(cur);
+		_pmg.prim->rights_restore(cur);
 }
 
 /*
@@ -1596,7 +1589,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		hw = _pmg_dom_hw(id);
 	}
 	k2 = si->si_code == SEGV_PKUERR ? (int)si->si_pkey : 0;
-	if (p->id == PMG_BACKEND_PKU && (id ? hw != 0 : k2 != 0)) {
+	if (p->page_keys && (id ? hw != 0 : k2 != 0)) {
 		if (!id) {
 			/* a page tagged with our key outside every range
 			 * (moved pages the static library did not see): its
@@ -1641,8 +1634,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		 * observer may read a write-disabled domain (the faulting
 		 * address, say).  Put back for a handler we chain to.
 		 */
-		hpkru = _pmg_rdpkru();
-		_pmg_wrpkru(_pmg_keytab_defaults(&_pmg.keytab, hpkru));
+		hpkru = p->handler_rights();
 		/*
 		 * Sync only up to the defaults (no windows): a thread that
 		 * opened a window set its register itself, so a register
@@ -1831,7 +1823,7 @@ not_ours:
 		_pmg_keys_leave();
 	}
 	if (reg)
-		_pmg_wrpkru(hpkru);
+		p->rights_restore(hpkru);
 	/* a closed pool's quarantined address: reported (strict aborts) */
 	_pmg_pool_quarantine_fault(sig, si->si_code,
 				   (uintptr_t)si->si_addr, ucv);
@@ -1842,15 +1834,14 @@ not_ours:
 /*
  * The step is over: put back what the SIGSEGV handler opened (contain's
  * bytes, the PKU register bits, the mprotect pages), the trap flag and the
- * program's signal mask, in the frame @uc, and give the record back.
+ * program's signal mask, in the frame @uc, and give the record back.  The
+ * caller gave the handler its rights (the observer may read).
  */
 static void step_finish(ucontext_t *uc)
 {
 	unsigned i;
 	bool had_tf;
 
-	if (_pmg.prim->id == PMG_BACKEND_PKU) /* the observer may read */
-		_pmg_wrpkru(_pmg_keytab_defaults(&_pmg.keytab, _pmg_rdpkru()));
 	if (pending.contain) {
 		contain_end(uc);	/* pages still writable, keys opened */
 		pending.contain = false;
@@ -1884,8 +1875,7 @@ static void step_finish(ucontext_t *uc)
  */
 static void step_abort(ucontext_t *uc)
 {
-	uint32_t hpkru = 0;
-	bool pku;
+	uint32_t hpkru;
 
 	/* only the stepped instruction's own frame, the step set up: not a
 	 * fault inside pmguard's handler (contain's copies, say) */
@@ -1895,12 +1885,9 @@ static void step_abort(ucontext_t *uc)
 	if (uc->uc_mcontext.gregs[REG_RIP] != pending.step_ip)
 		return;
 #endif
-	pku = _pmg.prim->id == PMG_BACKEND_PKU;
-	if (pku)
-		hpkru = _pmg_rdpkru();
+	hpkru = _pmg.prim->handler_rights();
 	step_finish(uc);
-	if (pku)
-		_pmg_wrpkru(hpkru);
+	_pmg.prim->rights_restore(hpkru);
 }
 
 /*
@@ -1946,6 +1933,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	 * (die() leaves the bracket) */
 	_pmg_keys_enter();
 	had_tf = pending.had_tf;
+	(void)_pmg.prim->handler_rights();
 	step_finish(uc);
 	_pmg_keys_leave();
 	_PMG_STAT_INC(rearmed);
