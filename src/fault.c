@@ -40,7 +40,9 @@
 
 #include "contain.h"
 #include "internal.h"
+#include "hooks.h"
 #include "sites.h"
+#include "steps.h"
 
 #ifndef SEGV_PKUERR
 #define SEGV_PKUERR 4
@@ -56,215 +58,10 @@
 
 static struct sigaction old_segv, old_trap, old_bus;
 
-/*
- * Audit and contain: what the SIGTRAP after the single step must put back.
- * Contain also keeps the protected bytes the instruction writes (up to two
- * ranges of 64 bytes, each split at most once per protected range).
- */
-#define PMG_PENDING_PAGES 8
-#define PMG_SAVES (2 * PMG_CT_MAXWR)
-struct _pmg_save {
-	uintptr_t addr;
-	unsigned len;
-	int dom;
-	uint8_t old[PMG_CT_MAXLEN];
-};
-struct step {
-	int owner; /* tid holding it; 0: free */
-	bool active;
-	bool had_tf;
-	uintptr_t ip; /* the stepped instruction */
-	bool contain;			/* saved bytes to put back */
-	uint32_t mask, bits;		/* PKU: register bits to restore */
-	unsigned npages;		/* mprotect: pages to re-protect */
-	uintptr_t page[PMG_PENDING_PAGES];
-	int dom[PMG_PENDING_PAGES];	/* their domains */
-	/* contain */
-	unsigned nsave;
-	struct _pmg_save save[PMG_SAVES];
-	uint32_t rd_mask;		/* PKU: keys the handlers must open */
-	struct pmg_fault f;
-	pid_t tid;
-	uint64_t count;
-	bool stack_protected;
-	struct _pmg_decoded dec;
-	/* redirect: the write went to scratch, memory was never granted */
-	bool redirect;
-	int base;			/* REG_* moved by delta */
-	int base_kind;
-	greg_t base_orig;
-	uintptr_t delta, ea;		/* scratch = ea + delta */
-	unsigned len;
-	uint8_t snap[PMG_CT_MAXLEN]; /* the range before the step */
-	/* the step runs with asynchronous signals blocked (step_block()) */
-	bool masked;
-	greg_t step_ip; /* the stepped instruction (step_block()) */
-	uint64_t sigmask; /* the program's mask, to put back */
-	/* Redirect target: the written range at the same offset mod 64 (so
-	 * alignment-checking stores, cmpxchg16b, movntdq, still fit). */
-	uint8_t scratch[4 * PMG_CT_MAXLEN]
-		__attribute__((aligned(PMG_CT_MAXLEN)));
-};
-
-/*
- * Where the step records live.  A record is needed only from the SIGSEGV
- * to the SIGTRAP of one single step, so the records are a process-wide
- * pool that threads take (compare-and-swap on the owner) and give back at
- * the trap, not thread-local storage: the shared library's TLS must stay
- * small enough for dlopen() (static TLS: see _pmg_tls in init.c), and a
- * thread that existed before the library was loaded, or that was not
- * created through pthread_create(), gets one like any other.  A few are
- * static; more come in chunks from mmap(2) (async-signal-safe), kept for
- * the life of the process: as many as steps were ever in flight at once.
- * The thread's own record is one initial-exec pointer.
- */
-#define STEP_STATIC 8
-#define STEP_CHUNK 16
-struct step_chunk {
-	struct step_chunk *next;
-	struct step s[STEP_CHUNK];
-};
-static struct step step_static[STEP_STATIC];
-static struct step_chunk *step_chunks;
-static __thread struct step *cur_step
-	__attribute__((tls_model("initial-exec")));
-
-/* The handlers' and contain's name for the thread's record (held). */
-#define pending (*cur_step)
-#define scratch (cur_step->scratch)
-
-static bool step_take(struct step *s, pid_t tid)
-{
-	int free_ = 0;
-
-	return !__atomic_load_n(&s->owner, __ATOMIC_RELAXED) &&
-	       __atomic_compare_exchange_n(&s->owner, &free_, (int)tid, false,
-					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
-}
-
-/* The calling thread's record, taken if it holds none; NULL: out of
- * memory.  AS-safe. */
-static struct step *step_claim(pid_t tid)
-{
-	struct step_chunk *c;
-	unsigned i;
-
-	if (cur_step)
-		return cur_step; /* a second fault in the same step */
-	for (i = 0; i < STEP_STATIC; i++)
-		if (step_take(&step_static[i], tid))
-			return cur_step = &step_static[i];
-	for (c = __atomic_load_n(&step_chunks, __ATOMIC_ACQUIRE); c;
-	     c = c->next)
-		for (i = 0; i < STEP_CHUNK; i++)
-			if (step_take(&c->s[i], tid))
-				return cur_step = &c->s[i];
-	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (c == MAP_FAILED)
-		return NULL;
-	c->s[0].owner = (int)tid;
-	c->next = __atomic_load_n(&step_chunks, __ATOMIC_RELAXED);
-	while (!__atomic_compare_exchange_n(&step_chunks, &c->next, c, true,
-					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-		;
-	return cur_step = &c->s[0];
-}
-
-/* The step is over (or never began): give the record back.  AS-safe. */
-static void step_release(void)
-{
-	struct step *s = cur_step;
-
-	cur_step = NULL;
-	s->active = false;
-	s->contain = false;
-	s->masked = false;
-	__atomic_store_n(&s->owner, 0, __ATOMIC_RELEASE);
-}
-
-static void protect_page(uintptr_t page, int prot);
-static void reprotect_page(int id, uintptr_t page);
-
-/*
- * strict: the process ends.  Every pmguard handler runs inside the keys'
- * bracket (keys.c: no domain's key moves under it); leave it first, as
- * a program's SIGABRT handler may carry on.
- */
-static __attribute__((noreturn)) void die(void)
-{
-	_pmg_keys_leave();
-	abort();
-}
-
-bool _pmg_steps_on(int key, int id)
-{
-	uint32_t m = key ? PMG_PKR_MASK(key) : 0;
-	struct step_chunk *c;
-	unsigned i, j;
-	struct step *st;
-
-	for (i = 0;; i++) {
-		if (i < STEP_STATIC) {
-			st = &step_static[i];
-		} else {
-			unsigned n = i - STEP_STATIC;
-
-			for (c = __atomic_load_n(&step_chunks,
-						 __ATOMIC_ACQUIRE);
-			     c && n >= STEP_CHUNK; c = c->next)
-				n -= STEP_CHUNK;
-			if (!c)
-				return false;
-			st = &c->s[n];
-		}
-		if (!__atomic_load_n(&st->owner, __ATOMIC_ACQUIRE))
-			continue;
-		if (m && ((__atomic_load_n(&st->mask, __ATOMIC_RELAXED) |
-			   __atomic_load_n(&st->rd_mask, __ATOMIC_RELAXED)) &
-			  m))
-			return true;
-		if (!id)
-			continue;
-		j = __atomic_load_n(&st->npages, __ATOMIC_RELAXED);
-		while (j-- > 0 && j < PMG_PENDING_PAGES)
-			if (__atomic_load_n(&st->dom[j], __ATOMIC_RELAXED) ==
-			    id)
-				return true;
-	}
-}
-
-/* fork child: a step another thread was in has no trap here: its pages
- * (mprotect: open for the process) are protected again, the record
- * freed. */
-static void step_fork_free(struct step *s)
-{
-	unsigned i;
-
-	if (s->owner && s->active)
-		for (i = 0; i < s->npages && i < PMG_PENDING_PAGES; i++)
-			reprotect_page(s->dom[i], s->page[i]);
-	s->active = false;
-	s->contain = false;
-	s->masked = false;
-	s->owner = 0;
-}
-
-/* fork child: only the forking thread exists, and it is not in a step
- * (fork is no single-stepped store, and a handler we chain to runs after
- * step_abort()); the others' records are free. */
-void _pmg_fault_fork_child(void)
-{
-	struct step_chunk *c;
-	unsigned i;
-
-	cur_step = NULL;
-	for (i = 0; i < STEP_STATIC; i++)
-		step_fork_free(&step_static[i]);
-	for (c = step_chunks; c; c = c->next)
-		for (i = 0; i < STEP_CHUNK; i++)
-			step_fork_free(&c->s[i]);
-}
+/* The handlers' and contain's name for the thread's step record (held:
+ * steps.c). */
+#define pending (*_pmg_cur_step)
+#define scratch (_pmg_cur_step->scratch)
 
 /* ---- chaining to whoever was there before us ---- */
 
@@ -358,7 +155,7 @@ static void chain_mask(int sig, void *ucv, const struct sigaction *old)
 
 	/* a fault of the stepped instruction itself: the program's mask is
 	 * the one step_block() kept, not the frame's */
-	if (cur_step && pending.masked)
+	if (_pmg_cur_step && pending.masked)
 		was = pending.sigmask;
 
 	for (s = 1; s <= 64; s++)
@@ -408,145 +205,6 @@ static void chain(int sig, siginfo_t *si, void *uc, struct sigaction *saved)
 		raise(sig);
 }
 
-/* The public view of a core fault, for callbacks and observers. */
-static void fault_info(const struct pmg_fault *f, pid_t tid, int action,
-		     struct pmg_fault_info *fi)
-{
-	fi->addr = (void *)f->addr;
-	fi->ip = (void *)f->ip;
-	fi->domain = _pmg.dom[f->dom].h;
-	/* pmg_domain_key()'s answer: a key (PKU), none (a virtual domain,
-	 * page protection), or the domain's number (mprotect) */
-	fi->key = !f->no_sync ? (int)f->key : _pmg.prim->paged_key(f->dom);
-	fi->access = (int)f->acc;
-	fi->pkru = f->saved_pkval;
-	fi->tid = tid;
-	fi->mode = (int)f->mode;
-	fi->action = action;
-	fi->si_code = f->code;
-}
-
-/* ---- callbacks, observer, mode and report fd ---- */
-
-/*
- * A (function, argument) pair the fault handler reads: a domain's
- * callback, the observer.  Immutable once published and swapped whole with
- * one atomic store, so a fault in flight sees the old pair or the new one,
- * never a mix or a half-cleared one.  A replaced pair is retired, never
- * freed: a handler may still be reading it.
- */
-struct hook {
-	union {
-		pmg_fault_cb cb;
-		pmg_fault_observer observer;
-	} fn;
-	void *arg;
-};
-
-/* Publish a copy of @h (NULL: none) in @slot.  0 or -ENOMEM. */
-static int hook_publish(struct hook **slot, const struct hook *h)
-{
-	struct hook *n = NULL;
-
-	if (h) {
-		n = malloc(sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		*n = *h;
-	}
-	__atomic_store_n(slot, n, __ATOMIC_RELEASE);
-	return 0;
-}
-
-static struct hook *domain_cb[PMG_DOM_MAX];
-static struct hook *observer;
-
-/* The core's callback for every domain: calls the domain's public one. */
-static bool cb_bridge(const struct pmg_fault *f)
-{
-	struct hook *h = __atomic_load_n(&domain_cb[f->dom], __ATOMIC_ACQUIRE);
-	struct pmg_fault_info fi;
-
-	if (!h)
-		return false;
-	fault_info(f, (pid_t)syscall(SYS_gettid), 0, &fi);
-	return h->fn.cb(&fi, h->arg);
-}
-
-/* A new domain in slot @id starts without the old one's callback (lock
- * held). */
-void _pmg_fault_cb_clear(int id)
-{
-	__atomic_store_n(&domain_cb[id], NULL, __ATOMIC_RELEASE);
-}
-
-PMG_API int pmg_domain_set_callback(struct pmg_domain *dom, pmg_fault_cb cb,
-				    void *arg)
-{
-	struct hook h = { .fn.cb = cb, .arg = arg };
-	struct _pmg_dom *d;
-	int rc;
-
-	pthread_mutex_lock(&_pmg.lock);
-	d = _pmg_dom_of(dom);
-	if (!d) {
-		pthread_mutex_unlock(&_pmg.lock);
-		return _pmg_err(-EINVAL, "pmg_domain_set_callback: not a "
-				"live domain");
-	}
-	rc = hook_publish(&domain_cb[d->id], cb ? &h : NULL);
-	if (rc)
-		rc = _pmg_err(rc, "pmg_domain_set_callback: out of memory");
-	else
-		__atomic_store_n(&d->ck.cb, cb_bridge, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&_pmg.lock);
-	return rc;
-}
-
-PMG_API int pmg_set_fault_observer(pmg_fault_observer fn, void *arg)
-{
-	struct hook h = { .fn.observer = fn, .arg = arg };
-
-	if (hook_publish(&observer, fn ? &h : NULL))
-		return _pmg_err_s(-ENOMEM, "pmg_set_fault_observer: "
-				  "out of memory");
-	return 0;
-}
-
-static void notify(const struct pmg_fault *f, pid_t tid, int action)
-{
-	struct hook *o = __atomic_load_n(&observer, __ATOMIC_ACQUIRE);
-	struct pmg_fault_info fi;
-
-	if (!o)
-		return;
-	fault_info(f, tid, action, &fi);
-	o->fn.observer(&fi, o->arg);
-}
-
-PMG_API int pmg_set_fault_mode(int mode)
-{
-	if (mode != PMG_FAULT_STRICT && mode != PMG_FAULT_RELAXED &&
-	    mode != PMG_FAULT_AUDIT && mode != PMG_FAULT_CONTAIN)
-		/* AS-safe: a constant (formatting allocates the buffer) */
-		return _pmg_err_s(-EINVAL, "pmg_set_fault_mode: not a fault "
-				  "mode: must be PMG_FAULT_STRICT, _RELAXED, "
-				  "_AUDIT or _CONTAIN");
-	__atomic_store_n(&_pmg.mode, mode, __ATOMIC_RELAXED);
-	/* wins over PMGUARD_FAULT_MODE; atomic: AS-safe */
-	__atomic_store_n(&_pmg.mode_set, true, __ATOMIC_RELEASE);
-	return 0;
-}
-
-PMG_API int pmg_set_report_fd(int fd)
-{
-	if (fd < -1)
-		fd = -1;
-	/* wins over PMGUARD_REPORT_FD; atomic: AS-safe */
-	__atomic_store_n(&_pmg.fd_set, true, __ATOMIC_RELEASE);
-	return _pmg_report_fd_set(fd);
-}
-
 /* ---- contain mode ---- */
 
 /* Why a push or call into protected memory is not contained (N5). */
@@ -577,8 +235,8 @@ static void contain_strict(const struct pmg_fault *f, const ucontext_t *uc,
 	_pmg_buf_str(&b, "; falling back to strict\n");
 	_pmg_buf_flush(&b, fd);
 	_pmg_report_fault(f, tid, "strict (aborting)", stack_ok);
-	notify(f, tid, PMG_FAULT_STRICT_ABORT);
-	die();
+	_pmg_fault_notify(f, tid, PMG_FAULT_STRICT_ABORT);
+	_pmg_fault_die();
 }
 
 /*
@@ -640,50 +298,6 @@ static bool write_denied(const struct _pmg_range *r, uint32_t pkval, bool pku)
 			 : _pmg_process_rights(&_pmg.dom[r->dom]);
 
 	return x != PMG_RIGHTS_RW;
-}
-
-/*
- * mprotect(2) of the page at @page to @prot, or, where the mapping cannot
- * be split there, of the 2 MiB (then 1 GiB) block around it, clipped to
- * its protected range: device dax splits its mappings only at the
- * device's alignment, and a one-page mprotect() there is EINVAL (granting
- * nothing, so the access would fault again forever).  On the mprotect
- * backend rights are process-wide anyway; a bigger block is only a bigger
- * window for the length of one instruction.  AS-safe.
- */
-static void protect_page(uintptr_t page, int prot)
-{
-	static const uintptr_t block[] = { 2UL << 20, 1UL << 30 };
-	struct _pmg_range r;
-	unsigned i;
-
-	if (!_pmg_mprotect((void *)page, PMG_PAGE_SIZE, prot) ||
-	    errno != EINVAL || _pmg_reg_find(page, &r))
-		return;
-	for (i = 0; i < sizeof(block) / sizeof(block[0]); i++) {
-		uintptr_t b = page & ~(block[i] - 1), e = b + block[i];
-
-		if (b < r.base)
-			b = r.base;
-		if (e > r.end)
-			e = r.end;
-		if (!_pmg_mprotect((void *)b, e - b, prot) || errno != EINVAL)
-			return;
-	}
-}
-
-/*
- * @page of domain @id back to the protection it should have now: the
- * rights are read inside the bracket a write window opening its domain
- * whole waits for (lazywin.c), so that this never lowers a page after
- * it.  AS-safe.
- */
-static void reprotect_page(int id, uintptr_t page)
-{
-	unsigned ph = _pmg_lazy_lower_begin();
-
-	protect_page(page, _pmg_pw_prot(id, page));
-	_pmg_lazy_lower_end(ph);
 }
 
 /* ---- rep stos / rep movs: a run of iterations at once ---- */
@@ -957,7 +571,8 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 		if (!pku)
 			for (pg = lo & PMG_PAGE_MASK; pg < hi;
 			     pg += PMG_PAGE_SIZE)
-				protect_page(pg, PROT_READ | PROT_WRITE);
+				_pmg_fault_protect_page(pg,
+							PROT_READ | PROT_WRITE);
 		for (k = 0; k < bufsz; k += s)
 			memcpy(buf + k, &stosv, s);
 		/* in the instruction's order, so a short copy leaves the
@@ -989,7 +604,7 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 				struct _pmg_range r;
 
 				if (!_pmg_reg_find(pg < lo ? lo : pg, &r))
-					reprotect_page(r.dom, pg);
+					_pmg_fault_reprotect_page(r.dom, pg);
 			}
 		if (!done)
 			return false;
@@ -997,7 +612,7 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 		struct _pmg_range r;
 
 		_PMG_STAT_INC(contained);
-		notify(f, tid, PMG_FAULT_CONTAINED);
+		_pmg_fault_notify(f, tid, PMG_FAULT_CONTAINED);
 		bulk_report(f, tid, d, lo, hi, run,
 			    !_pmg_reg_find((uintptr_t)g[REG_RSP], &r));
 	}
@@ -1065,7 +680,7 @@ static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
 	}
 	if (!pku)
 		for (pg = lo & PMG_PAGE_MASK; pg < hi; pg += PMG_PAGE_SIZE)
-			protect_page(pg, PROT_READ);
+			_pmg_fault_protect_page(pg, PROT_READ);
 	/* chunks in the instruction's order; a short copy stops the run */
 	for (done = 0; done < run;) {
 		uint64_t m = bufsz / s, got;
@@ -1089,7 +704,7 @@ static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
 			struct _pmg_range r;
 
 			if (!_pmg_reg_find(pg < lo ? lo : pg, &r))
-				reprotect_page(r.dom, pg);
+				_pmg_fault_reprotect_page(r.dom, pg);
 		}
 	if (!done)
 		return false;
@@ -1195,8 +810,8 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 				break;
 		if (i < pending.npages) {
 			for (i = 0; i < pending.npages; i++)
-				protect_page(pending.page[i],
-					     PROT_READ | PROT_WRITE);
+				_pmg_fault_protect_page(pending.page[i],
+							PROT_READ | PROT_WRITE);
 			f->new_pkval = f->saved_pkval;
 			_PMG_STAT_INC(contain_regrant);
 			return true;
@@ -1272,7 +887,7 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			for (; a < d.wr[i].addr + d.wr[i].len;
 			     a += PMG_PAGE_SIZE)
 				if (!_pmg_reg_find(a, &r))
-					reprotect_page(r.dom, a);
+					_pmg_fault_reprotect_page(r.dom, a);
 		}
 		_PMG_STAT_INC(contain_regrant);
 		f->new_pkval = f->saved_pkval;
@@ -1363,7 +978,8 @@ static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		for (i = 0; i < npages; i++) {
 			pending.page[pending.npages] = pages[i];
 			pending.dom[pending.npages++] = pkeys[i];
-			protect_page(pages[i], PROT_READ | PROT_WRITE);
+			_pmg_fault_protect_page(pages[i],
+						PROT_READ | PROT_WRITE);
 		}
 		f->new_pkval = f->saved_pkval;
 	}
@@ -1447,7 +1063,7 @@ static void contain_end(ucontext_t *uc)
 	}
 	close_keys(pending.rd_mask, cur);
 	_PMG_STAT_INC(contained);
-	notify(&pending.f, pending.tid, PMG_FAULT_CONTAINED);
+	_pmg_fault_notify(&pending.f, pending.tid, PMG_FAULT_CONTAINED);
 	if (fd < 0)
 		return;
 	_pmg_buf_str(&b, "pmguard: contain: stray write by '");
@@ -1560,7 +1176,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	if (!p)
 		goto not_ours;
 	/* no domain's key moves while this handler looks at one (keys.c);
-	 * left on every way out: return, chain, abort (die()) */
+	 * left on every way out: return, chain, abort (_pmg_fault_die()) */
 	_pmg_keys_enter();
 	in = true;
 	f.addr = (uintptr_t)si->si_addr;
@@ -1693,11 +1309,11 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	switch (f.action) {
 	case PMG_ACT_SYNC:
 		_PMG_STAT_INC(synced);
-		notify(&f, tid, PMG_FAULT_SYNCED);
+		_pmg_fault_notify(&f, tid, PMG_FAULT_SYNCED);
 		break;
 	case PMG_ACT_GRANT:
 		_PMG_STAT_INC(granted);
-		notify(&f, tid, PMG_FAULT_GRANTED);
+		_pmg_fault_notify(&f, tid, PMG_FAULT_GRANTED);
 		break;
 	case PMG_ACT_RELAX_REPORT:
 		_pmg_report_fault(&f, tid,
@@ -1710,22 +1326,23 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		/* fall through */
 	case PMG_ACT_RELAX_SILENT:
 		_PMG_STAT_INC(relaxed);
-		notify(&f, tid, f.action == PMG_ACT_RELAX_REPORT
-				    ? PMG_FAULT_RELAXED_REPORTED
-				    : PMG_FAULT_RELAXED_SILENT);
+		_pmg_fault_notify(&f, tid,
+				  f.action == PMG_ACT_RELAX_REPORT
+					  ? PMG_FAULT_RELAXED_REPORTED
+					  : PMG_FAULT_RELAXED_SILENT);
 		break;
 	case PMG_ACT_CONTAIN:
 	case PMG_ACT_AUDIT: {
 		uint64_t n;
 
 #ifdef __x86_64__
-		if (!step_claim(tid)) {
+		if (!_pmg_step_claim(tid)) {
 			_pmg_report_fault(&f, tid,
 					  "strict (aborting: no "
 					  "memory for the single step)",
 					  stack_unprotected(uc));
-			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
-			die();
+			_pmg_fault_notify(&f, tid, PMG_FAULT_STRICT_ABORT);
+			_pmg_fault_die();
 		}
 		if (f.action == PMG_ACT_CONTAIN && f.acc == PMG_WRITE &&
 		    !pending.active && altstack_left() < CONTAIN_STACK) {
@@ -1735,8 +1352,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 					  "alternate stack has less left; no "
 					  "backtrace: it needs stack too)",
 					  false);
-			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
-			die();
+			_pmg_fault_notify(&f, tid, PMG_FAULT_STRICT_ABORT);
+			_pmg_fault_die();
 		}
 		if (f.action == PMG_ACT_CONTAIN &&
 		    !(pending.active && f.acc == PMG_READ) &&
@@ -1747,7 +1364,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			if (pending.active)
 				step_block(uc);
 			else
-				step_release(); /* retried, no step */
+				_pmg_step_release(); /* retried, no step */
 			goto out;
 		}
 #endif
@@ -1761,7 +1378,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 					  n == 1 && trace &&
 						  stack_unprotected(uc));
 		_PMG_STAT_INC(audited);
-		notify(&f, tid, PMG_FAULT_AUDITED);
+		_pmg_fault_notify(&f, tid, PMG_FAULT_AUDITED);
 #ifdef __x86_64__
 		/* the decoder needs contain's stack (altstack_left()) */
 		if (!pending.active && altstack_left() >= CONTAIN_STACK &&
@@ -1797,8 +1414,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 					: "strict (aborting; no backtrace: "
 					  "little signal stack left)",
 				  trace && stack_unprotected(uc));
-		notify(&f, tid, PMG_FAULT_STRICT_ABORT);
-		die();
+		_pmg_fault_notify(&f, tid, PMG_FAULT_STRICT_ABORT);
+		_pmg_fault_die();
 	}
 	/* Carry out the new rights for the interrupted context. */
 	if (reg)
@@ -1809,7 +1426,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		/* lazy windows: the next write window's close re-arms it */
 		if (rights == PMG_RIGHTS_RW)
 			_pmg_lazy_note(f.dom, page);
-		protect_page(page, _pmg_prot_of(rights));
+		_pmg_fault_protect_page(page, _pmg_prot_of(rights));
 	}
 retry:
 out:
@@ -1853,14 +1470,14 @@ static void step_finish(ucontext_t *uc)
 			*reg = (*reg & ~pending.mask) | pending.bits;
 	}
 	for (i = 0; i < pending.npages; i++)
-		reprotect_page(pending.dom[i], pending.page[i]);
+		_pmg_fault_reprotect_page(pending.dom[i], pending.page[i]);
 	had_tf = pending.had_tf;
 #ifdef __x86_64__
 	if (!had_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
 #endif
 	step_unblock(uc);
-	step_release();
+	_pmg_step_release();
 }
 
 /*
@@ -1879,7 +1496,7 @@ static void step_abort(ucontext_t *uc)
 
 	/* only the stepped instruction's own frame, the step set up: not a
 	 * fault inside pmguard's handler (contain's copies, say) */
-	if (!cur_step || !pending.active || !pending.masked)
+	if (!_pmg_cur_step || !pending.active || !pending.masked)
 		return;
 #ifdef __x86_64__
 	if (uc->uc_mcontext.gregs[REG_RIP] != pending.step_ip)
@@ -1902,7 +1519,7 @@ static void step_abort(ucontext_t *uc)
  */
 static bool step_trap(const siginfo_t *si, const ucontext_t *uc)
 {
-	if (!cur_step || !pending.active)
+	if (!_pmg_cur_step || !pending.active)
 		return false;
 	if (si->si_code == TRAP_TRACE)
 		return true;
@@ -1930,7 +1547,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 		return;
 	}
 	/* as the SIGSEGV handler: contain_end() may fall back to strict
-	 * (die() leaves the bracket) */
+	 * (_pmg_fault_die() leaves the bracket) */
 	_pmg_keys_enter();
 	had_tf = pending.had_tf;
 	(void)_pmg.prim->handler_rights();
