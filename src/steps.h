@@ -70,6 +70,9 @@ struct _pmg_step {
 		__attribute__((aligned(PMG_CT_MAXLEN)));
 };
 
+/* EFLAGS.TF: the single step's trap after one instruction. */
+#define X86_EFLAGS_TF 0x100
+
 /* The calling thread's record while it is in a step (NULL: none). */
 extern __thread struct _pmg_step *_pmg_cur_step
 	__attribute__((tls_model("initial-exec")));
