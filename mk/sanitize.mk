@@ -50,7 +50,7 @@ SAN_TESTS = $(patsubst tests/%.c,%,$(TEST_SRC))
 #  - registry arrays outgrown are retired, never freed: a lock-free reader
 #    may still hold one (src/registry.c);
 #  - a replaced fault observer or domain callback pair is retired, never
-#    freed: a handler in flight may still read it (src/fault.c,
+#    freed: a handler in flight may still read it (src/hooks.c,
 #    hook_publish()).
 # Each entry names the allocating function; nothing else is suppressed.
 define LSAN_SUPP

@@ -1,8 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
- * Contain mode's decoder: which bytes does the faulting instruction write?
+ * Contain mode, whole: a stray write is undone instead of ending the
+ * process.  Two parts:
+ *  - the decoder: which bytes does the faulting instruction write?
+ *    (_pmg_contain_decode());
+ *  - the undo: from the SIGSEGV handler (fault.c), the written protected
+ *    bytes saved and the instruction run once with access, or against a
+ *    per-thread scratch copy (its base register moved: redirect), then,
+ *    from the SIGTRAP after that single step, the bytes put back and the
+ *    write reported (_pmg_contain_begin(), _pmg_contain_end()); a run of
+ *    rep stos/movs iterations at one fault, for contain and for audit
+ *    (_pmg_rep_audit()).  The step's record is steps.c's; the handlers
+ *    are fault.c's, above this file: nothing here calls into them.
  *
- * Zydis 4 decodes the instruction at RIP (its bytes read without a load
+ * The decoder: Zydis 4 decodes the instruction at RIP (its bytes read without a load
  * that could fault: fetch()); every memory operand it writes
  * (explicit or hidden, conditional writes included) gets its effective
  * address from the interrupted registers: segment base (fs/gs only, as in
@@ -11,12 +22,12 @@
  * instruction; push/call (hidden writes through rsp) write below rsp.
  * Sizes are the operand's: for a masked vector store (AVX-512 {k}) the
  * whole vector width, though the mask may leave some elements unwritten;
- * saving and restoring those unwritten bytes changes nothing (fault.c
+ * saving and restoring those unwritten bytes changes nothing (the undo
  * does not touch the unprotected ones it cannot read, and writes back
  * only the bytes the instruction changed).  rep
  * movs/stos write one element per iteration, and the trap flag stops after
  * each iteration, so one element is the range; d->rep and d->elem let the
- * fault path handle a run of iterations at once instead.  bts/btr/btc with
+ * undo handle a run of iterations at once instead.  bts/btr/btc with
  * a register bit offset use bit-string addressing: the operand-sized chunk
  * at ea + size * floor(offset / bits), the offset signed.
  *
@@ -33,11 +44,13 @@
  * from the feature mask), movdir64b/enqcmd (64-byte posted writes),
  * clzero (the cache line around rax), writes over PMG_CT_MAXLEN bytes,
  * and anything Zydis cannot decode.  Implicit stack writes (d->wr[].stack)
- * fall back to strict in fault.c when they hit protected memory.
+ * fall back to strict in the undo when they hit protected memory.
  *
  * Everything here is async-signal-safe: no allocation, no locks, the
  * system calls are arch_prctl for an fs/gs base and process_vm_readv or
- * pread (/proc/self/mem) for the instruction's bytes.
+ * pread (/proc/self/mem) for the instruction's bytes; the undo's are
+ * mprotect(2), process_vm_readv/writev and pread/pwrite on
+ * /proc/self/mem, and write(2) for its reports.
  */
 #define _GNU_SOURCE
 #include <Zydis/Zydis.h>
@@ -45,12 +58,16 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "contain.h"
+#include "hooks.h"
+#include "internal.h"
+#include "steps.h"
 
 static int greg_of(ZydisRegister r)
 {
@@ -377,7 +394,7 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 	return 0;
 }
 
-/* /proc/self/mem, for contain mode's copies (fault.c: the saved bytes
+/* /proc/self/mem, for contain mode's copies (the undo: the saved bytes
  * read and put back through it; _pmg_contain_decode()'s reads). */
 /*
  * The descriptor is checked before each use (issue 21, third pass): it
@@ -424,4 +441,913 @@ int _pmg_self_mem_fd(void)
 	if (fd >= 0)
 		close(fd);
 	return -1;
+}
+
+/* ---------------------------------------------------------- the undo */
+
+/* The thread's step record (held: steps.c) and its redirect buffer. */
+#define pending (*_pmg_cur_step)
+#define scratch (_pmg_cur_step->scratch)
+
+/* Why a push or call into protected memory is not contained (N5). */
+static const char stack_why[] =
+	"an implicit stack write (push, call, enter) into protected memory "
+	"cannot be undone: the program would read back (pop, ret) the old "
+	"bytes";
+
+static void contain_strict(const struct pmg_fault *f, const ucontext_t *uc,
+			   pid_t tid, const struct _pmg_decoded *d,
+			   const char *why)
+{
+	struct _pmg_buf b = { .n = 0 };
+	struct _pmg_range r;
+	int fd = _pmg_report_fd();
+	/* no backtrace through a stack in protected memory: the unwinder
+	 * would run off it (a fault in this handler is fatal) */
+	bool stack_ok = _pmg_reg_find((uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
+				      &r) != 0;
+
+	_PMG_STAT_INC(contain_strict);
+	_pmg_buf_str(&b, "pmguard: contain: cannot contain '");
+	_pmg_buf_str(&b, d->text);
+	_pmg_buf_str(&b, "' at ip ");
+	_pmg_buf_hex(&b, f->ip);
+	_pmg_buf_str(&b, ": ");
+	_pmg_buf_str(&b, why);
+	_pmg_buf_str(&b, "; falling back to strict\n");
+	_pmg_buf_flush(&b, fd);
+	_pmg_report_fault(f, tid, "strict (aborting)", stack_ok);
+	_pmg_fault_notify(f, tid, PMG_FAULT_STRICT_ABORT);
+	_pmg_fault_die();
+}
+
+/*
+ * mprotect: the saved bytes are read and put back through /proc/self/mem,
+ * which ignores page protection for private mappings, so a window closed
+ * by another thread (the page made read-only again) between grant and
+ * restore cannot make the copy fault.  Where that fails (a shared mapping
+ * is not force-writable), plain copies: the pages were made writable, and
+ * if a window close re-protected one meanwhile, the fault on the copy
+ * grants it again (contain_begin()).  open(2), pread(2), pwrite(2):
+ * AS-safe.
+ */
+static void copy_out(void *dst, uintptr_t src, unsigned len, bool pku)
+{
+	int fd = pku ? -1 : _pmg_self_mem_fd();
+
+	if (fd < 0 || pread(fd, dst, len, (off_t)src) != (ssize_t)len)
+		memcpy(dst, (const void *)src, len);
+}
+
+static void copy_in(uintptr_t dst, const void *src, unsigned len, bool pku)
+{
+	int fd = pku ? -1 : _pmg_self_mem_fd();
+
+	if (fd < 0 || pwrite(fd, src, len, (off_t)dst) != (ssize_t)len)
+		memcpy((void *)dst, src, len);
+}
+
+/* Open the keys of the saved ranges for the handler's own copies (PKU:
+ * @mask is 0 on mprotect and for page protection). */
+static uint32_t open_keys(uint32_t mask)
+{
+	return mask ? _pmg.prim->rights_open(mask) : 0;
+}
+
+static void close_keys(uint32_t mask, uint32_t cur)
+{
+	if (mask)
+		_pmg.prim->rights_restore(cur);
+}
+
+/*
+ * Is range @r kept the way this fault is judged: by a key (@pku: the
+ * faulting address's domain holds one on PKU) or by page protection?
+ * A write across both kinds at once is not contained (strict), a rep run
+ * stops at the change.  AS-safe.
+ */
+static bool same_kind(const struct _pmg_range *r, bool pku)
+{
+	return (_pmg_dom_hw(r->dom) != 0) == pku;
+}
+
+/* Does the thread (rights in @pkval on PKU) lack write access to the
+ * domain of @r (of this fault's kind)? */
+static bool write_denied(const struct _pmg_range *r, uint32_t pkval, bool pku)
+{
+	unsigned x = pku ? pmg_pkval_rights(pkval,
+					    (unsigned)_pmg_dom_hw(r->dom))
+			 : _pmg_process_rights(&_pmg.dom[r->dom]);
+
+	return x != PMG_RIGHTS_RW;
+}
+
+/* ---- rep stos / rep movs: a run of iterations at once ---- */
+
+#define X86_EFLAGS_DF 0x400
+#define PMG_PAGE_MASK (~(uintptr_t)(PMG_PAGE_SIZE - 1))
+
+/* May this thread not write @page of range @r now (@pkval: PKU rights)? */
+static bool page_denied(const struct _pmg_range *r, uintptr_t page,
+			uint32_t pkval, bool pku)
+{
+	if (pku)
+		return write_denied(r, pkval, true);
+	/* a lazy write window on the domain: the page's first write in
+	 * it, granted here (mpwin.c) */
+	return !(_pmg_pw_prot(r->dom, page) & PROT_WRITE) &&
+	       !_pmg_lazy_grant(r->dom, page);
+}
+
+/*
+ * process_vm_readv/writev on our own process: 1 usable, -1 not (ENOSYS: a
+ * kernel without CONFIG_CROSS_MEMORY_ATTACH; EPERM: a seccomp filter, as
+ * container runtimes' default profiles have).  Probed at install.  Where
+ * they are missing, vm_copy() copies nothing, so every rep string run
+ * takes the per-element path: exact, one fault (and trap) per element.
+ * Not static: test-contain sets it to -1 to force the per-element path
+ * (the test's own hook; the library ships none).
+ */
+int _pmg_vm_copy_ok;
+
+void _pmg_vm_copy_probe(void)
+{
+	uint64_t a = 0x5a, b = 0;
+	struct iovec l = { &b, sizeof(b) }, r = { &a, sizeof(a) };
+	int saved = errno;
+
+	_pmg_vm_copy_ok = process_vm_readv(getpid(), &l, 1, &r, 1, 0) ==
+						  (ssize_t)sizeof(b) &&
+					  b == a
+				  ? 1
+				  : -1;
+	errno = saved;
+}
+
+bool _pmg_rep_bulk_usable(void)
+{
+	return _pmg_vm_copy_ok > 0;
+}
+
+/*
+ * Copy @len bytes between @local (a buffer of ours) and @remote: to
+ * @remote when @write, else from it, through process_vm_writev/readv on
+ * our own process: page protection is honoured
+ * (a page that is not mapped, or not writable/readable, gives a short
+ * count, never a signal inside the handler), protection keys are not
+ * (a remote access).  The bytes copied.  AS-safe.
+ */
+static size_t vm_copy(void *local, uintptr_t remote, size_t len, bool write)
+{
+	struct iovec l = { local, len }, r = { (void *)remote, len };
+	ssize_t n;
+
+	if (_pmg_vm_copy_ok <= 0)
+		return 0;
+	n = write ? process_vm_writev(getpid(), &l, 1, &r, 1, 0)
+		  : process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * Is @page backed (mapped, within its file)?  Contain skips a run of
+ * protected pages without touching them; the CPU would take SIGBUS at a
+ * page past the end of its file, SIGSEGV at a hole: such a page ends the
+ * run.  /proc/self/mem reads any mapped page (PROT_NONE, keys ignored) and
+ * fails exactly there; without it, process_vm_readv (a PROT_NONE page
+ * then also ends the run: per element, still right).  AS-safe.
+ */
+static bool page_backed(uintptr_t page)
+{
+	int fd = _pmg_self_mem_fd();
+	uint8_t b;
+
+	if (fd >= 0)
+		return pread(fd, &b, 1, (off_t)page) == 1;
+	return vm_copy(&b, page, 1, false) == 1;
+}
+
+/*
+ * The report of a contained run (one line per run, as contain_end).
+ */
+static void bulk_report(const struct pmg_fault *f, pid_t tid,
+			const struct _pmg_decoded *d, uintptr_t lo,
+			uintptr_t hi, uint64_t run, bool stack_protected)
+{
+	struct _pmg_buf b = { .n = 0 };
+	uint64_t count = _pmg_audit_site_hit(f->ip, f->dom);
+	int fd = _pmg_report_fd();
+
+	if (fd < 0)
+		return;
+	_pmg_buf_str(&b, "pmguard: contain: stray write by '");
+	_pmg_buf_str(&b, d->text);
+	_pmg_buf_str(&b, "' at ip ");
+	_pmg_buf_hex(&b, f->ip);
+	_pmg_buf_str(&b, " (site count ");
+	_pmg_buf_dec(&b, (int64_t)count);
+	_pmg_buf_str(&b, ") in domain '");
+	_pmg_buf_str(&b, _pmg_dom_name(f->dom));
+	_pmg_buf_str(&b, "' by thread ");
+	_pmg_buf_dec(&b, tid);
+	_pmg_buf_str(&b, ": undone\n");
+	_pmg_buf_flush(&b, fd);
+	_pmg_buf_str(&b, "pmguard: contain:   range [");
+	_pmg_buf_hex(&b, lo);
+	_pmg_buf_str(&b, ", ");
+	_pmg_buf_hex(&b, hi);
+	_pmg_buf_str(&b, ") ");
+	_pmg_buf_dec(&b, (int64_t)(hi - lo));
+	_pmg_buf_str(&b, " byte(s): ");
+	_pmg_buf_dec(&b, (int64_t)run);
+	_pmg_buf_str(&b, " iteration(s) not written (kept old)\n");
+	_pmg_buf_flush(&b, fd);
+	if (count == 1 && stack_protected) {
+		_pmg_buf_str(&b, "pmguard: contain: no backtrace: the stack "
+				 "pointer is in protected memory\n");
+		_pmg_buf_flush(&b, fd);
+	} else if (count == 1) {
+		_pmg_buf_str(&b, "pmguard: backtrace (handler frames "
+				 "first):\n");
+		_pmg_buf_flush(&b, fd);
+		_pmg_backtrace_to(fd);
+	}
+}
+
+/* What a page of a rep run must be: protected against this thread's
+ * writes (and, for contain, backed: RUN_WRITE_BACKED) or reads. */
+enum run_need { RUN_WRITE, RUN_WRITE_BACKED, RUN_READ };
+
+static bool page_denied(const struct _pmg_range *r, uintptr_t page,
+			uint32_t pkval, bool pku);
+static bool page_read_denied(const struct _pmg_range *r, uintptr_t page,
+			     uint32_t pkval, bool pku);
+
+static bool run_page(uintptr_t addr, struct _pmg_range *r, enum run_need need,
+		     uint32_t pkval, bool pku)
+{
+	uintptr_t page = addr & PMG_PAGE_MASK;
+
+	if (_pmg_reg_find(addr, r) || !same_kind(r, pku))
+		return false;
+	if (need == RUN_READ)
+		return page_read_denied(r, page, pkval, pku);
+	return page_denied(r, page, pkval, pku) &&
+	       (need == RUN_WRITE || page_backed(page));
+}
+
+/*
+ * The run of a rep string instruction's @n elements of @s bytes from
+ * @start (the element it is at; @back: DF set, downward) that lies in
+ * protected pages as @need says: its element count, its bytes
+ * [*@lo, *@hi).  0 when there is none or the addresses wrap.  AS-safe.
+ */
+static uint64_t rep_run(uintptr_t start, uint64_t n, uint64_t s, bool back,
+			enum run_need need, uint32_t pkval, bool pku,
+			uintptr_t *lo, uintptr_t *hi)
+{
+	uintptr_t pos, limit, top = start + s;
+	struct _pmg_range r;
+	uint64_t run;
+
+	if (!back) {
+		limit = start + n * s;
+		if (limit < start)
+			return 0;
+		for (pos = start; pos < limit;) {
+			uintptr_t next = (pos | (PMG_PAGE_SIZE - 1)) + 1;
+
+			if (!run_page(pos, &r, need, pkval, pku))
+				break;
+			if (next > r.end)
+				next = r.end;
+			pos = next < limit ? next : limit;
+		}
+		run = (pos - start) / s;
+		*lo = start;
+		*hi = start + run * s;
+		return run;
+	}
+	if (top < start || top < n * s)
+		return 0;
+	limit = top - n * s;
+	for (pos = top; pos > limit;) {
+		uintptr_t next = (pos - 1) & PMG_PAGE_MASK;
+
+		if (!run_page(pos - 1, &r, need, pkval, pku))
+			break;
+		if (next < r.base)
+			next = r.base;
+		pos = next > limit ? next : limit;
+	}
+	run = (top - pos) / s;
+	*hi = top;
+	*lo = top - run * s;
+	return run;
+}
+
+/*
+ * A write fault of rep stos / rep movs (@d).  Under the trap flag each
+ * iteration would cost a fault and a trap (a stray memset: ~30 us per
+ * byte); instead the run of iterations whose elements lie in protected
+ * pages this thread may not write, from the faulting one on, is handled
+ * here in one go:
+ *  - contain (@audit false): nothing is written (the writes are undone
+ *    before they happen);
+ *  - audit: the run is written from here (process_vm_writev: a page a
+ *    racing window close re-protects ends the run early, no signal).
+ * Then the registers are what the CPU leaves after those iterations:
+ * rdi (and rsi) advanced in the direction of DF, rcx counted down, rip
+ * past the instruction when rcx reaches 0 (rep stos/movs change no
+ * flag).  The CPU does the rest of the instruction natively and faults
+ * again at the next protected run.  False (nothing done: the caller takes
+ * the per-element path) when it does not apply: not a rep stos/movs, a
+ * program that single-steps itself, the faulting element not at rdi or
+ * straddling into memory it may write, a movs source that is not
+ * readable or overlaps the run (the CPU's own fault or byte order is
+ * then what the per-element path gives).  AS-safe.
+ */
+static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
+		     const struct _pmg_decoded *d, bool pku, pid_t tid,
+		     bool audit)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	uint64_t n = (uint64_t)g[REG_RCX], run, done, s = d->elem;
+	uintptr_t di = (uintptr_t)g[REG_RDI], si = (uintptr_t)g[REG_RSI];
+	bool back = g[REG_EFL] & X86_EFLAGS_DF;
+	uintptr_t lo, hi, slo = 0, pg;
+	/* the redirect scratch buffer is free (no step pending): no 4 KiB
+	 * on a signal stack that may be SIGSTKSZ */
+	uint8_t *buf = scratch;
+	const size_t bufsz = sizeof(scratch);
+
+	if (d->rep == PMG_CT_REP_NONE || !s || !n ||
+	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_WRITE ||
+	    f->addr < di || f->addr - di >= s)
+		return false;
+	if (n > ((uintptr_t)1 << 47) / s)
+		n = ((uintptr_t)1 << 47) / s; /* past user space anyway */
+	run = rep_run(di, n, s, back, audit ? RUN_WRITE : RUN_WRITE_BACKED,
+		      f->saved_pkval, pku, &lo, &hi);
+	if (!run)
+		return false;
+	if (d->rep == PMG_CT_REP_MOVS) {
+		uintptr_t shi;
+
+		slo = back ? si + s - run * s : si;
+		shi = slo + run * s;
+		if ((back && si + s < run * s) || shi < slo ||
+		    (slo < hi && lo < shi))
+			return false; /* wraps or overlaps the run */
+		/* readable, as the CPU would need (not pkeys: the CPU reads
+		 * protected sources in contain/audit mode anyway) */
+		for (pg = slo & PMG_PAGE_MASK; pg < shi; pg += PMG_PAGE_SIZE)
+			if (!vm_copy(buf, pg < slo ? slo : pg, 1, false))
+				return false;
+	}
+	done = run;
+	if (audit) {
+		uint64_t stosv = (uint64_t)g[REG_RAX];
+		uintptr_t a;
+		size_t k;
+
+		if (!pku)
+			for (pg = lo & PMG_PAGE_MASK; pg < hi;
+			     pg += PMG_PAGE_SIZE)
+				_pmg_fault_protect_page(pg,
+							PROT_READ | PROT_WRITE);
+		for (k = 0; k < bufsz; k += s)
+			memcpy(buf + k, &stosv, s);
+		/* in the instruction's order, so a short copy leaves the
+		 * iterations before it done */
+		for (done = 0; done < run;) {
+			uint64_t m = bufsz / s, got;
+
+			if (m > run - done)
+				m = run - done;
+			a = back ? hi - (done + m) * s : lo + done * s;
+			if (d->rep == PMG_CT_REP_MOVS) {
+				uintptr_t sa = back ? slo + (run - done - m) * s
+						    : slo + done * s;
+
+				got = vm_copy(buf, sa, m * s, false) / s;
+				if (got < m)
+					m = back ? 0 : got;
+			}
+			got = vm_copy(buf, a, m * s, true) / s;
+			if (got < m && back)
+				got = 0; /* its low part: not in order */
+			done += got;
+			if (got < m || !m)
+				break;
+		}
+		if (!pku)
+			for (pg = lo & PMG_PAGE_MASK; pg < hi;
+			     pg += PMG_PAGE_SIZE) {
+				struct _pmg_range r;
+
+				if (!_pmg_reg_find(pg < lo ? lo : pg, &r))
+					_pmg_fault_reprotect_page(r.dom, pg);
+			}
+		if (!done)
+			return false;
+	} else {
+		struct _pmg_range r;
+
+		_PMG_STAT_INC(contained);
+		_pmg_fault_notify(f, tid, PMG_FAULT_CONTAINED);
+		bulk_report(f, tid, d, lo, hi, run,
+			    !_pmg_reg_find((uintptr_t)g[REG_RSP], &r));
+	}
+	g[REG_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	if (d->rep == PMG_CT_REP_MOVS)
+		g[REG_RSI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	g[REG_RCX] -= (greg_t)done;
+	if (!g[REG_RCX])
+		g[REG_RIP] += d->len;
+	return true;
+}
+
+/* May this thread not read @page of range @r now? */
+static bool page_read_denied(const struct _pmg_range *r, uintptr_t page,
+			     uint32_t pkval, bool pku)
+{
+	if (pku)
+		return pmg_pkval_rights(pkval, (unsigned)_pmg_dom_hw(r->dom)) ==
+		       PMG_RIGHTS_AD;
+	return !(_pmg_pw_prot(r->dom, page) & PROT_READ);
+}
+
+/*
+ * A read fault of rep movs (@d) on its source in a domain the thread may
+ * not read (a stray read, let through in audit and contain mode): as
+ * rep_bulk(), the run of iterations whose source elements lie in such
+ * pages is copied from here (process_vm_readv, which does not check
+ * protection keys; mprotect: the pages made readable for the copy), when
+ * every destination page of the run is outside protected memory (where
+ * process_vm_writev honours the page protection, so an unwritable page
+ * ends the run early: the CPU then faults there itself).  rdi, rsi, rcx
+ * and rip as the CPU leaves them.  False: not applicable, per element.
+ * AS-safe.
+ */
+static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
+			  const struct _pmg_decoded *d, bool pku)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	uint64_t n = (uint64_t)g[REG_RCX], run, done, s = d->elem;
+	uintptr_t di = (uintptr_t)g[REG_RDI], si = (uintptr_t)g[REG_RSI];
+	bool back = g[REG_EFL] & X86_EFLAGS_DF;
+	uintptr_t lo, hi, dlo, dhi, pg;
+	uint8_t *buf = scratch;
+	const size_t bufsz = sizeof(scratch);
+
+	if (d->rep != PMG_CT_REP_MOVS || !s || !n ||
+	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_READ ||
+	    f->addr < si || f->addr - si >= s)
+		return false;
+	if (n > ((uintptr_t)1 << 47) / s)
+		n = ((uintptr_t)1 << 47) / s;
+	run = rep_run(si, n, s, back, RUN_READ, f->saved_pkval, pku, &lo, &hi);
+	if (!run || (back && di + s < run * s))
+		return false;
+	dlo = back ? di + s - run * s : di;
+	hi = lo + run * s;
+	dhi = dlo + run * s;
+	if (dhi < dlo || (dlo < hi && lo < dhi))
+		return false; /* wraps or overlaps */
+	for (pg = dlo & PMG_PAGE_MASK; pg < dhi; pg += PMG_PAGE_SIZE) {
+		struct _pmg_range r;
+
+		if (!_pmg_reg_find(pg < dlo ? dlo : pg, &r))
+			return false; /* into protected memory: per element */
+	}
+	if (!pku)
+		for (pg = lo & PMG_PAGE_MASK; pg < hi; pg += PMG_PAGE_SIZE)
+			_pmg_fault_protect_page(pg, PROT_READ);
+	/* chunks in the instruction's order; a short copy stops the run */
+	for (done = 0; done < run;) {
+		uint64_t m = bufsz / s, got;
+		uint64_t off;
+
+		if (m > run - done)
+			m = run - done;
+		off = back ? (run - done - m) * s : done * s;
+		got = vm_copy(buf, lo + off, m * s, false) / s;
+		if (got == m)
+			got = vm_copy(buf, dlo + off, m * s, true) / s;
+		if (got < m) {
+			if (!back)
+				done += got;
+			break;
+		}
+		done += m;
+	}
+	if (!pku)
+		for (pg = lo & PMG_PAGE_MASK; pg < hi; pg += PMG_PAGE_SIZE) {
+			struct _pmg_range r;
+
+			if (!_pmg_reg_find(pg < lo ? lo : pg, &r))
+				_pmg_fault_reprotect_page(r.dom, pg);
+		}
+	if (!done)
+		return false;
+	g[REG_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	g[REG_RSI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	g[REG_RCX] -= (greg_t)done;
+	if (!g[REG_RCX])
+		g[REG_RIP] += d->len;
+	return true;
+}
+
+/*
+ * Audit, and contain's stray reads: a rep stos/movs run at once, no trap
+ * (contain's writes go through contain_begin()).  True when done.
+ */
+bool _pmg_rep_audit(const struct pmg_fault *f, ucontext_t *uc, bool pku,
+		    pid_t tid, int mode)
+{
+	struct _pmg_decoded d;
+
+	if (f->acc == PMG_WRITE && mode != PMG_FAULT_AUDIT)
+		return false;
+	if (_pmg_contain_decode(uc, &d) || d.rep == PMG_CT_REP_NONE)
+		return false;
+	if (f->acc == PMG_WRITE)
+		return rep_bulk(f, uc, &d, pku, tid, true);
+	return rep_read_bulk(f, uc, &d, pku);
+}
+
+/* Is byte @a one of the first @nsave saved (protected) pieces? */
+static bool in_saves(uintptr_t a, unsigned nsave)
+{
+	unsigned j;
+
+	for (j = 0; j < nsave; j++)
+		if (a >= pending.save[j].addr &&
+		    a < pending.save[j].addr + pending.save[j].len)
+			return true;
+	return false;
+}
+
+/*
+ * The redirect's snapshot of [@ea, +@len) into pending.snap: the saved
+ * (protected) pieces as copy_out() reads them, the other bytes through
+ * process_vm_readv() (page protection honoured: no fault here).  False
+ * when some byte outside the saved pieces cannot be read: a masked store
+ * (vmaskmov, AVX-512 {k}) whose masked-off elements lie in an unmapped or
+ * PROT_NONE page, which the CPU does not touch and does not fault on.
+ * Then no redirect: the save-and-step path runs the instruction on the
+ * real memory, where the CPU decides (issue 21, third pass).
+ */
+static bool redirect_snap(uintptr_t ea, unsigned len, unsigned nsave, bool pku)
+{
+	uint32_t all = pku ? ~(uint32_t)PMG_PKR_MASK(0) : 0;
+	unsigned k, e;
+	uint32_t cur;
+
+	for (k = 0; k < len; k = e) {
+		bool saved = in_saves(ea + k, nsave);
+
+		for (e = k + 1; e < len && in_saves(ea + e, nsave) == saved;)
+			e++;
+		if (saved) {
+			cur = open_keys(all);
+			copy_out(&pending.snap[k], ea + k, e - k, pku);
+			close_keys(all, cur);
+		} else if (vm_copy(&pending.snap[k], ea + k, e - k, false) !=
+			   e - k) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * A stray access in contain mode.  Returns true when it is a write to be
+ * contained (everything set up: saved bytes, rights, trap flag); false
+ * when the instruction writes no protected byte (a stray read: audit
+ * handles it).  Aborts (strict) when the written range is unknown.
+ */
+bool _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
+			pid_t tid)
+{
+	struct _pmg_decoded d;
+	bool pku = reg != NULL, hit = false;
+	uint32_t grant = 0, cur;
+	unsigned i, nsave = 0, npages = 0;
+	uintptr_t pages[PMG_PENDING_PAGES];
+	int pkeys[PMG_PENDING_PAGES];
+
+	if (pending.active && pending.contain && !pku) {
+		uintptr_t pg = f->addr & ~(PMG_PAGE_SIZE - 1);
+
+		/*
+		 * mprotect: another thread closed a window on a page between
+		 * our grant and the step, or the restore (page rights are
+		 * process-wide; /proc/self/mem cannot write a read-only
+		 * shared mapping): grant again and retry; the bytes are saved
+		 * already.
+		 */
+		for (i = 0; i < pending.npages; i++)
+			if (pending.page[i] == pg)
+				break;
+		if (i < pending.npages) {
+			for (i = 0; i < pending.npages; i++)
+				_pmg_fault_protect_page(pending.page[i],
+							PROT_READ | PROT_WRITE);
+			f->new_pkval = f->saved_pkval;
+			_PMG_STAT_INC(contain_regrant);
+			return true;
+		}
+	}
+	if (_pmg_contain_decode(uc, &d))
+		contain_strict(f, uc, tid, &d, d.why);
+	if (!pending.active && rep_bulk(f, uc, &d, pku, tid, false)) {
+		f->new_pkval = f->saved_pkval;
+		return true;
+	}
+	for (i = 0; i < d.nwr; i++) {
+		uintptr_t a = d.wr[i].addr, end = a + d.wr[i].len;
+
+		if (f->addr >= a && f->addr < end)
+			hit = true;
+		while (a < end) {
+			struct _pmg_range r;
+			uintptr_t next = (a | (PMG_PAGE_SIZE - 1)) + 1;
+
+			if (next > end)
+				next = end;
+			if (!_pmg_reg_find(a, &r)) {
+				if (next > r.end)
+					next = r.end;
+				if (!same_kind(&r, pku))
+					contain_strict(
+						f, uc, tid, &d,
+						"the write spans a domain kept "
+						"by a key and one kept by page "
+						"protection (a virtual domain)");
+				/* a lazy write window's block: granted */
+				if (write_denied(&r, f->saved_pkval, pku) &&
+				    (pku || !_pmg_lazy_grant(r.dom, a))) {
+					struct _pmg_save *sv;
+
+					if (d.wr[i].stack)
+						contain_strict(f, uc, tid, &d,
+							       stack_why);
+					if (nsave == PMG_SAVES)
+						contain_strict(
+							f, uc, tid, &d,
+							"the write spans too many "
+							"protected ranges");
+					sv = &pending.save[nsave++];
+					sv->addr = a;
+					sv->len = (unsigned)(next - a);
+					sv->dom = r.dom;
+					if (pku)
+						grant |= PMG_PKR_MASK(
+							_pmg_dom_hw(r.dom));
+					if (!pku &&
+					    npages < PMG_PENDING_PAGES) {
+						pages[npages] =
+							a &
+							~(PMG_PAGE_SIZE - 1);
+						pkeys[npages++] = r.dom;
+					}
+				}
+			}
+			a = next;
+		}
+	}
+	if (!nsave && !pku && f->acc == PMG_WRITE) {
+		/*
+		 * mprotect: another thread opened a window on these pages
+		 * since the fault (rights are process-wide): the write is
+		 * now allowed, as any write while a window is open there.
+		 * Put the pages at the current rights and retry.
+		 */
+		for (i = 0; i < d.nwr; i++) {
+			uintptr_t a = d.wr[i].addr & ~(PMG_PAGE_SIZE - 1);
+			struct _pmg_range r;
+
+			for (; a < d.wr[i].addr + d.wr[i].len;
+			     a += PMG_PAGE_SIZE)
+				if (!_pmg_reg_find(a, &r))
+					_pmg_fault_reprotect_page(r.dom, a);
+		}
+		_PMG_STAT_INC(contain_regrant);
+		f->new_pkval = f->saved_pkval;
+		return true;
+	}
+	if (!nsave) {
+		if (f->acc == PMG_WRITE)
+			contain_strict(f, uc, tid, &d,
+				       "the decoded instruction "
+				       "writes no protected byte, yet a write "
+				       "faulted");
+		return false; /* a read: audit lets it through */
+	}
+	if (!hit && f->acc == PMG_WRITE)
+		contain_strict(f, uc, tid, &d,
+			       "the faulting address is outside "
+			       "the decoded written range");
+	if (pending.active)
+		contain_strict(f, uc, tid, &d,
+			       "a second write fault inside a "
+			       "contained step");
+	pending.active = true;
+	pending.ip = f->ip;
+	pending.contain = true;
+	pending.redirect = false;
+	pending.had_tf = uc->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF;
+	pending.nsave = nsave;
+	pending.f = *f;
+	pending.tid = tid;
+	pending.dec = d;
+	pending.count = _pmg_audit_site_hit(f->ip, f->dom);
+	{
+		struct _pmg_range r;
+
+		/* unwinding through a stack in protected memory: no */
+		pending.stack_protected = !_pmg_reg_find(
+			(uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &r);
+	}
+	pending.npages = 0;
+	pending.mask = 0;
+	pending.bits = 0;
+	pending.rd_mask = pku ? grant : 0;
+	if (d.nwr == 1 && d.wr[0].base >= 0 &&
+	    redirect_snap(d.wr[0].addr, (unsigned)d.wr[0].len, nsave, pku)) {
+		/*
+		 * Redirect: the one written operand's base register is moved
+		 * so that the instruction writes a copy of the range in a
+		 * per-thread scratch buffer instead; memory is never granted
+		 * (no other thread can see or race anything) and the bytes
+		 * outside protected memory the instruction changed are
+		 * copied out after the step (redirect_end()).
+		 */
+		uintptr_t ea = d.wr[0].addr;
+		unsigned len = (unsigned)d.wr[0].len;
+		uint8_t *s = scratch + PMG_CT_MAXLEN +
+			     (ea & (PMG_CT_MAXLEN - 1));
+		/* PKU: the handler runs with the default register; the bytes
+		 * outside the saved pieces may be in a domain this thread has
+		 * a window on: open every key for the copies */
+		uint32_t all = pku ? ~(uint32_t)PMG_PKR_MASK(0) : 0;
+
+		memcpy(s, pending.snap, len);
+		for (i = 0; i < nsave; i++)
+			memcpy(pending.save[i].old,
+			       s + (pending.save[i].addr - ea),
+			       pending.save[i].len);
+		pending.redirect = true;
+		pending.rd_mask = all; /* contain_end's copies, again */
+		pending.mask = 0;
+		pending.ea = ea;
+		pending.len = len;
+		pending.delta = (uintptr_t)s - ea;
+		pending.base = d.wr[0].base;
+		pending.base_kind = d.wr[0].base_kind;
+		pending.base_orig = uc->uc_mcontext.gregs[pending.base];
+		uc->uc_mcontext.gregs[pending.base] += (greg_t)pending.delta;
+		f->new_pkval = f->saved_pkval;
+		_PMG_STAT_INC(contain_redirected);
+		uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
+		return true;
+	}
+	if (pku) {
+		/* this thread only: the frame's register */
+		pending.mask = grant;
+		pending.bits = f->saved_pkval & grant;
+		f->new_pkval = f->saved_pkval & ~grant;
+	} else {
+		/* process-wide: the pages are writable during the step */
+		for (i = 0; i < npages; i++) {
+			pending.page[pending.npages] = pages[i];
+			pending.dom[pending.npages++] = pkeys[i];
+			_pmg_fault_protect_page(pages[i],
+						PROT_READ | PROT_WRITE);
+		}
+		f->new_pkval = f->saved_pkval;
+	}
+	cur = open_keys(pending.rd_mask);
+	for (i = 0; i < nsave; i++)
+		copy_out(pending.save[i].old, pending.save[i].addr,
+			 pending.save[i].len, pku);
+	close_keys(pending.rd_mask, cur);
+	uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
+	return true;
+}
+
+/*
+ * After a redirected step: fix the base register, copy out the bytes
+ * outside protected memory that the instruction changed, keep the
+ * protected ones as they were.  Bytes it left as they were are not
+ * written: a masked store's masked-off elements may lie in a read-only
+ * page, where the CPU does not write (nor fault).  The copy is
+ * process_vm_writev() (page protection honoured, no fault in here): a
+ * changed byte in a page the program cannot write is a store the CPU
+ * would have faulted on: false, the caller falls back to strict.
+ */
+static bool redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
+{
+	greg_t *g = &uc->uc_mcontext.gregs[pending.base];
+	uint8_t *s = (uint8_t *)(pending.ea + pending.delta);
+	unsigned k, i, e;
+	bool ok = true;
+
+	/* the decoder redirects only a base nothing else uses (contain.c) */
+	if (pending.base_kind == PMG_CT_BASE_STEP)
+		*g -= (greg_t)pending.delta;
+	else
+		*g = pending.base_orig;
+	for (k = 0; k < pending.len; k++) {
+		for (i = 0; i < pending.nsave; i++)
+			if (pending.ea + k >= pending.save[i].addr &&
+			    pending.ea + k <
+				    pending.save[i].addr + pending.save[i].len)
+				break;
+		if (i < pending.nsave)
+			now[i][pending.ea + k - pending.save[i].addr] = s[k];
+	}
+	for (k = 0; k < pending.len; k = e) {
+		e = k + 1;
+		if (in_saves(pending.ea + k, pending.nsave) ||
+		    s[k] == pending.snap[k])
+			continue;
+		while (e < pending.len &&
+		       !in_saves(pending.ea + e, pending.nsave) &&
+		       s[e] != pending.snap[e])
+			e++;
+		if (vm_copy(&s[k], pending.ea + k, e - k, true) != e - k)
+			ok = false;
+	}
+	return ok;
+}
+
+/* After the step: put the saved bytes back, report old -> new. */
+void _pmg_contain_end(ucontext_t *uc)
+{
+	uint8_t now[PMG_SAVES][PMG_CT_MAXLEN];
+	struct _pmg_buf b = { .n = 0 };
+	bool pku = pending.rd_mask != 0;
+	uint32_t cur = open_keys(pending.rd_mask);
+	unsigned i;
+	int fd = _pmg_report_fd();
+
+	if (pending.redirect && !redirect_end(uc, now)) {
+		close_keys(pending.rd_mask, cur);
+		contain_strict(&pending.f, uc, pending.tid, &pending.dec,
+			       "the store's bytes outside protected memory "
+			       "lie in a page the program cannot write: the "
+			       "CPU would have faulted");
+	}
+	for (i = 0; !pending.redirect && i < pending.nsave; i++) {
+		struct _pmg_save *sv = &pending.save[i];
+
+		copy_out(now[i], sv->addr, sv->len, pku);
+		copy_in(sv->addr, sv->old, sv->len, pku);
+	}
+	close_keys(pending.rd_mask, cur);
+	_PMG_STAT_INC(contained);
+	_pmg_fault_notify(&pending.f, pending.tid, PMG_FAULT_CONTAINED);
+	if (fd < 0)
+		return;
+	_pmg_buf_str(&b, "pmguard: contain: stray write by '");
+	_pmg_buf_str(&b, pending.dec.text);
+	_pmg_buf_str(&b, "' at ip ");
+	_pmg_buf_hex(&b, pending.f.ip);
+	_pmg_buf_str(&b, " (site count ");
+	_pmg_buf_dec(&b, (int64_t)pending.count);
+	_pmg_buf_str(&b, ") in domain '");
+	_pmg_buf_str(&b, _pmg_dom_name(pending.f.dom));
+	_pmg_buf_str(&b, "' by thread ");
+	_pmg_buf_dec(&b, pending.tid);
+	_pmg_buf_str(&b, ": undone\n");
+	_pmg_buf_flush(&b, fd);
+	for (i = 0; i < pending.nsave; i++) {
+		struct _pmg_save *sv = &pending.save[i];
+
+		_pmg_buf_str(&b, "pmguard: contain:   range [");
+		_pmg_buf_hex(&b, sv->addr);
+		_pmg_buf_str(&b, ", ");
+		_pmg_buf_hex(&b, sv->addr + sv->len);
+		_pmg_buf_str(&b, ") ");
+		_pmg_buf_dec(&b, sv->len);
+		_pmg_buf_str(&b, " byte(s) old ");
+		_pmg_buf_bytes(&b, sv->old, sv->len);
+		_pmg_buf_str(&b, " -> new ");
+		_pmg_buf_bytes(&b, now[i], sv->len);
+		_pmg_buf_str(&b, " (kept old)\n");
+		_pmg_buf_flush(&b, fd);
+	}
+	if (pending.count == 1 && pending.stack_protected) {
+		_pmg_buf_str(&b, "pmguard: contain: no backtrace: the stack "
+				 "pointer is in protected memory\n");
+		_pmg_buf_flush(&b, fd);
+	} else if (pending.count == 1) {
+		_pmg_buf_str(&b, "pmguard: backtrace (handler frames "
+				 "first):\n");
+		_pmg_buf_flush(&b, fd);
+		_pmg_backtrace_to(fd);
+	}
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * contain.c: decode a faulting instruction with Zydis and compute the
- * memory it writes from the signal context.  AS-safe: Zydis decodes and
- * formats into caller buffers without allocating.
+ * contain.c: contain mode.  Decode a faulting instruction with Zydis and
+ * compute the memory it writes from the signal context; undo the write
+ * around its single step (the SIGSEGV and SIGTRAP handlers, fault.c, call
+ * in).  AS-safe: Zydis decodes and formats into caller buffers without
+ * allocating.
  */
 #ifndef PMG_CONTAIN_H
 #define PMG_CONTAIN_H
@@ -10,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <ucontext.h>
 
 #define PMG_CT_MAXWR	2	/* write ranges per instruction */
@@ -21,7 +24,8 @@
 #define PMG_CT_BASE_STEP	1	/* string op: advances it (rdi) */
 
 /* rep stos / rep movs (64-bit addressing): what the whole instruction
- * does, for handling a run of iterations at once (fault.c) */
+ * does, for handling a run of iterations at once (_pmg_rep_audit(),
+ * contain's undo) */
 #define PMG_CT_REP_NONE	0
 #define PMG_CT_REP_STOS	1
 #define PMG_CT_REP_MOVS	2
@@ -53,6 +57,27 @@ int _pmg_self_mem_fd(void);
 
 /* Decode the instruction at the context's RIP.  0, or -1 with d->why. */
 int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d);
+
+struct pmg_fault;
+
+/*
+ * A stray access in contain mode (@reg: the interrupted context's saved
+ * register, PKU; NULL: page protection).  True when it is a write to be
+ * contained: its bytes saved, rights and the trap flag set in @uc (or a
+ * rep run done, or the access retried); the step's record, the calling
+ * thread's (steps.c), says which.  False when the instruction writes no
+ * protected byte (a stray read: audit handles it).  Falls back to strict
+ * (reports, ends the process) where a write cannot be contained.
+ */
+bool _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
+			pid_t tid);
+/* After the contained step (SIGTRAP): the saved bytes put back, the
+ * write reported. */
+void _pmg_contain_end(ucontext_t *uc);
+/* Audit, and contain's stray reads: a rep stos/movs run of iterations
+ * at once, no single step.  True when done. */
+bool _pmg_rep_audit(const struct pmg_fault *f, ucontext_t *uc, bool pku,
+		    pid_t tid, int mode);
 
 /* Whole rep string runs at one fault (process_vm_readv/writev usable).
  * _pmg_vm_copy_ok: 1 usable, -1 not, 0 not probed yet; probed at install

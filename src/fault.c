@@ -1,46 +1,46 @@
 // SPDX-License-Identifier: MIT
 /*
- * The fault path: SIGSEGV for protection-key faults (PKU: SEGV_PKUERR with
- * si_pkey) or faults inside protected ranges (mprotect: SEGV_ACCERR), and
- * SIGTRAP for audit mode's re-arm after a single step, with what steers
- * them: the per-domain callbacks, the observer, the fault mode and the
- * report fd.  The handlers and what they call are async-signal-safe: no
- * locks, no allocation, output through write(2) (report.c); so are the
- * mode and report-fd setters (atomic stores).  _pmg_fault_install() and
- * the callback and observer setters are not: they call sigaction(),
- * allocate, or take the library lock.
+ * The signal handlers: SIGSEGV for protection-key faults (PKU:
+ * SEGV_PKUERR with si_pkey) or faults inside protected ranges (mprotect:
+ * SEGV_ACCERR), SIGTRAP for the re-arm after a single step (audit,
+ * contain), SIGBUS to end a step the program's handler may leave; and
+ * the chaining of every signal that is not ours to the handler installed
+ * before us (or the default action), unchanged.  The handlers and what
+ * they call are async-signal-safe: no locks, no allocation, output
+ * through write(2) (report.c).  _pmg_fault_install() is not: it calls
+ * sigaction().
  *
- * The decision is the policy's (_pmg_fault_decide(), policy.c); this file only
- * finds the key, the access and the saved register, and carries the
- * decision out on the signal frame:
+ * The decision is the policy's (_pmg_fault_decide(), policy.c); this file
+ * only finds the domain, the key, the access and the saved register, and
+ * carries the decision out on the signal frame:
  *  - the saved PKRU in the frame's XSAVE area is what sigreturn loads, so
  *    editing it grants or revokes rights for the interrupted context only
  *    (the seeds' pks_update_exception());
  *  - audit sets the trap flag so the faulting instruction runs once with
  *    access, then the SIGTRAP handler puts the saved rights back;
- *  - contain (contain_begin/contain_end) decodes the instruction
- *    (contain.c) and runs it once against a per-thread scratch copy of
+ *  - contain (contain.c: _pmg_contain_begin/_pmg_contain_end) decodes the
+ *    instruction and runs it once against a per-thread scratch copy of
  *    what it writes (its base register moved), or with access and the
  *    protected bytes saved before and put back after; same trap flag.
- * Signals that are not ours go to the handler installed before us, or get
- * the default action, unchanged.
+ * Around them, in files below this one: the step records and the
+ * handlers' bracket (steps.c), what steers the handlers from the program
+ * (hooks.c: callbacks, observer, fault mode, report fd), the backend's
+ * register (prim.h).
  */
 #define _GNU_SOURCE
-#include <execinfo.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include "contain.h"
+#include "hooks.h"
 #include "internal.h"
 #include "sites.h"
+#include "steps.h"
 
 #ifndef SEGV_PKUERR
 #define SEGV_PKUERR 4
@@ -51,220 +51,12 @@
 #ifndef TRAP_TRACE
 #define TRAP_TRACE 2
 #endif
-#define X86_EFLAGS_TF 0x100
 #define PF_WRITE 0x2
 
 static struct sigaction old_segv, old_trap, old_bus;
 
-/*
- * Audit and contain: what the SIGTRAP after the single step must put back.
- * Contain also keeps the protected bytes the instruction writes (up to two
- * ranges of 64 bytes, each split at most once per protected range).
- */
-#define PMG_PENDING_PAGES 8
-#define PMG_SAVES (2 * PMG_CT_MAXWR)
-struct _pmg_save {
-	uintptr_t addr;
-	unsigned len;
-	int dom;
-	uint8_t old[PMG_CT_MAXLEN];
-};
-struct step {
-	int owner; /* tid holding it; 0: free */
-	bool active;
-	bool had_tf;
-	uintptr_t ip; /* the stepped instruction */
-	bool contain;			/* saved bytes to put back */
-	uint32_t mask, bits;		/* PKU: register bits to restore */
-	unsigned npages;		/* mprotect: pages to re-protect */
-	uintptr_t page[PMG_PENDING_PAGES];
-	int dom[PMG_PENDING_PAGES];	/* their domains */
-	/* contain */
-	unsigned nsave;
-	struct _pmg_save save[PMG_SAVES];
-	uint32_t rd_mask;		/* PKU: keys the handlers must open */
-	struct pmg_fault f;
-	pid_t tid;
-	uint64_t count;
-	bool stack_protected;
-	struct _pmg_decoded dec;
-	/* redirect: the write went to scratch, memory was never granted */
-	bool redirect;
-	int base;			/* REG_* moved by delta */
-	int base_kind;
-	greg_t base_orig;
-	uintptr_t delta, ea;		/* scratch = ea + delta */
-	unsigned len;
-	uint8_t snap[PMG_CT_MAXLEN]; /* the range before the step */
-	/* the step runs with asynchronous signals blocked (step_block()) */
-	bool masked;
-	greg_t step_ip; /* the stepped instruction (step_block()) */
-	uint64_t sigmask; /* the program's mask, to put back */
-	/* Redirect target: the written range at the same offset mod 64 (so
-	 * alignment-checking stores, cmpxchg16b, movntdq, still fit). */
-	uint8_t scratch[4 * PMG_CT_MAXLEN]
-		__attribute__((aligned(PMG_CT_MAXLEN)));
-};
-
-/*
- * Where the step records live.  A record is needed only from the SIGSEGV
- * to the SIGTRAP of one single step, so the records are a process-wide
- * pool that threads take (compare-and-swap on the owner) and give back at
- * the trap, not thread-local storage: the shared library's TLS must stay
- * small enough for dlopen() (static TLS: see _pmg_tls in init.c), and a
- * thread that existed before the library was loaded, or that was not
- * created through pthread_create(), gets one like any other.  A few are
- * static; more come in chunks from mmap(2) (async-signal-safe), kept for
- * the life of the process: as many as steps were ever in flight at once.
- * The thread's own record is one initial-exec pointer.
- */
-#define STEP_STATIC 8
-#define STEP_CHUNK 16
-struct step_chunk {
-	struct step_chunk *next;
-	struct step s[STEP_CHUNK];
-};
-static struct step step_static[STEP_STATIC];
-static struct step_chunk *step_chunks;
-static __thread struct step *cur_step
-	__attribute__((tls_model("initial-exec")));
-
-/* The handlers' and contain's name for the thread's record (held). */
-#define pending (*cur_step)
-#define scratch (cur_step->scratch)
-
-static bool step_take(struct step *s, pid_t tid)
-{
-	int free_ = 0;
-
-	return !__atomic_load_n(&s->owner, __ATOMIC_RELAXED) &&
-	       __atomic_compare_exchange_n(&s->owner, &free_, (int)tid, false,
-					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
-}
-
-/* The calling thread's record, taken if it holds none; NULL: out of
- * memory.  AS-safe. */
-static struct step *step_claim(pid_t tid)
-{
-	struct step_chunk *c;
-	unsigned i;
-
-	if (cur_step)
-		return cur_step; /* a second fault in the same step */
-	for (i = 0; i < STEP_STATIC; i++)
-		if (step_take(&step_static[i], tid))
-			return cur_step = &step_static[i];
-	for (c = __atomic_load_n(&step_chunks, __ATOMIC_ACQUIRE); c;
-	     c = c->next)
-		for (i = 0; i < STEP_CHUNK; i++)
-			if (step_take(&c->s[i], tid))
-				return cur_step = &c->s[i];
-	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (c == MAP_FAILED)
-		return NULL;
-	c->s[0].owner = (int)tid;
-	c->next = __atomic_load_n(&step_chunks, __ATOMIC_RELAXED);
-	while (!__atomic_compare_exchange_n(&step_chunks, &c->next, c, true,
-					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-		;
-	return cur_step = &c->s[0];
-}
-
-/* The step is over (or never began): give the record back.  AS-safe. */
-static void step_release(void)
-{
-	struct step *s = cur_step;
-
-	cur_step = NULL;
-	s->active = false;
-	s->contain = false;
-	s->masked = false;
-	__atomic_store_n(&s->owner, 0, __ATOMIC_RELEASE);
-}
-
-static void protect_page(uintptr_t page, int prot);
-static void reprotect_page(int id, uintptr_t page);
-
-/*
- * strict: the process ends.  Every pmguard handler runs inside the keys'
- * bracket (keys.c: no domain's key moves under it); leave it first, as
- * a program's SIGABRT handler may carry on.
- */
-static __attribute__((noreturn)) void die(void)
-{
-	_pmg_keys_leave();
-	abort();
-}
-
-bool _pmg_steps_on(int key, int id)
-{
-	uint32_t m = key ? PMG_PKR_MASK(key) : 0;
-	struct step_chunk *c;
-	unsigned i, j;
-	struct step *st;
-
-	for (i = 0;; i++) {
-		if (i < STEP_STATIC) {
-			st = &step_static[i];
-		} else {
-			unsigned n = i - STEP_STATIC;
-
-			for (c = __atomic_load_n(&step_chunks,
-						 __ATOMIC_ACQUIRE);
-			     c && n >= STEP_CHUNK; c = c->next)
-				n -= STEP_CHUNK;
-			if (!c)
-				return false;
-			st = &c->s[n];
-		}
-		if (!__atomic_load_n(&st->owner, __ATOMIC_ACQUIRE))
-			continue;
-		if (m && ((__atomic_load_n(&st->mask, __ATOMIC_RELAXED) |
-			   __atomic_load_n(&st->rd_mask, __ATOMIC_RELAXED)) &
-			  m))
-			return true;
-		if (!id)
-			continue;
-		j = __atomic_load_n(&st->npages, __ATOMIC_RELAXED);
-		while (j-- > 0 && j < PMG_PENDING_PAGES)
-			if (__atomic_load_n(&st->dom[j], __ATOMIC_RELAXED) ==
-			    id)
-				return true;
-	}
-}
-
-/* fork child: a step another thread was in has no trap here: its pages
- * (mprotect: open for the process) are protected again, the record
- * freed. */
-static void step_fork_free(struct step *s)
-{
-	unsigned i;
-
-	if (s->owner && s->active)
-		for (i = 0; i < s->npages && i < PMG_PENDING_PAGES; i++)
-			reprotect_page(s->dom[i], s->page[i]);
-	s->active = false;
-	s->contain = false;
-	s->masked = false;
-	s->owner = 0;
-}
-
-/* fork child: only the forking thread exists, and it is not in a step
- * (fork is no single-stepped store, and a handler we chain to runs after
- * step_abort()); the others' records are free. */
-void _pmg_fault_fork_child(void)
-{
-	struct step_chunk *c;
-	unsigned i;
-
-	cur_step = NULL;
-	for (i = 0; i < STEP_STATIC; i++)
-		step_fork_free(&step_static[i]);
-	for (c = step_chunks; c; c = c->next)
-		for (i = 0; i < STEP_CHUNK; i++)
-			step_fork_free(&c->s[i]);
-}
+/* The handlers' name for the thread's step record (held: steps.c). */
+#define pending (*_pmg_cur_step)
 
 /* ---- chaining to whoever was there before us ---- */
 
@@ -358,7 +150,7 @@ static void chain_mask(int sig, void *ucv, const struct sigaction *old)
 
 	/* a fault of the stepped instruction itself: the program's mask is
 	 * the one step_block() kept, not the frame's */
-	if (cur_step && pending.masked)
+	if (_pmg_cur_step && pending.masked)
 		was = pending.sigmask;
 
 	for (s = 1; s <= 64; s++)
@@ -406,1095 +198,6 @@ static void chain(int sig, siginfo_t *si, void *uc, struct sigaction *saved)
 	      (sig == SIGBUS && si->si_code > 0 &&
 	       si->si_code != BUS_MCEERR_AO)))
 		raise(sig);
-}
-
-/* The public view of a core fault, for callbacks and observers. */
-static void fault_info(const struct pmg_fault *f, pid_t tid, int action,
-		     struct pmg_fault_info *fi)
-{
-	fi->addr = (void *)f->addr;
-	fi->ip = (void *)f->ip;
-	fi->domain = _pmg.dom[f->dom].h;
-	/* pmg_domain_key()'s answer: a key (PKU), none (a virtual domain,
-	 * page protection), or the domain's number (mprotect) */
-	fi->key = !f->no_sync			     ? (int)f->key
-		  : _pmg.prim->id == PMG_BACKEND_PKU ? -ENOKEY
-						     : f->dom;
-	fi->access = (int)f->acc;
-	fi->pkru = f->saved_pkval;
-	fi->tid = tid;
-	fi->mode = (int)f->mode;
-	fi->action = action;
-	fi->si_code = f->code;
-}
-
-/* ---- callbacks, observer, mode and report fd ---- */
-
-/*
- * A (function, argument) pair the fault handler reads: a domain's
- * callback, the observer.  Immutable once published and swapped whole with
- * one atomic store, so a fault in flight sees the old pair or the new one,
- * never a mix or a half-cleared one.  A replaced pair is retired, never
- * freed: a handler may still be reading it.
- */
-struct hook {
-	union {
-		pmg_fault_cb cb;
-		pmg_fault_observer observer;
-	} fn;
-	void *arg;
-};
-
-/* Publish a copy of @h (NULL: none) in @slot.  0 or -ENOMEM. */
-static int hook_publish(struct hook **slot, const struct hook *h)
-{
-	struct hook *n = NULL;
-
-	if (h) {
-		n = malloc(sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		*n = *h;
-	}
-	__atomic_store_n(slot, n, __ATOMIC_RELEASE);
-	return 0;
-}
-
-static struct hook *domain_cb[PMG_DOM_MAX];
-static struct hook *observer;
-
-/* The core's callback for every domain: calls the domain's public one. */
-static bool cb_bridge(const struct pmg_fault *f)
-{
-	struct hook *h = __atomic_load_n(&domain_cb[f->dom], __ATOMIC_ACQUIRE);
-	struct pmg_fault_info fi;
-
-	if (!h)
-		return false;
-	fault_info(f, (pid_t)syscall(SYS_gettid), 0, &fi);
-	return h->fn.cb(&fi, h->arg);
-}
-
-/* A new domain in slot @id starts without the old one's callback (lock
- * held). */
-void _pmg_fault_cb_clear(int id)
-{
-	__atomic_store_n(&domain_cb[id], NULL, __ATOMIC_RELEASE);
-}
-
-PMG_API int pmg_domain_set_callback(struct pmg_domain *dom, pmg_fault_cb cb,
-				    void *arg)
-{
-	struct hook h = { .fn.cb = cb, .arg = arg };
-	struct _pmg_dom *d;
-	int rc;
-
-	pthread_mutex_lock(&_pmg.lock);
-	d = _pmg_dom_of(dom);
-	if (!d) {
-		pthread_mutex_unlock(&_pmg.lock);
-		return _pmg_err(-EINVAL, "pmg_domain_set_callback: not a "
-				"live domain");
-	}
-	rc = hook_publish(&domain_cb[d->id], cb ? &h : NULL);
-	if (rc)
-		rc = _pmg_err(rc, "pmg_domain_set_callback: out of memory");
-	else
-		__atomic_store_n(&d->ck.cb, cb_bridge, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&_pmg.lock);
-	return rc;
-}
-
-PMG_API int pmg_set_fault_observer(pmg_fault_observer fn, void *arg)
-{
-	struct hook h = { .fn.observer = fn, .arg = arg };
-
-	if (hook_publish(&observer, fn ? &h : NULL))
-		return _pmg_err_s(-ENOMEM, "pmg_set_fault_observer: "
-				  "out of memory");
-	return 0;
-}
-
-static void notify(const struct pmg_fault *f, pid_t tid, int action)
-{
-	struct hook *o = __atomic_load_n(&observer, __ATOMIC_ACQUIRE);
-	struct pmg_fault_info fi;
-
-	if (!o)
-		return;
-	fault_info(f, tid, action, &fi);
-	o->fn.observer(&fi, o->arg);
-}
-
-PMG_API int pmg_set_fault_mode(int mode)
-{
-	if (mode != PMG_FAULT_STRICT && mode != PMG_FAULT_RELAXED &&
-	    mode != PMG_FAULT_AUDIT && mode != PMG_FAULT_CONTAIN)
-		/* AS-safe: a constant (formatting allocates the buffer) */
-		return _pmg_err_s(-EINVAL, "pmg_set_fault_mode: not a fault "
-				  "mode: must be PMG_FAULT_STRICT, _RELAXED, "
-				  "_AUDIT or _CONTAIN");
-	__atomic_store_n(&_pmg.mode, mode, __ATOMIC_RELAXED);
-	/* wins over PMGUARD_FAULT_MODE; atomic: AS-safe */
-	__atomic_store_n(&_pmg.mode_set, true, __ATOMIC_RELEASE);
-	return 0;
-}
-
-PMG_API int pmg_set_report_fd(int fd)
-{
-	if (fd < -1)
-		fd = -1;
-	/* wins over PMGUARD_REPORT_FD; atomic: AS-safe */
-	__atomic_store_n(&_pmg.fd_set, true, __ATOMIC_RELEASE);
-	return _pmg_report_fd_set(fd);
-}
-
-/* ---- contain mode ---- */
-
-/* Why a push or call into protected memory is not contained (N5). */
-static const char stack_why[] =
-	"an implicit stack write (push, call, enter) into protected memory "
-	"cannot be undone: the program would read back (pop, ret) the old "
-	"bytes";
-
-static void contain_strict(const struct pmg_fault *f, const ucontext_t *uc,
-			   pid_t tid, const struct _pmg_decoded *d,
-			   const char *why)
-{
-	struct _pmg_buf b = { .n = 0 };
-	struct _pmg_range r;
-	int fd = _pmg_report_fd();
-	/* no backtrace through a stack in protected memory: the unwinder
-	 * would run off it (a fault in this handler is fatal) */
-	bool stack_ok = _pmg_reg_find((uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
-				      &r) != 0;
-
-	_PMG_STAT_INC(contain_strict);
-	_pmg_buf_str(&b, "pmguard: contain: cannot contain '");
-	_pmg_buf_str(&b, d->text);
-	_pmg_buf_str(&b, "' at ip ");
-	_pmg_buf_hex(&b, f->ip);
-	_pmg_buf_str(&b, ": ");
-	_pmg_buf_str(&b, why);
-	_pmg_buf_str(&b, "; falling back to strict\n");
-	_pmg_buf_flush(&b, fd);
-	_pmg_report_fault(f, tid, "strict (aborting)", stack_ok);
-	notify(f, tid, PMG_FAULT_STRICT_ABORT);
-	die();
-}
-
-/*
- * mprotect: the saved bytes are read and put back through /proc/self/mem,
- * which ignores page protection for private mappings, so a window closed
- * by another thread (the page made read-only again) between grant and
- * restore cannot make the copy fault.  Where that fails (a shared mapping
- * is not force-writable), plain copies: the pages were made writable, and
- * if a window close re-protected one meanwhile, the fault on the copy
- * grants it again (contain_begin()).  open(2), pread(2), pwrite(2):
- * AS-safe.
- */
-static void copy_out(void *dst, uintptr_t src, unsigned len, bool pku)
-{
-	int fd = pku ? -1 : _pmg_self_mem_fd();
-
-	if (fd < 0 || pread(fd, dst, len, (off_t)src) != (ssize_t)len)
-		memcpy(dst, (const void *)src, len);
-}
-
-static void copy_in(uintptr_t dst, const void *src, unsigned len, bool pku)
-{
-	int fd = pku ? -1 : _pmg_self_mem_fd();
-
-	if (fd < 0 || pwrite(fd, src, len, (off_t)dst) != (ssize_t)len)
-		memcpy((void *)dst, src, len);
-}
-
-/* Open the keys of the saved ranges for the handler's own copies (PKU). */
-static uint32_t open_keys(uint32_t mask)
-{
-	uint32_t cur = 0;
-
-	if (mask) {
-		cur = _pmg_rdpkru();
-		_pmg_wrpkru(cur & ~mask);
-	}
-	return cur;
-}
-
-static void close_keys(uint32_t mask, uint32_t cur)
-{
-	if (mask)
-		_pmg_wrpkru(cur);
-}
-
-/*
- * Is range @r kept the way this fault is judged: by a key (@pku: the
- * faulting address's domain holds one on PKU) or by page protection?
- * A write across both kinds at once is not contained (strict), a rep run
- * stops at the change.  AS-safe.
- */
-static bool same_kind(const struct _pmg_range *r, bool pku)
-{
-	return (_pmg_dom_hw(r->dom) != 0) == pku;
-}
-
-/* Does the thread (rights in @pkval on PKU) lack write access to the
- * domain of @r (of this fault's kind)? */
-static bool write_denied(const struct _pmg_range *r, uint32_t pkval, bool pku)
-{
-	unsigned x = pku ? pmg_pkval_rights(pkval,
-					    (unsigned)_pmg_dom_hw(r->dom))
-			 : _pmg_process_rights(&_pmg.dom[r->dom]);
-
-	return x != PMG_RIGHTS_RW;
-}
-
-/*
- * mprotect(2) of the page at @page to @prot, or, where the mapping cannot
- * be split there, of the 2 MiB (then 1 GiB) block around it, clipped to
- * its protected range: device dax splits its mappings only at the
- * device's alignment, and a one-page mprotect() there is EINVAL (granting
- * nothing, so the access would fault again forever).  On the mprotect
- * backend rights are process-wide anyway; a bigger block is only a bigger
- * window for the length of one instruction.  AS-safe.
- */
-static void protect_page(uintptr_t page, int prot)
-{
-	static const uintptr_t block[] = { 2UL << 20, 1UL << 30 };
-	struct _pmg_range r;
-	unsigned i;
-
-	if (!_pmg_mprotect((void *)page, PMG_PAGE_SIZE, prot) ||
-	    errno != EINVAL || _pmg_reg_find(page, &r))
-		return;
-	for (i = 0; i < sizeof(block) / sizeof(block[0]); i++) {
-		uintptr_t b = page & ~(block[i] - 1), e = b + block[i];
-
-		if (b < r.base)
-			b = r.base;
-		if (e > r.end)
-			e = r.end;
-		if (!_pmg_mprotect((void *)b, e - b, prot) || errno != EINVAL)
-			return;
-	}
-}
-
-/*
- * @page of domain @id back to the protection it should have now: the
- * rights are read inside the bracket a write window opening its domain
- * whole waits for (mpwin.c), so that this never lowers a page after
- * it.  AS-safe.
- */
-static void reprotect_page(int id, uintptr_t page)
-{
-	unsigned ph = _pmg_lazy_lower_begin();
-
-	protect_page(page, _pmg_pw_prot(id, page));
-	_pmg_lazy_lower_end(ph);
-}
-
-/* ---- rep stos / rep movs: a run of iterations at once ---- */
-
-#define X86_EFLAGS_DF 0x400
-#define PMG_PAGE_MASK (~(uintptr_t)(PMG_PAGE_SIZE - 1))
-
-/* May this thread not write @page of range @r now (@pkval: PKU rights)? */
-static bool page_denied(const struct _pmg_range *r, uintptr_t page,
-			uint32_t pkval, bool pku)
-{
-	if (pku)
-		return write_denied(r, pkval, true);
-	/* a lazy write window on the domain: the page's first write in
-	 * it, granted here (mpwin.c) */
-	return !(_pmg_pw_prot(r->dom, page) & PROT_WRITE) &&
-	       !_pmg_lazy_grant(r->dom, page);
-}
-
-/*
- * process_vm_readv/writev on our own process: 1 usable, -1 not (ENOSYS: a
- * kernel without CONFIG_CROSS_MEMORY_ATTACH; EPERM: a seccomp filter, as
- * container runtimes' default profiles have).  Probed at install.  Where
- * they are missing, vm_copy() copies nothing, so every rep string run
- * takes the per-element path: exact, one fault (and trap) per element.
- * Not static: test-contain sets it to -1 to force the per-element path
- * (the test's own hook; the library ships none).
- */
-int _pmg_vm_copy_ok;
-
-void _pmg_vm_copy_probe(void)
-{
-	uint64_t a = 0x5a, b = 0;
-	struct iovec l = { &b, sizeof(b) }, r = { &a, sizeof(a) };
-	int saved = errno;
-
-	_pmg_vm_copy_ok = process_vm_readv(getpid(), &l, 1, &r, 1, 0) ==
-				 (ssize_t)sizeof(b) && b == a
-			     ? 1
-			     : -1;
-	errno = saved;
-}
-
-bool _pmg_rep_bulk_usable(void)
-{
-	return _pmg_vm_copy_ok > 0;
-}
-
-/*
- * Copy @len bytes between @local (a buffer of ours) and @remote: to
- * @remote when @write, else from it, through process_vm_writev/readv on
- * our own process: page protection is honoured
- * (a page that is not mapped, or not writable/readable, gives a short
- * count, never a signal inside the handler), protection keys are not
- * (a remote access).  The bytes copied.  AS-safe.
- */
-static size_t vm_copy(void *local, uintptr_t remote, size_t len, bool write)
-{
-	struct iovec l = { local, len }, r = { (void *)remote, len };
-	ssize_t n;
-
-	if (_pmg_vm_copy_ok <= 0)
-		return 0;
-	n = write ? process_vm_writev(getpid(), &l, 1, &r, 1, 0)
-		  : process_vm_readv(getpid(), &l, 1, &r, 1, 0);
-	return n > 0 ? (size_t)n : 0;
-}
-
-/*
- * Is @page backed (mapped, within its file)?  Contain skips a run of
- * protected pages without touching them; the CPU would take SIGBUS at a
- * page past the end of its file, SIGSEGV at a hole: such a page ends the
- * run.  /proc/self/mem reads any mapped page (PROT_NONE, keys ignored) and
- * fails exactly there; without it, process_vm_readv (a PROT_NONE page
- * then also ends the run: per element, still right).  AS-safe.
- */
-static bool page_backed(uintptr_t page)
-{
-	int fd = _pmg_self_mem_fd();
-	uint8_t b;
-
-	if (fd >= 0)
-		return pread(fd, &b, 1, (off_t)page) == 1;
-	return vm_copy(&b, page, 1, false) == 1;
-}
-
-/*
- * The report of a contained run (one line per run, as contain_end).
- */
-static void bulk_report(const struct pmg_fault *f, pid_t tid,
-			const struct _pmg_decoded *d, uintptr_t lo,
-			uintptr_t hi, uint64_t run, bool stack_protected)
-{
-	struct _pmg_buf b = { .n = 0 };
-	uint64_t count = _pmg_audit_site_hit(f->ip, f->dom);
-	int fd = _pmg_report_fd();
-
-	if (fd < 0)
-		return;
-	_pmg_buf_str(&b, "pmguard: contain: stray write by '");
-	_pmg_buf_str(&b, d->text);
-	_pmg_buf_str(&b, "' at ip ");
-	_pmg_buf_hex(&b, f->ip);
-	_pmg_buf_str(&b, " (site count ");
-	_pmg_buf_dec(&b, (int64_t)count);
-	_pmg_buf_str(&b, ") in domain '");
-	_pmg_buf_str(&b, _pmg_dom_name(f->dom));
-	_pmg_buf_str(&b, "' by thread ");
-	_pmg_buf_dec(&b, tid);
-	_pmg_buf_str(&b, ": undone\n");
-	_pmg_buf_flush(&b, fd);
-	_pmg_buf_str(&b, "pmguard: contain:   range [");
-	_pmg_buf_hex(&b, lo);
-	_pmg_buf_str(&b, ", ");
-	_pmg_buf_hex(&b, hi);
-	_pmg_buf_str(&b, ") ");
-	_pmg_buf_dec(&b, (int64_t)(hi - lo));
-	_pmg_buf_str(&b, " byte(s): ");
-	_pmg_buf_dec(&b, (int64_t)run);
-	_pmg_buf_str(&b, " iteration(s) not written (kept old)\n");
-	_pmg_buf_flush(&b, fd);
-	if (count == 1 && stack_protected) {
-		_pmg_buf_str(&b, "pmguard: contain: no backtrace: the stack "
-				 "pointer is in protected memory\n");
-		_pmg_buf_flush(&b, fd);
-	} else if (count == 1) {
-		_pmg_buf_str(&b, "pmguard: backtrace (handler frames "
-				 "first):\n");
-		_pmg_buf_flush(&b, fd);
-		_pmg_backtrace_to(fd);
-	}
-}
-
-/* What a page of a rep run must be: protected against this thread's
- * writes (and, for contain, backed: RUN_WRITE_BACKED) or reads. */
-enum run_need { RUN_WRITE, RUN_WRITE_BACKED, RUN_READ };
-
-static bool page_denied(const struct _pmg_range *r, uintptr_t page,
-			uint32_t pkval, bool pku);
-static bool page_read_denied(const struct _pmg_range *r, uintptr_t page,
-			     uint32_t pkval, bool pku);
-
-static bool run_page(uintptr_t addr, struct _pmg_range *r, enum run_need need,
-		     uint32_t pkval, bool pku)
-{
-	uintptr_t page = addr & PMG_PAGE_MASK;
-
-	if (_pmg_reg_find(addr, r) || !same_kind(r, pku))
-		return false;
-	if (need == RUN_READ)
-		return page_read_denied(r, page, pkval, pku);
-	return page_denied(r, page, pkval, pku) &&
-	       (need == RUN_WRITE || page_backed(page));
-}
-
-/*
- * The run of a rep string instruction's @n elements of @s bytes from
- * @start (the element it is at; @back: DF set, downward) that lies in
- * protected pages as @need says: its element count, its bytes
- * [*@lo, *@hi).  0 when there is none or the addresses wrap.  AS-safe.
- */
-static uint64_t rep_run(uintptr_t start, uint64_t n, uint64_t s, bool back,
-			enum run_need need, uint32_t pkval, bool pku,
-			uintptr_t *lo, uintptr_t *hi)
-{
-	uintptr_t pos, limit, top = start + s;
-	struct _pmg_range r;
-	uint64_t run;
-
-	if (!back) {
-		limit = start + n * s;
-		if (limit < start)
-			return 0;
-		for (pos = start; pos < limit;) {
-			uintptr_t next = (pos | (PMG_PAGE_SIZE - 1)) + 1;
-
-			if (!run_page(pos, &r, need, pkval, pku))
-				break;
-			if (next > r.end)
-				next = r.end;
-			pos = next < limit ? next : limit;
-		}
-		run = (pos - start) / s;
-		*lo = start;
-		*hi = start + run * s;
-		return run;
-	}
-	if (top < start || top < n * s)
-		return 0;
-	limit = top - n * s;
-	for (pos = top; pos > limit;) {
-		uintptr_t next = (pos - 1) & PMG_PAGE_MASK;
-
-		if (!run_page(pos - 1, &r, need, pkval, pku))
-			break;
-		if (next < r.base)
-			next = r.base;
-		pos = next > limit ? next : limit;
-	}
-	run = (top - pos) / s;
-	*hi = top;
-	*lo = top - run * s;
-	return run;
-}
-
-/*
- * A write fault of rep stos / rep movs (@d).  Under the trap flag each
- * iteration would cost a fault and a trap (a stray memset: ~30 us per
- * byte); instead the run of iterations whose elements lie in protected
- * pages this thread may not write, from the faulting one on, is handled
- * here in one go:
- *  - contain (@audit false): nothing is written (the writes are undone
- *    before they happen);
- *  - audit: the run is written from here (process_vm_writev: a page a
- *    racing window close re-protects ends the run early, no signal).
- * Then the registers are what the CPU leaves after those iterations:
- * rdi (and rsi) advanced in the direction of DF, rcx counted down, rip
- * past the instruction when rcx reaches 0 (rep stos/movs change no
- * flag).  The CPU does the rest of the instruction natively and faults
- * again at the next protected run.  False (nothing done: the caller takes
- * the per-element path) when it does not apply: not a rep stos/movs, a
- * program that single-steps itself, the faulting element not at rdi or
- * straddling into memory it may write, a movs source that is not
- * readable or overlaps the run (the CPU's own fault or byte order is
- * then what the per-element path gives).  AS-safe.
- */
-static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
-		     const struct _pmg_decoded *d, bool pku, pid_t tid,
-		     bool audit)
-{
-	greg_t *g = uc->uc_mcontext.gregs;
-	uint64_t n = (uint64_t)g[REG_RCX], run, done, s = d->elem;
-	uintptr_t di = (uintptr_t)g[REG_RDI], si = (uintptr_t)g[REG_RSI];
-	bool back = g[REG_EFL] & X86_EFLAGS_DF;
-	uintptr_t lo, hi, slo = 0, pg;
-	/* the redirect scratch buffer is free (no step pending): no 4 KiB
-	 * on a signal stack that may be SIGSTKSZ */
-	uint8_t *buf = scratch;
-	const size_t bufsz = sizeof(scratch);
-
-	if (d->rep == PMG_CT_REP_NONE || !s || !n ||
-	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_WRITE ||
-	    f->addr < di || f->addr - di >= s)
-		return false;
-	if (n > ((uintptr_t)1 << 47) / s)
-		n = ((uintptr_t)1 << 47) / s; /* past user space anyway */
-	run = rep_run(di, n, s, back, audit ? RUN_WRITE : RUN_WRITE_BACKED,
-		      f->saved_pkval, pku, &lo, &hi);
-	if (!run)
-		return false;
-	if (d->rep == PMG_CT_REP_MOVS) {
-		uintptr_t shi;
-
-		slo = back ? si + s - run * s : si;
-		shi = slo + run * s;
-		if ((back && si + s < run * s) || shi < slo ||
-		    (slo < hi && lo < shi))
-			return false; /* wraps or overlaps the run */
-		/* readable, as the CPU would need (not pkeys: the CPU reads
-		 * protected sources in contain/audit mode anyway) */
-		for (pg = slo & PMG_PAGE_MASK; pg < shi; pg += PMG_PAGE_SIZE)
-			if (!vm_copy(buf, pg < slo ? slo : pg, 1, false))
-				return false;
-	}
-	done = run;
-	if (audit) {
-		uint64_t stosv = (uint64_t)g[REG_RAX];
-		uintptr_t a;
-		size_t k;
-
-		if (!pku)
-			for (pg = lo & PMG_PAGE_MASK; pg < hi;
-			     pg += PMG_PAGE_SIZE)
-				protect_page(pg, PROT_READ | PROT_WRITE);
-		for (k = 0; k < bufsz; k += s)
-			memcpy(buf + k, &stosv, s);
-		/* in the instruction's order, so a short copy leaves the
-		 * iterations before it done */
-		for (done = 0; done < run;) {
-			uint64_t m = bufsz / s, got;
-
-			if (m > run - done)
-				m = run - done;
-			a = back ? hi - (done + m) * s : lo + done * s;
-			if (d->rep == PMG_CT_REP_MOVS) {
-				uintptr_t sa = back ? slo + (run - done - m) * s
-						    : slo + done * s;
-
-				got = vm_copy(buf, sa, m * s, false) / s;
-				if (got < m)
-					m = back ? 0 : got;
-			}
-			got = vm_copy(buf, a, m * s, true) / s;
-			if (got < m && back)
-				got = 0; /* its low part: not in order */
-			done += got;
-			if (got < m || !m)
-				break;
-		}
-		if (!pku)
-			for (pg = lo & PMG_PAGE_MASK; pg < hi;
-			     pg += PMG_PAGE_SIZE) {
-				struct _pmg_range r;
-
-				if (!_pmg_reg_find(pg < lo ? lo : pg, &r))
-					reprotect_page(r.dom, pg);
-			}
-		if (!done)
-			return false;
-	} else {
-		struct _pmg_range r;
-
-		_PMG_STAT_INC(contained);
-		notify(f, tid, PMG_FAULT_CONTAINED);
-		bulk_report(f, tid, d, lo, hi, run,
-			    !_pmg_reg_find((uintptr_t)g[REG_RSP], &r));
-	}
-	g[REG_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
-	if (d->rep == PMG_CT_REP_MOVS)
-		g[REG_RSI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
-	g[REG_RCX] -= (greg_t)done;
-	if (!g[REG_RCX])
-		g[REG_RIP] += d->len;
-	return true;
-}
-
-/* May this thread not read @page of range @r now? */
-static bool page_read_denied(const struct _pmg_range *r, uintptr_t page,
-			     uint32_t pkval, bool pku)
-{
-	if (pku)
-		return pmg_pkval_rights(pkval, (unsigned)_pmg_dom_hw(r->dom)) ==
-		       PMG_RIGHTS_AD;
-	return !(_pmg_pw_prot(r->dom, page) & PROT_READ);
-}
-
-/*
- * A read fault of rep movs (@d) on its source in a domain the thread may
- * not read (a stray read, let through in audit and contain mode): as
- * rep_bulk(), the run of iterations whose source elements lie in such
- * pages is copied from here (process_vm_readv, which does not check
- * protection keys; mprotect: the pages made readable for the copy), when
- * every destination page of the run is outside protected memory (where
- * process_vm_writev honours the page protection, so an unwritable page
- * ends the run early: the CPU then faults there itself).  rdi, rsi, rcx
- * and rip as the CPU leaves them.  False: not applicable, per element.
- * AS-safe.
- */
-static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
-			  const struct _pmg_decoded *d, bool pku)
-{
-	greg_t *g = uc->uc_mcontext.gregs;
-	uint64_t n = (uint64_t)g[REG_RCX], run, done, s = d->elem;
-	uintptr_t di = (uintptr_t)g[REG_RDI], si = (uintptr_t)g[REG_RSI];
-	bool back = g[REG_EFL] & X86_EFLAGS_DF;
-	uintptr_t lo, hi, dlo, dhi, pg;
-	uint8_t *buf = scratch;
-	const size_t bufsz = sizeof(scratch);
-
-	if (d->rep != PMG_CT_REP_MOVS || !s || !n ||
-	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_READ ||
-	    f->addr < si || f->addr - si >= s)
-		return false;
-	if (n > ((uintptr_t)1 << 47) / s)
-		n = ((uintptr_t)1 << 47) / s;
-	run = rep_run(si, n, s, back, RUN_READ, f->saved_pkval, pku, &lo, &hi);
-	if (!run || (back && di + s < run * s))
-		return false;
-	dlo = back ? di + s - run * s : di;
-	hi = lo + run * s;
-	dhi = dlo + run * s;
-	if (dhi < dlo || (dlo < hi && lo < dhi))
-		return false; /* wraps or overlaps */
-	for (pg = dlo & PMG_PAGE_MASK; pg < dhi; pg += PMG_PAGE_SIZE) {
-		struct _pmg_range r;
-
-		if (!_pmg_reg_find(pg < dlo ? dlo : pg, &r))
-			return false; /* into protected memory: per element */
-	}
-	if (!pku)
-		for (pg = lo & PMG_PAGE_MASK; pg < hi; pg += PMG_PAGE_SIZE)
-			protect_page(pg, PROT_READ);
-	/* chunks in the instruction's order; a short copy stops the run */
-	for (done = 0; done < run;) {
-		uint64_t m = bufsz / s, got;
-		uint64_t off;
-
-		if (m > run - done)
-			m = run - done;
-		off = back ? (run - done - m) * s : done * s;
-		got = vm_copy(buf, lo + off, m * s, false) / s;
-		if (got == m)
-			got = vm_copy(buf, dlo + off, m * s, true) / s;
-		if (got < m) {
-			if (!back)
-				done += got;
-			break;
-		}
-		done += m;
-	}
-	if (!pku)
-		for (pg = lo & PMG_PAGE_MASK; pg < hi; pg += PMG_PAGE_SIZE) {
-			struct _pmg_range r;
-
-			if (!_pmg_reg_find(pg < lo ? lo : pg, &r))
-				reprotect_page(r.dom, pg);
-		}
-	if (!done)
-		return false;
-	g[REG_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
-	g[REG_RSI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
-	g[REG_RCX] -= (greg_t)done;
-	if (!g[REG_RCX])
-		g[REG_RIP] += d->len;
-	return true;
-}
-
-/*
- * Audit, and contain's stray reads: a rep stos/movs run at once, no trap
- * (contain's writes go through contain_begin()).  True when done.
- */
-static bool rep_audit(const struct pmg_fault *f, ucontext_t *uc, bool pku,
-		      pid_t tid, int mode)
-{
-	struct _pmg_decoded d;
-
-	if (f->acc == PMG_WRITE && mode != PMG_FAULT_AUDIT)
-		return false;
-	if (_pmg_contain_decode(uc, &d) || d.rep == PMG_CT_REP_NONE)
-		return false;
-	if (f->acc == PMG_WRITE)
-		return rep_bulk(f, uc, &d, pku, tid, true);
-	return rep_read_bulk(f, uc, &d, pku);
-}
-
-/* Is byte @a one of the first @nsave saved (protected) pieces? */
-static bool in_saves(uintptr_t a, unsigned nsave)
-{
-	unsigned j;
-
-	for (j = 0; j < nsave; j++)
-		if (a >= pending.save[j].addr &&
-		    a < pending.save[j].addr + pending.save[j].len)
-			return true;
-	return false;
-}
-
-/*
- * The redirect's snapshot of [@ea, +@len) into pending.snap: the saved
- * (protected) pieces as copy_out() reads them, the other bytes through
- * process_vm_readv() (page protection honoured: no fault here).  False
- * when some byte outside the saved pieces cannot be read: a masked store
- * (vmaskmov, AVX-512 {k}) whose masked-off elements lie in an unmapped or
- * PROT_NONE page, which the CPU does not touch and does not fault on.
- * Then no redirect: the save-and-step path runs the instruction on the
- * real memory, where the CPU decides (issue 21, third pass).
- */
-static bool redirect_snap(uintptr_t ea, unsigned len, unsigned nsave, bool pku)
-{
-	uint32_t all = pku ? ~(uint32_t)PMG_PKR_MASK(0) : 0;
-	unsigned k, e;
-	uint32_t cur;
-
-	for (k = 0; k < len; k = e) {
-		bool saved = in_saves(ea + k, nsave);
-
-		for (e = k + 1; e < len && in_saves(ea + e, nsave) == saved;)
-			e++;
-		if (saved) {
-			cur = open_keys(all);
-			copy_out(&pending.snap[k], ea + k, e - k, pku);
-			close_keys(all, cur);
-		} else if (vm_copy(&pending.snap[k], ea + k, e - k, false) !=
-			   e - k) {
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * A stray access in contain mode.  Returns true when it is a write to be
- * contained (everything set up: saved bytes, rights, trap flag); false
- * when the instruction writes no protected byte (a stray read: audit
- * handles it).  Aborts (strict) when the written range is unknown.
- */
-static bool contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
-			  pid_t tid)
-{
-	struct _pmg_decoded d;
-	bool pku = reg != NULL, hit = false;
-	uint32_t grant = 0, cur;
-	unsigned i, nsave = 0, npages = 0;
-	uintptr_t pages[PMG_PENDING_PAGES];
-	int pkeys[PMG_PENDING_PAGES];
-
-	if (pending.active && pending.contain && !pku) {
-		uintptr_t pg = f->addr & ~(PMG_PAGE_SIZE - 1);
-
-		/*
-		 * mprotect: another thread closed a window on a page between
-		 * our grant and the step, or the restore (page rights are
-		 * process-wide; /proc/self/mem cannot write a read-only
-		 * shared mapping): grant again and retry; the bytes are saved
-		 * already.
-		 */
-		for (i = 0; i < pending.npages; i++)
-			if (pending.page[i] == pg)
-				break;
-		if (i < pending.npages) {
-			for (i = 0; i < pending.npages; i++)
-				protect_page(pending.page[i],
-					     PROT_READ | PROT_WRITE);
-			f->new_pkval = f->saved_pkval;
-			_PMG_STAT_INC(contain_regrant);
-			return true;
-		}
-	}
-	if (_pmg_contain_decode(uc, &d))
-		contain_strict(f, uc, tid, &d, d.why);
-	if (!pending.active && rep_bulk(f, uc, &d, pku, tid, false)) {
-		f->new_pkval = f->saved_pkval;
-		return true;
-	}
-	for (i = 0; i < d.nwr; i++) {
-		uintptr_t a = d.wr[i].addr, end = a + d.wr[i].len;
-
-		if (f->addr >= a && f->addr < end)
-			hit = true;
-		while (a < end) {
-			struct _pmg_range r;
-			uintptr_t next = (a | (PMG_PAGE_SIZE - 1)) + 1;
-
-			if (next > end)
-				next = end;
-			if (!_pmg_reg_find(a, &r)) {
-				if (next > r.end)
-					next = r.end;
-				if (!same_kind(&r, pku))
-					contain_strict(
-						f, uc, tid, &d,
-						"the write spans a domain kept "
-						"by a key and one kept by page "
-						"protection (a virtual domain)");
-				/* a lazy write window's block: granted */
-				if (write_denied(&r, f->saved_pkval, pku) &&
-				    (pku || !_pmg_lazy_grant(r.dom, a))) {
-					struct _pmg_save *sv;
-
-					if (d.wr[i].stack)
-						contain_strict(f, uc, tid, &d,
-							       stack_why);
-					if (nsave == PMG_SAVES)
-						contain_strict(
-							f, uc, tid, &d,
-							"the write spans too many "
-							"protected ranges");
-					sv = &pending.save[nsave++];
-					sv->addr = a;
-					sv->len = (unsigned)(next - a);
-					sv->dom = r.dom;
-					if (pku)
-						grant |= PMG_PKR_MASK(
-							_pmg_dom_hw(r.dom));
-					if (!pku && npages < PMG_PENDING_PAGES) {
-						pages[npages] = a &
-							~(PMG_PAGE_SIZE - 1);
-						pkeys[npages++] = r.dom;
-					}
-				}
-			}
-			a = next;
-		}
-	}
-	if (!nsave && !pku && f->acc == PMG_WRITE) {
-		/*
-		 * mprotect: another thread opened a window on these pages
-		 * since the fault (rights are process-wide): the write is
-		 * now allowed, as any write while a window is open there.
-		 * Put the pages at the current rights and retry.
-		 */
-		for (i = 0; i < d.nwr; i++) {
-			uintptr_t a = d.wr[i].addr & ~(PMG_PAGE_SIZE - 1);
-			struct _pmg_range r;
-
-			for (; a < d.wr[i].addr + d.wr[i].len;
-			     a += PMG_PAGE_SIZE)
-				if (!_pmg_reg_find(a, &r))
-					reprotect_page(r.dom, a);
-		}
-		_PMG_STAT_INC(contain_regrant);
-		f->new_pkval = f->saved_pkval;
-		return true;
-	}
-	if (!nsave) {
-		if (f->acc == PMG_WRITE)
-			contain_strict(f, uc, tid, &d,
-				       "the decoded instruction "
-				       "writes no protected byte, yet a write "
-				       "faulted");
-		return false;	/* a read: audit lets it through */
-	}
-	if (!hit && f->acc == PMG_WRITE)
-		contain_strict(f, uc, tid, &d,
-			       "the faulting address is outside "
-			       "the decoded written range");
-	if (pending.active)
-		contain_strict(f, uc, tid, &d,
-			       "a second write fault inside a "
-			       "contained step");
-	pending.active = true;
-	pending.ip = f->ip;
-	pending.contain = true;
-	pending.redirect = false;
-	pending.had_tf = uc->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF;
-	pending.nsave = nsave;
-	pending.f = *f;
-	pending.tid = tid;
-	pending.dec = d;
-	pending.count = _pmg_audit_site_hit(f->ip, f->dom);
-	{
-		struct _pmg_range r;
-
-		/* unwinding through a stack in protected memory: no */
-		pending.stack_protected = !_pmg_reg_find(
-			(uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &r);
-	}
-	pending.npages = 0;
-	pending.mask = 0;
-	pending.bits = 0;
-	pending.rd_mask = pku ? grant : 0;
-	if (d.nwr == 1 && d.wr[0].base >= 0 &&
-	    redirect_snap(d.wr[0].addr, (unsigned)d.wr[0].len, nsave, pku)) {
-		/*
-		 * Redirect: the one written operand's base register is moved
-		 * so that the instruction writes a copy of the range in a
-		 * per-thread scratch buffer instead; memory is never granted
-		 * (no other thread can see or race anything) and the bytes
-		 * outside protected memory the instruction changed are
-		 * copied out after the step (redirect_end()).
-		 */
-		uintptr_t ea = d.wr[0].addr;
-		unsigned len = (unsigned)d.wr[0].len;
-		uint8_t *s = scratch + PMG_CT_MAXLEN + (ea & (PMG_CT_MAXLEN - 1));
-		/* PKU: the handler runs with the default register; the bytes
-		 * outside the saved pieces may be in a domain this thread has
-		 * a window on: open every key for the copies */
-		uint32_t all = pku ? ~(uint32_t)PMG_PKR_MASK(0) : 0;
-
-		memcpy(s, pending.snap, len);
-		for (i = 0; i < nsave; i++)
-			memcpy(pending.save[i].old,
-			       s + (pending.save[i].addr - ea),
-			       pending.save[i].len);
-		pending.redirect = true;
-		pending.rd_mask = all;	/* contain_end's copies, again */
-		pending.mask = 0;
-		pending.ea = ea;
-		pending.len = len;
-		pending.delta = (uintptr_t)s - ea;
-		pending.base = d.wr[0].base;
-		pending.base_kind = d.wr[0].base_kind;
-		pending.base_orig = uc->uc_mcontext.gregs[pending.base];
-		uc->uc_mcontext.gregs[pending.base] += (greg_t)pending.delta;
-		f->new_pkval = f->saved_pkval;
-		_PMG_STAT_INC(contain_redirected);
-		uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
-		return true;
-	}
-	if (pku) {
-		/* this thread only: the frame's register */
-		pending.mask = grant;
-		pending.bits = f->saved_pkval & grant;
-		f->new_pkval = f->saved_pkval & ~grant;
-	} else {
-		/* process-wide: the pages are writable during the step */
-		for (i = 0; i < npages; i++) {
-			pending.page[pending.npages] = pages[i];
-			pending.dom[pending.npages++] = pkeys[i];
-			protect_page(pages[i], PROT_READ | PROT_WRITE);
-		}
-		f->new_pkval = f->saved_pkval;
-	}
-	cur = open_keys(pending.rd_mask);
-	for (i = 0; i < nsave; i++)
-		copy_out(pending.save[i].old, pending.save[i].addr,
-			 pending.save[i].len, pku);
-	close_keys(pending.rd_mask, cur);
-	uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
-	return true;
-}
-
-/*
- * After a redirected step: fix the base register, copy out the bytes
- * outside protected memory that the instruction changed, keep the
- * protected ones as they were.  Bytes it left as they were are not
- * written: a masked store's masked-off elements may lie in a read-only
- * page, where the CPU does not write (nor fault).  The copy is
- * process_vm_writev() (page protection honoured, no fault in here): a
- * changed byte in a page the program cannot write is a store the CPU
- * would have faulted on: false, the caller falls back to strict.
- */
-static bool redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
-{
-	greg_t *g = &uc->uc_mcontext.gregs[pending.base];
-	uint8_t *s = (uint8_t *)(pending.ea + pending.delta);
-	unsigned k, i, e;
-	bool ok = true;
-
-	/* the decoder redirects only a base nothing else uses (contain.c) */
-	if (pending.base_kind == PMG_CT_BASE_STEP)
-		*g -= (greg_t)pending.delta;
-	else
-		*g = pending.base_orig;
-	for (k = 0; k < pending.len; k++) {
-		for (i = 0; i < pending.nsave; i++)
-			if (pending.ea + k >= pending.save[i].addr &&
-			    pending.ea + k < pending.save[i].addr +
-						     pending.save[i].len)
-				break;
-		if (i < pending.nsave)
-			now[i][pending.ea + k - pending.save[i].addr] = s[k];
-	}
-	for (k = 0; k < pending.len; k = e) {
-		e = k + 1;
-		if (in_saves(pending.ea + k, pending.nsave) ||
-		    s[k] == pending.snap[k])
-			continue;
-		while (e < pending.len &&
-		       !in_saves(pending.ea + e, pending.nsave) &&
-		       s[e] != pending.snap[e])
-			e++;
-		if (vm_copy(&s[k], pending.ea + k, e - k, true) != e - k)
-			ok = false;
-	}
-	return ok;
-}
-
-/* After the step: put the saved bytes back, report old -> new. */
-static void contain_end(ucontext_t *uc)
-{
-	uint8_t now[PMG_SAVES][PMG_CT_MAXLEN];
-	struct _pmg_buf b = { .n = 0 };
-	bool pku = pending.rd_mask != 0;
-	uint32_t cur = open_keys(pending.rd_mask);
-	unsigned i;
-	int fd = _pmg_report_fd();
-
-	if (pending.redirect && !redirect_end(uc, now)) {
-		close_keys(pending.rd_mask, cur);
-		contain_strict(&pending.f, uc, pending.tid, &pending.dec,
-			       "the store's bytes outside protected memory "
-			       "lie in a page the program cannot write: the "
-			       "CPU would have faulted");
-	}
-	for (i = 0; !pending.redirect && i < pending.nsave; i++) {
-		struct _pmg_save *sv = &pending.save[i];
-
-		copy_out(now[i], sv->addr, sv->len, pku);
-		copy_in(sv->addr, sv->old, sv->len, pku);
-	}
-	close_keys(pending.rd_mask, cur);
-	_PMG_STAT_INC(contained);
-	notify(&pending.f, pending.tid, PMG_FAULT_CONTAINED);
-	if (fd < 0)
-		return;
-	_pmg_buf_str(&b, "pmguard: contain: stray write by '");
-	_pmg_buf_str(&b, pending.dec.text);
-	_pmg_buf_str(&b, "' at ip ");
-	_pmg_buf_hex(&b, pending.f.ip);
-	_pmg_buf_str(&b, " (site count ");
-	_pmg_buf_dec(&b, (int64_t)pending.count);
-	_pmg_buf_str(&b, ") in domain '");
-	_pmg_buf_str(&b, _pmg_dom_name(pending.f.dom));
-	_pmg_buf_str(&b, "' by thread ");
-	_pmg_buf_dec(&b, pending.tid);
-	_pmg_buf_str(&b, ": undone\n");
-	_pmg_buf_flush(&b, fd);
-	for (i = 0; i < pending.nsave; i++) {
-		struct _pmg_save *sv = &pending.save[i];
-
-		_pmg_buf_str(&b, "pmguard: contain:   range [");
-		_pmg_buf_hex(&b, sv->addr);
-		_pmg_buf_str(&b, ", ");
-		_pmg_buf_hex(&b, sv->addr + sv->len);
-		_pmg_buf_str(&b, ") ");
-		_pmg_buf_dec(&b, sv->len);
-		_pmg_buf_str(&b, " byte(s) old ");
-		_pmg_buf_bytes(&b, sv->old, sv->len);
-		_pmg_buf_str(&b, " -> new ");
-		_pmg_buf_bytes(&b, now[i], sv->len);
-		_pmg_buf_str(&b, " (kept old)\n");
-		_pmg_buf_flush(&b, fd);
-	}
-	if (pending.count == 1 && pending.stack_protected) {
-		_pmg_buf_str(&b, "pmguard: contain: no backtrace: the stack "
-			"pointer is in protected memory\n");
-		_pmg_buf_flush(&b, fd);
-	} else if (pending.count == 1) {
-		_pmg_buf_str(&b, "pmguard: backtrace (handler frames "
-			     "first):\n");
-		_pmg_buf_flush(&b, fd);
-		_pmg_backtrace_to(fd);
-	}
 }
 
 /*
@@ -1567,7 +270,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	if (!p)
 		goto not_ours;
 	/* no domain's key moves while this handler looks at one (keys.c);
-	 * left on every way out: return, chain, abort (die()) */
+	 * left on every way out: return, chain, abort (_pmg_fault_die()) */
 	_pmg_keys_enter();
 	in = true;
 	f.addr = (uintptr_t)si->si_addr;
@@ -1596,7 +299,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		hw = _pmg_dom_hw(id);
 	}
 	k2 = si->si_code == SEGV_PKUERR ? (int)si->si_pkey : 0;
-	if (p->id == PMG_BACKEND_PKU && (id ? hw != 0 : k2 != 0)) {
+	if (p->page_keys && (id ? hw != 0 : k2 != 0)) {
 		if (!id) {
 			/* a page tagged with our key outside every range
 			 * (moved pages the static library did not see): its
@@ -1641,8 +344,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		 * observer may read a write-disabled domain (the faulting
 		 * address, say).  Put back for a handler we chain to.
 		 */
-		hpkru = _pmg_rdpkru();
-		_pmg_wrpkru(_pmg_keytab_defaults(&_pmg.keytab, hpkru));
+		hpkru = p->handler_rights();
 		/*
 		 * Sync only up to the defaults (no windows): a thread that
 		 * opened a window set its register itself, so a register
@@ -1701,11 +403,11 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	switch (f.action) {
 	case PMG_ACT_SYNC:
 		_PMG_STAT_INC(synced);
-		notify(&f, tid, PMG_FAULT_SYNCED);
+		_pmg_fault_notify(&f, tid, PMG_FAULT_SYNCED);
 		break;
 	case PMG_ACT_GRANT:
 		_PMG_STAT_INC(granted);
-		notify(&f, tid, PMG_FAULT_GRANTED);
+		_pmg_fault_notify(&f, tid, PMG_FAULT_GRANTED);
 		break;
 	case PMG_ACT_RELAX_REPORT:
 		_pmg_report_fault(&f, tid,
@@ -1718,22 +420,23 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		/* fall through */
 	case PMG_ACT_RELAX_SILENT:
 		_PMG_STAT_INC(relaxed);
-		notify(&f, tid, f.action == PMG_ACT_RELAX_REPORT
-				    ? PMG_FAULT_RELAXED_REPORTED
-				    : PMG_FAULT_RELAXED_SILENT);
+		_pmg_fault_notify(&f, tid,
+				  f.action == PMG_ACT_RELAX_REPORT
+					  ? PMG_FAULT_RELAXED_REPORTED
+					  : PMG_FAULT_RELAXED_SILENT);
 		break;
 	case PMG_ACT_CONTAIN:
 	case PMG_ACT_AUDIT: {
 		uint64_t n;
 
 #ifdef __x86_64__
-		if (!step_claim(tid)) {
+		if (!_pmg_step_claim(tid)) {
 			_pmg_report_fault(&f, tid,
 					  "strict (aborting: no "
 					  "memory for the single step)",
 					  stack_unprotected(uc));
-			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
-			die();
+			_pmg_fault_notify(&f, tid, PMG_FAULT_STRICT_ABORT);
+			_pmg_fault_die();
 		}
 		if (f.action == PMG_ACT_CONTAIN && f.acc == PMG_WRITE &&
 		    !pending.active && altstack_left() < CONTAIN_STACK) {
@@ -1743,19 +446,19 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 					  "alternate stack has less left; no "
 					  "backtrace: it needs stack too)",
 					  false);
-			notify(&f, tid, PMG_FAULT_STRICT_ABORT);
-			die();
+			_pmg_fault_notify(&f, tid, PMG_FAULT_STRICT_ABORT);
+			_pmg_fault_die();
 		}
 		if (f.action == PMG_ACT_CONTAIN &&
 		    !(pending.active && f.acc == PMG_READ) &&
-		    contain_begin(&f, uc, reg, tid)) {
+		    _pmg_contain_begin(&f, uc, reg, tid)) {
 			/* PKU: this context only; mprotect: pages done */
 			if (reg)
 				*reg = f.new_pkval;
 			if (pending.active)
 				step_block(uc);
 			else
-				step_release(); /* retried, no step */
+				_pmg_step_release(); /* retried, no step */
 			goto out;
 		}
 #endif
@@ -1769,11 +472,11 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 					  n == 1 && trace &&
 						  stack_unprotected(uc));
 		_PMG_STAT_INC(audited);
-		notify(&f, tid, PMG_FAULT_AUDITED);
+		_pmg_fault_notify(&f, tid, PMG_FAULT_AUDITED);
 #ifdef __x86_64__
 		/* the decoder needs contain's stack (altstack_left()) */
 		if (!pending.active && altstack_left() >= CONTAIN_STACK &&
-		    rep_audit(&f, uc, reg != NULL, tid, mode)) {
+		    _pmg_rep_audit(&f, uc, reg != NULL, tid, mode)) {
 			if (reg)
 				*reg = f.saved_pkval;
 			goto out;
@@ -1805,8 +508,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 					: "strict (aborting; no backtrace: "
 					  "little signal stack left)",
 				  trace && stack_unprotected(uc));
-		notify(&f, tid, PMG_FAULT_STRICT_ABORT);
-		die();
+		_pmg_fault_notify(&f, tid, PMG_FAULT_STRICT_ABORT);
+		_pmg_fault_die();
 	}
 	/* Carry out the new rights for the interrupted context. */
 	if (reg)
@@ -1817,7 +520,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		/* lazy windows: the next write window's close re-arms it */
 		if (rights == PMG_RIGHTS_RW)
 			_pmg_lazy_note(f.dom, page);
-		protect_page(page, _pmg_prot_of(rights));
+		_pmg_fault_protect_page(page, _pmg_prot_of(rights));
 	}
 retry:
 out:
@@ -1831,7 +534,7 @@ not_ours:
 		_pmg_keys_leave();
 	}
 	if (reg)
-		_pmg_wrpkru(hpkru);
+		p->rights_restore(hpkru);
 	/* a closed pool's quarantined address: reported (strict aborts) */
 	_pmg_pool_quarantine_fault(sig, si->si_code,
 				   (uintptr_t)si->si_addr, ucv);
@@ -1842,17 +545,16 @@ not_ours:
 /*
  * The step is over: put back what the SIGSEGV handler opened (contain's
  * bytes, the PKU register bits, the mprotect pages), the trap flag and the
- * program's signal mask, in the frame @uc, and give the record back.
+ * program's signal mask, in the frame @uc, and give the record back.  The
+ * caller gave the handler its rights (the observer may read).
  */
 static void step_finish(ucontext_t *uc)
 {
 	unsigned i;
 	bool had_tf;
 
-	if (_pmg.prim->id == PMG_BACKEND_PKU) /* the observer may read */
-		_pmg_wrpkru(_pmg_keytab_defaults(&_pmg.keytab, _pmg_rdpkru()));
 	if (pending.contain) {
-		contain_end(uc);	/* pages still writable, keys opened */
+		_pmg_contain_end(uc); /* pages still writable, keys opened */
 		pending.contain = false;
 	}
 	if (pending.mask) {
@@ -1862,14 +564,14 @@ static void step_finish(ucontext_t *uc)
 			*reg = (*reg & ~pending.mask) | pending.bits;
 	}
 	for (i = 0; i < pending.npages; i++)
-		reprotect_page(pending.dom[i], pending.page[i]);
+		_pmg_fault_reprotect_page(pending.dom[i], pending.page[i]);
 	had_tf = pending.had_tf;
 #ifdef __x86_64__
 	if (!had_tf)
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
 #endif
 	step_unblock(uc);
-	step_release();
+	_pmg_step_release();
 }
 
 /*
@@ -1884,23 +586,19 @@ static void step_finish(ucontext_t *uc)
  */
 static void step_abort(ucontext_t *uc)
 {
-	uint32_t hpkru = 0;
-	bool pku;
+	uint32_t hpkru;
 
 	/* only the stepped instruction's own frame, the step set up: not a
 	 * fault inside pmguard's handler (contain's copies, say) */
-	if (!cur_step || !pending.active || !pending.masked)
+	if (!_pmg_cur_step || !pending.active || !pending.masked)
 		return;
 #ifdef __x86_64__
 	if (uc->uc_mcontext.gregs[REG_RIP] != pending.step_ip)
 		return;
 #endif
-	pku = _pmg.prim->id == PMG_BACKEND_PKU;
-	if (pku)
-		hpkru = _pmg_rdpkru();
+	hpkru = _pmg.prim->handler_rights();
 	step_finish(uc);
-	if (pku)
-		_pmg_wrpkru(hpkru);
+	_pmg.prim->rights_restore(hpkru);
 }
 
 /*
@@ -1915,7 +613,7 @@ static void step_abort(ucontext_t *uc)
  */
 static bool step_trap(const siginfo_t *si, const ucontext_t *uc)
 {
-	if (!cur_step || !pending.active)
+	if (!_pmg_cur_step || !pending.active)
 		return false;
 	if (si->si_code == TRAP_TRACE)
 		return true;
@@ -1943,9 +641,10 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 		return;
 	}
 	/* as the SIGSEGV handler: contain_end() may fall back to strict
-	 * (die() leaves the bracket) */
+	 * (_pmg_fault_die() leaves the bracket) */
 	_pmg_keys_enter();
 	had_tf = pending.had_tf;
+	(void)_pmg.prim->handler_rights();
 	step_finish(uc);
 	_pmg_keys_leave();
 	_PMG_STAT_INC(rearmed);

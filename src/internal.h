@@ -107,13 +107,14 @@ void _pmg_thread_unregister(void);
 void _pmg_keys_fork_child(void); /* only the forking thread is left */
 /* Some known thread holds a window on key @k (lock held). */
 bool _pmg_key_in_use(int k);
-/* fault.c: a single step in flight holds rights on key @key (0: any) or
+/* steps.c: a single step in flight holds rights on key @key (0: any) or
  * has pages of domain @id (0: none) open.  AS-safe reads. */
 bool _pmg_steps_on(int key, int id);
-/* The fault handlers, around every look at a domain's key: a key does
- * not move while one is inside (AS-safe). */
+/* steps.c: the fault handlers, around every look at a domain's key: a
+ * key does not move while one is inside (AS-safe); is one inside? */
 void _pmg_keys_enter(void);
 void _pmg_keys_leave(void);
+bool _pmg_handlers_inside(void);
 /* A grant (relaxed mode, a callback) left a thread with rights on @id's
  * key: it keeps the key for good (AS-safe). */
 void _pmg_key_keep(int id);
@@ -321,6 +322,8 @@ void _pmg_gone_forget(uintptr_t base, uintptr_t end);
 
 /* fault.c */
 int _pmg_fault_install(void);
+/* hooks.c: a new domain in slot @id starts without the old one's
+ * callback (lock held) */
 void _pmg_fault_cb_clear(int id);
 
 /* report.c: @b's text (fmt.h) written to @fd as a report (syslog: one
@@ -381,6 +384,7 @@ void _pmg_release_windows(void);
 /* window.c: the program forked (lock held): the child's windows are its
  * copies of the forking thread's; page-protection ones closed */
 void _pmg_windows_fork_child(void);
-void _pmg_fault_fork_child(void); /* no step in flight in the child */
+/* steps.c: no step in flight, no handler inside, in the child */
+void _pmg_fault_fork_child(void);
 
 #endif /* PMG_INTERNAL_H */

@@ -134,7 +134,7 @@ NOSAN PMG_API int munmap(void *addr, size_t len)
 
 	if (!touches(addr, len)) {
 		rc = do_munmap(addr, len);
-		if (rc == 0) /* a closed pool's quarantine (pool.c) */
+		if (rc == 0) /* a closed pool's quarantine (quarantine.c) */
 			_pmg_pool_quarantine_forget((uintptr_t)addr,
 						    pages(len));
 		return rc;
@@ -420,7 +420,7 @@ NOSAN PMG_API int mprotect(void *addr, size_t len, int prot)
 		rc = do_mprotect(addr, len, prot); /* EINVAL, ENOMEM */
 	} else if (refused(prot, -1)) {
 		rc = -1;
-	} else if (_pmg.prim->id == PMG_BACKEND_PKU) {
+	} else if (_pmg.prim->page_keys) {
 		/* re-tagged as it goes: mprotect(PROT_EXEC) alone would
 		 * move it to the execute-only key, a later one to key 0 */
 		rc = mprotect_pieces("mprotect", (uintptr_t)addr, pages(len),

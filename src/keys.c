@@ -28,9 +28,10 @@
  *      process passes a full barrier, so its count raised before is
  *      visible now, and its read of _key after it sees the change;
  *   3. reads every registered thread's counts for k, the single steps in
- *      flight (fault.c: a step holds rights on its key, or pages of a
+ *      flight (steps.c: a step holds rights on its key, or pages of a
  *      virtual domain open) and the fault handlers inside the bracket
- *      (_pmg_keys_enter/leave: a handler that is deciding on k): any of
+ *      (steps.c's _pmg_keys_enter/leave: a handler that is deciding on
+ *      k): any of
  *      them, and v keeps k (stats evict_busy), the next victim is tried;
  *   4. re-protects v's ranges by page protection, key 0
  *      (pkey_mprotect(2): protection and key change at once, never a
@@ -191,19 +192,7 @@ static bool key_windowed(int k)
 	return false;
 }
 
-/* ---------------------------------------------- the handlers' bracket */
-
-static unsigned long handlers_in;
-
-void _pmg_keys_enter(void)
-{
-	__atomic_add_fetch(&handlers_in, 1, __ATOMIC_SEQ_CST);
-}
-
-void _pmg_keys_leave(void)
-{
-	__atomic_sub_fetch(&handlers_in, 1, __ATOMIC_SEQ_CST);
-}
+/* ------------------------------------------------------- grants kept */
 
 void _pmg_key_keep(int id)
 {
@@ -470,9 +459,8 @@ static int unassign(struct _pmg_dom *v)
  * barrier (lock held). */
 static bool idle(int k, const struct _pmg_dom *v, const struct _pmg_dom *d)
 {
-	return !__atomic_load_n(&handlers_in, __ATOMIC_SEQ_CST) &&
-	       !key_windowed(k) && !_pmg_steps_on(k, v->id) &&
-	       !_pmg_steps_on(0, d->id) &&
+	return !_pmg_handlers_inside() && !key_windowed(k) &&
+	       !_pmg_steps_on(k, v->id) && !_pmg_steps_on(0, d->id) &&
 	       !__atomic_load_n(&v->pinned, __ATOMIC_SEQ_CST) && !v->gw &&
 	       !v->gr;
 }
@@ -656,7 +644,6 @@ void _pmg_keys_fork_child(void)
 	/* the other threads are not here; the forking one registers again
 	 * (its counts were zeroed: thread.c) */
 	nthreads = 0;
-	__atomic_store_n(&handlers_in, 0, __ATOMIC_SEQ_CST);
 }
 
 /* pmg_key_stats_get() (init.c) after the library started. */

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The primitive contract between libpmguard and a backend (mimalloc's
- * prim.h shape).  A backend is the answer to four questions the core
+ * prim.h shape).  A backend is the answer to the questions the core
  * cannot answer itself: how to read and write the permission register, how
- * to tag pages with a key, and where an interrupted context's register is
- * saved.  Two implementations: prim_pku.c (x86 PKU) and prim_mprotect.c
+ * to tag pages with a key, where an interrupted context's register is
+ * saved, and what a fault handler's own rights are.  Nothing outside the
+ * two backends checks which backend runs or touches the register, but
+ * the window edges (pmguard.h's inline ones, window.c's slow paths) and a
+ * new thread's reset (thread.c): the hot path, behind _pmg_fast.  Two implementations: prim_pku.c (x86 PKU) and prim_mprotect.c
  * (page permissions).  The Linux series (linux/) answers the same
  * questions for PKS in the kernel itself.
  *
@@ -23,6 +26,11 @@
 struct _pmg_prim {
 	int id;				/* enum pmg_backend */
 	bool thread_local;		/* windows are per thread */
+	/* Pages carry protection keys (pkey_mprotect(2)): a domain's key
+	 * faults as SEGV_PKUERR with si_pkey and a saved register, and the
+	 * program's mprotect() may move a page to another key (PROT_EXEC
+	 * alone: the execute-only key). */
+	bool page_keys;
 
 	/* Can this backend run here?  0, or -ENOTSUP with a message. */
 	int (*probe)(void);
@@ -48,12 +56,44 @@ struct _pmg_prim {
 	 * it, or NULL where the backend keeps no register (mprotect).
 	 * AS-safe. */
 	uint32_t *(*saved_reg)(ucontext_t *uc);
+
+	/* What names domain @dom while it holds no hardware key
+	 * (pmg_domain_key(), the fault callbacks and reports): -ENOKEY on
+	 * PKU (a virtual domain: page protection), its number on mprotect
+	 * (no hardware keys: the number stands in).  AS-safe. */
+	int (*paged_key)(int dom);
+
+	/* A fault handler's own rights: the domains' default rights in the
+	 * calling thread's register (the kernel starts a handler with every
+	 * key access-disabled), so that a callback or an observer may read
+	 * a write-disabled domain.  Returns the register as it was, for
+	 * rights_restore(); 0 and nothing done where there is none.
+	 * AS-safe. */
+	uint32_t (*handler_rights)(void);
+	/* The keys in @mask (register bits, not 0) opened in the calling
+	 * thread: a handler's own copies of protected bytes (contain).
+	 * Returns the register as it was, for rights_restore().  AS-safe. */
+	uint32_t (*rights_open)(uint32_t mask);
+	/* The calling thread's register back to @saved (what
+	 * handler_rights() or rights_open() returned).  AS-safe. */
+	void (*rights_restore)(uint32_t saved);
 };
 
 extern const struct _pmg_prim _pmg_prim_pku;
 extern const struct _pmg_prim _pmg_prim_mprotect;
 
-/* PKU only: how many keys the kernel would still give this process. */
+/*
+ * PKU the hardware, whichever backend runs: where the kernel enables it
+ * (CPUID OSPKE), prim_pku.c's.
+ */
+/* How many keys the kernel would still give this process. */
 int _pmg_pku_free_keys(void);
+/* Every key but 0 readable (and write-disabled) in the calling thread:
+ * execute-only code (PROT_EXEC alone, a key the kernel access-disables)
+ * readable for an unwinder.  Returns the register as it was, for
+ * _pmg_pku_restore().  AS-safe. */
+uint32_t _pmg_pku_all_readable(void);
+/* The calling thread's register back to @saved.  AS-safe. */
+void _pmg_pku_restore(uint32_t saved);
 
 #endif /* PMG_PRIM_H */

@@ -58,9 +58,33 @@ static uint32_t *mp_saved_reg(ucontext_t *uc)
 	return NULL;
 }
 
+/* no hardware keys: a domain's number names it, as it always did */
+static int mp_paged_key(int dom)
+{
+	return dom;
+}
+
+/* no register: a handler's rights are the pages' */
+static uint32_t mp_handler_rights(void)
+{
+	return 0;
+}
+
+static uint32_t mp_rights_open(uint32_t mask)
+{
+	(void)mask;
+	return 0;
+}
+
+static void mp_rights_restore(uint32_t saved)
+{
+	(void)saved;
+}
+
 const struct _pmg_prim _pmg_prim_mprotect = {
 	.id = PMG_BACKEND_MPROTECT,
 	.thread_local = false,
+	.page_keys = false,
 	.probe = mp_probe,
 	.key_alloc = mp_key_alloc,
 	.key_free = mp_key_free,
@@ -68,4 +92,8 @@ const struct _pmg_prim _pmg_prim_mprotect = {
 	.untag = mp_untag,
 	.set_rights = mp_set_rights,
 	.saved_reg = mp_saved_reg,
+	.paged_key = mp_paged_key,
+	.handler_rights = mp_handler_rights,
+	.rights_open = mp_rights_open,
+	.rights_restore = mp_rights_restore,
 };

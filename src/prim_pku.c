@@ -94,6 +94,43 @@ static int pku_set_rights(int key, unsigned rights)
 	return 0;
 }
 
+/* A domain without a key on PKU is a virtual one: no key to name. */
+static int pku_paged_key(int dom)
+{
+	(void)dom;
+	return -ENOKEY;
+}
+
+/* Unconditional: the handler's register is not the thread's. */
+static uint32_t pku_handler_rights(void)
+{
+	uint32_t v = _pmg_rdpkru();
+
+	_pmg_wrpkru(_pmg_keytab_defaults(&_pmg.keytab, v));
+	return v;
+}
+
+static uint32_t pku_rights_open(uint32_t mask)
+{
+	uint32_t v = _pmg_rdpkru();
+
+	_pmg_wrpkru(v & ~mask);
+	return v;
+}
+
+void _pmg_pku_restore(uint32_t saved)
+{
+	_pmg_wrpkru(saved);
+}
+
+uint32_t _pmg_pku_all_readable(void)
+{
+	uint32_t v = _pmg_rdpkru();
+
+	_pmg_wrpkru((v & 3u) | 0xaaaaaaa8u);
+	return v;
+}
+
 /*
  * The PKRU that sigreturn will load: XSAVE component 9 of the frame's
  * extended state, at the offset CPUID.(0xD,9).EBX gave.  The frame is
@@ -150,6 +187,7 @@ int _pmg_pku_free_keys(void)
 const struct _pmg_prim _pmg_prim_pku = {
 	.id = PMG_BACKEND_PKU,
 	.thread_local = true,
+	.page_keys = true,
 	.probe = pku_probe,
 	.key_alloc = pku_key_alloc,
 	.key_free = pku_key_free,
@@ -157,4 +195,8 @@ const struct _pmg_prim _pmg_prim_pku = {
 	.untag = pku_untag,
 	.set_rights = pku_set_rights,
 	.saved_reg = pku_saved_reg,
+	.paged_key = pku_paged_key,
+	.handler_rights = pku_handler_rights,
+	.rights_open = pku_rights_open,
+	.rights_restore = _pmg_pku_restore,
 };

@@ -348,13 +348,11 @@ void _pmg_backtrace_to(int fd)
 	if (fd < 0)
 		return;
 	_pmg_cpu_get(&cpu);
-	if (cpu.ospke) {
-		pkru = _pmg_rdpkru();
-		_pmg_wrpkru((pkru & 3u) | 0xaaaaaaa8u);
-	}
+	if (cpu.ospke)
+		pkru = _pmg_pku_all_readable();
 	n = backtrace(bt, 32);
 	if (cpu.ospke)
-		_pmg_wrpkru(pkru);
+		_pmg_pku_restore(pkru);
 	if (rep_is_syslog(fd)) {
 		/* a line per frame: address and module+offset */
 		struct _pmg_buf b = { .n = 0 };
@@ -391,7 +389,7 @@ void _pmg_report_fault(const struct pmg_fault *f, pid_t tid,
 		       const char *what, bool trace)
 {
 	struct _pmg_buf b = { .n = 0 };
-	int fd = report_begin(&b, what);
+	int fd = report_begin(&b, what), key;
 
 	if (fd < 0)
 		return;
@@ -402,9 +400,10 @@ void _pmg_report_fault(const struct pmg_fault *f, pid_t tid,
 	_pmg_buf_str(&b, _pmg_dom_name(f->dom));
 	/* a key (PKU); its number (mprotect: no keys, as before); no key
 	 * (a virtual domain on PKU: page protection) */
-	if (!f->no_sync || _pmg.prim->id != PMG_BACKEND_PKU) {
+	key = f->no_sync ? _pmg.prim->paged_key(f->dom) : (int)f->key;
+	if (key >= 0) {
 		_pmg_buf_str(&b, "' (key ");
-		_pmg_buf_dec(&b, f->no_sync ? f->dom : (int)f->key);
+		_pmg_buf_dec(&b, key);
 		_pmg_buf_str(&b, ") by thread ");
 	} else {
 		_pmg_buf_str(&b, "' (no key: page protection) by thread ");

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test-lazywin: the mprotect backend's lazy write windows (src/lazywin.c).
+ * test-lazywin: the mprotect backend's lazy write windows (src/mpwin.c).
  * A write window changes no page when it opens; the first write to a
  * block of the domain faults, is granted (stats.lazy_grants), recorded
  * and retried, never reported as a stray; the last close re-protects what
@@ -28,8 +28,8 @@
 #include "probe.h"
 
 #define PAGE 4096UL
-#define BLOCK (256 * PAGE) /* lazywin.c's LZ_BLOCK */
-#define NREC 4096 /* lazywin.c's LZ_MAX */
+#define BLOCK (256 * PAGE) /* mpwin.c's LZ_BLOCK */
+#define NREC 4096 /* mpwin.c's LZ_MAX */
 
 static char *map(size_t len)
 {
@@ -137,7 +137,7 @@ static void test_thread(void)
 	munmap(p, len);
 }
 
-/* A persistence call inside the window (a page window, pagewin.c): its
+/* A persistence call inside the window (a page window, mpwin.c): its
  * pages stay writable until the domain window closes. */
 static void test_persist(void)
 {

@@ -272,7 +272,7 @@ static const struct {
 } want_sites[] = {
 	{ "err_buf", false }, /* init.c: a thread's messages */
 	{ "domain_new", false }, /* domain.c: the handle */
-	{ "hook_publish", false }, /* fault.c: callback, observer */
+	{ "hook_publish", false }, /* hooks.c: callback, observer */
 	{ "_pmg_rt_insert", false }, /* registry.c: both copies */
 	{ "twin_of", true }, /* window.c: windows per thread */
 	{ "lz_make", true }, /* mpwin.c: lazy write windows */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Page windows of the persistence calls (src/pagewin.c): on mprotect a
+ * Page windows of the persistence calls (src/mpwin.c): on mprotect a
  * persistence call opens write access on the pages it touches only.
  *
  *   t_cross     another thread's stray write to a different page of the
