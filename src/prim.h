@@ -6,9 +6,9 @@
  * to tag pages with a key, where an interrupted context's register is
  * saved, and what a fault handler's own rights are.  Nothing outside the
  * two backends checks which backend runs or touches the register, but
- * the window edges (pmguard.h's inline ones, window.c's slow paths) and a
- * new thread's reset (thread.c): the hot path, behind _pmg_fast.  Two implementations: prim_pku.c (x86 PKU) and prim_mprotect.c
- * (page permissions).  The Linux series (linux/) answers the same
+ * the window edges (pmguard.h's inline ones, window.c's slow paths): the
+ * hot path, behind _pmg_fast.  Two implementations: prim_pku.c (x86 PKU)
+ * and prim_mprotect.c (page permissions).  The Linux series (linux/) answers the same
  * questions for PKS in the kernel itself.
  *
  * All functions return 0 (or a key) or a negative errno.  Only probe sets
@@ -77,6 +77,11 @@ struct _pmg_prim {
 	/* The calling thread's register back to @saved (what
 	 * handler_rights() or rights_open() returned).  AS-safe. */
 	void (*rights_restore)(uint32_t saved);
+	/* The calling thread's rights to the domains' defaults, the
+	 * register written only if it differs: a new thread, a fork
+	 * child (thread.c); nothing where there is no register.
+	 * AS-safe. */
+	void (*rights_reset)(void);
 };
 
 extern const struct _pmg_prim _pmg_prim_pku;

@@ -81,6 +81,10 @@ static void mp_rights_restore(uint32_t saved)
 	(void)saved;
 }
 
+static void mp_rights_reset(void)
+{
+}
+
 const struct _pmg_prim _pmg_prim_mprotect = {
 	.id = PMG_BACKEND_MPROTECT,
 	.thread_local = false,
@@ -96,4 +100,5 @@ const struct _pmg_prim _pmg_prim_mprotect = {
 	.handler_rights = mp_handler_rights,
 	.rights_open = mp_rights_open,
 	.rights_restore = mp_rights_restore,
+	.rights_reset = mp_rights_reset,
 };

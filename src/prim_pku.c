@@ -110,6 +110,17 @@ static uint32_t pku_handler_rights(void)
 	return v;
 }
 
+/* Conditional: a new thread's register is most often the defaults
+ * already (the kernel's init value, the keys allocated write-disabled). */
+static void pku_rights_reset(void)
+{
+	uint32_t v = _pmg_rdpkru(), nv;
+
+	nv = _pmg_keytab_defaults(&_pmg.keytab, v);
+	if (nv != v)
+		_pmg_wrpkru(nv);
+}
+
 static uint32_t pku_rights_open(uint32_t mask)
 {
 	uint32_t v = _pmg_rdpkru();
@@ -199,4 +210,5 @@ const struct _pmg_prim _pmg_prim_pku = {
 	.handler_rights = pku_handler_rights,
 	.rights_open = pku_rights_open,
 	.rights_restore = _pmg_pku_restore,
+	.rights_reset = pku_rights_reset,
 };

@@ -54,17 +54,12 @@ static void thread_end(void *unused)
 		_pmg_end_armed = true;
 }
 
-/* Set the calling thread's rights for every pmguard key to its default. */
+/* Set the calling thread's rights for every pmguard key to its default
+ * (keyed windows: PKU). */
 static void thread_reset(void)
 {
-	uint32_t v, nv;
-
-	if (!_pmg_fast)
-		return;
-	v = _pmg_rdpkru();
-	nv = _pmg_keytab_defaults(&_pmg.keytab, v);
-	if (nv != v)
-		_pmg_wrpkru(nv);
+	if (_pmg_fast)
+		_pmg.prim->rights_reset();
 }
 
 struct start {
