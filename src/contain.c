@@ -628,6 +628,24 @@ static bool page_backed(uintptr_t page)
 }
 
 /*
+ * A site's first contained write gets a backtrace, unless the stack
+ * pointer is in protected memory: the handler does not unwind through a
+ * protected stack.  AS-safe.
+ */
+static void first_trace(int fd, bool stack_protected)
+{
+	struct _pmg_buf b = { .n = 0 };
+
+	if (!stack_protected) {
+		_pmg_backtrace_handler(fd);
+		return;
+	}
+	_pmg_buf_str(&b, "pmguard: contain: no backtrace: the stack pointer "
+			 "is in protected memory\n");
+	_pmg_buf_flush(&b, fd);
+}
+
+/*
  * The report of a contained run (one line per run, as contain_end).
  */
 static void bulk_report(const struct pmg_fault *f, pid_t tid,
@@ -662,16 +680,8 @@ static void bulk_report(const struct pmg_fault *f, pid_t tid,
 	_pmg_buf_dec(&b, (int64_t)run);
 	_pmg_buf_str(&b, " iteration(s) not written (kept old)\n");
 	_pmg_buf_flush(&b, fd);
-	if (count == 1 && stack_protected) {
-		_pmg_buf_str(&b, "pmguard: contain: no backtrace: the stack "
-				 "pointer is in protected memory\n");
-		_pmg_buf_flush(&b, fd);
-	} else if (count == 1) {
-		_pmg_buf_str(&b, "pmguard: backtrace (handler frames "
-				 "first):\n");
-		_pmg_buf_flush(&b, fd);
-		_pmg_backtrace_to(fd);
-	}
+	if (count == 1)
+		first_trace(fd, stack_protected);
 }
 
 /* What a page of a rep run must be: protected against this thread's
@@ -1340,14 +1350,6 @@ void _pmg_contain_end(ucontext_t *uc)
 		_pmg_buf_str(&b, " (kept old)\n");
 		_pmg_buf_flush(&b, fd);
 	}
-	if (pending.count == 1 && pending.stack_protected) {
-		_pmg_buf_str(&b, "pmguard: contain: no backtrace: the stack "
-				 "pointer is in protected memory\n");
-		_pmg_buf_flush(&b, fd);
-	} else if (pending.count == 1) {
-		_pmg_buf_str(&b, "pmguard: backtrace (handler frames "
-				 "first):\n");
-		_pmg_buf_flush(&b, fd);
-		_pmg_backtrace_to(fd);
-	}
+	if (pending.count == 1)
+		first_trace(fd, pending.stack_protected);
 }

@@ -372,6 +372,17 @@ void _pmg_backtrace_to(int fd)
 	backtrace_symbols_fd(bt, n, fd);
 }
 
+/* A fault report's backtrace: its header line, then the frames (the
+ * handler's own first).  AS-safe as _pmg_backtrace_to(). */
+void _pmg_backtrace_handler(int fd)
+{
+	struct _pmg_buf b = { .n = 0 };
+
+	_pmg_buf_str(&b, "pmguard: backtrace (handler frames first):\n");
+	_pmg_buf_flush(&b, fd);
+	_pmg_backtrace_to(fd);
+}
+
 /* Start the line "pmguard: <what>" in @b: the report fd, or -1 (none:
  * the caller reports nothing). */
 static int report_begin(struct _pmg_buf *b, const char *what)
@@ -417,10 +428,7 @@ void _pmg_report_fault(const struct pmg_fault *f, pid_t tid,
 	_pmg_buf_str(&b, "\n");
 	_pmg_buf_flush(&b, fd);
 	if (trace) {
-		_pmg_buf_str(&b, "pmguard: backtrace (handler frames "
-			     "first):\n");
-		_pmg_buf_flush(&b, fd);
-		_pmg_backtrace_to(fd);
+		_pmg_backtrace_handler(fd);
 	}
 }
 
