@@ -25,7 +25,7 @@
 
 #define PAGE 4096
 
-int _pmg_keys_reserve(unsigned n); /* internal (src/domain.c) */
+int _pmg_keys_reserve(unsigned n); /* internal (src/keys.c) */
 
 static bool pku;
 static char *page;
