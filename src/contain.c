@@ -632,17 +632,15 @@ static bool page_backed(uintptr_t page)
  * pointer is in protected memory: the handler does not unwind through a
  * protected stack.  AS-safe.
  */
-static void first_trace(int fd, bool stack_protected)
+static void first_trace(struct _pmg_buf *b, int fd, bool stack_protected)
 {
-	struct _pmg_buf b = { .n = 0 };
-
 	if (!stack_protected) {
-		_pmg_backtrace_handler(fd);
+		_pmg_backtrace_handler(b, fd);
 		return;
 	}
-	_pmg_buf_str(&b, "pmguard: contain: no backtrace: the stack pointer "
-			 "is in protected memory\n");
-	_pmg_buf_flush(&b, fd);
+	_pmg_buf_str(b, "pmguard: contain: no backtrace: the stack pointer "
+			"is in protected memory\n");
+	_pmg_buf_flush(b, fd);
 }
 
 /*
@@ -681,7 +679,7 @@ static void bulk_report(const struct pmg_fault *f, pid_t tid,
 	_pmg_buf_str(&b, " iteration(s) not written (kept old)\n");
 	_pmg_buf_flush(&b, fd);
 	if (count == 1)
-		first_trace(fd, stack_protected);
+		first_trace(&b, fd, stack_protected);
 }
 
 /* What a page of a rep run must be: protected against this thread's
@@ -1351,5 +1349,5 @@ void _pmg_contain_end(ucontext_t *uc)
 		_pmg_buf_flush(&b, fd);
 	}
 	if (pending.count == 1)
-		first_trace(fd, pending.stack_protected);
+		first_trace(&b, fd, pending.stack_protected);
 }

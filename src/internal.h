@@ -338,7 +338,9 @@ int _pmg_report_open(const char *path); /* open, set; fd or -errno;
 					* "syslog:SOCKET": to a syslog socket */
 void _pmg_report_write(int fd, const char *s, size_t n); /* as a report */
 void _pmg_backtrace_to(int fd);
-void _pmg_backtrace_handler(int fd); /* its header line, then the frames */
+/* A fault report's backtrace: its header line through @b (the caller's
+ * buffer: the handlers' stack budget counts one), then the frames. */
+void _pmg_backtrace_handler(struct _pmg_buf *b, int fd);
 void _pmg_report_fault(const struct pmg_fault *f, pid_t tid,
 		       const char *what, bool trace);
 void _pmg_report_unbalanced(struct pmg_domain *d, int acc, void *caller);

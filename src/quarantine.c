@@ -390,7 +390,7 @@ void _pmg_pool_quarantine_fault(int sig, int si_code, uintptr_t a,
 		_pmg_buf_str(&b, "\n");
 		_pmg_buf_flush(&b, fd);
 		if (strict) {
-			_pmg_backtrace_handler(fd);
+			_pmg_backtrace_handler(&b, fd);
 		}
 	}
 	if (strict)

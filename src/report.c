@@ -373,13 +373,13 @@ void _pmg_backtrace_to(int fd)
 }
 
 /* A fault report's backtrace: its header line, then the frames (the
- * handler's own first).  AS-safe as _pmg_backtrace_to(). */
-void _pmg_backtrace_handler(int fd)
+ * handler's own first).  @b is the caller's buffer, flushed: a second
+ * one would cost the handler's frame 520 bytes of the signal stack its
+ * budget (fault.c's TRACE_STACK) counts.  AS-safe as _pmg_backtrace_to(). */
+void _pmg_backtrace_handler(struct _pmg_buf *b, int fd)
 {
-	struct _pmg_buf b = { .n = 0 };
-
-	_pmg_buf_str(&b, "pmguard: backtrace (handler frames first):\n");
-	_pmg_buf_flush(&b, fd);
+	_pmg_buf_str(b, "pmguard: backtrace (handler frames first):\n");
+	_pmg_buf_flush(b, fd);
 	_pmg_backtrace_to(fd);
 }
 
@@ -428,7 +428,7 @@ void _pmg_report_fault(const struct pmg_fault *f, pid_t tid,
 	_pmg_buf_str(&b, "\n");
 	_pmg_buf_flush(&b, fd);
 	if (trace) {
-		_pmg_backtrace_handler(fd);
+		_pmg_backtrace_handler(&b, fd);
 	}
 }
 
