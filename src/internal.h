@@ -380,7 +380,7 @@ int _pmg_thread_hooks_install(void);	/* once per process; lock held */
 void _pmg_thread_arm(void);
 extern pthread_key_t _pmg_end_key;
 extern bool _pmg_end_key_ok;
-extern __thread bool _pmg_end_armed;
+extern __thread bool _pmg_end_armed __attribute__((tls_model("initial-exec")));
 
 /* window.c: close the calling thread's windows as it ends; report them */
 void _pmg_release_windows(void);
