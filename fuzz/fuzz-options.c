@@ -5,11 +5,13 @@
  * Input: fields separated by NUL bytes.  Field 0's first byte picks what
  * is fuzzed:
  *   even  _pmg_opt_parse(o, name, value): the name is picked by byte 1 of
- *         field 0: below 0x80 one of the library group (PMGUARD_BACKEND,
- *         _FAULT_MODE, _REPORT_FD), 0x80..0xbf one of the persistence
- *         group (the 0/1 flags, PMGUARD_MOVNT_THRESHOLD), from 0xc0 on
- *         field 1; the value is the next field, or NULL (unset) if there
- *         is none
+ *         field 0: below 0x40 one of the library group (PMGUARD_BACKEND,
+ *         _FAULT_MODE, _REPORT_FD), 0x40..0x5f `pmguard run`'s
+ *         (PMGUARD_RUN_LMDB_WRITEMAP, _RUN_CONFIRM_S), 0x60..0x7f the
+ *         library group's later ones (PMGUARD_KEYS, _MPROTECT_WINDOWS),
+ *         0x80..0xbf one of the persistence group (the 0/1 flags,
+ *         PMGUARD_MOVNT_THRESHOLD), from 0xc0 on field 1; the value is
+ *         the next field, or NULL (unset) if there is none
  *   odd   _pmg_opts_from_env(): PMGUARD_BACKEND, PMGUARD_FAULT_MODE and
  *         PMGUARD_REPORT_FD are set to fields 1, 2, 3 (a missing field
  *         leaves the variable unset)
@@ -18,7 +20,9 @@
  * PMGUARD_FAULT_MODE strict|relaxed|audit (exact, case-sensitive),
  * PMGUARD_REPORT_FD -1 or decimal digits up to INT_MAX (no blanks, no
  * sign, nothing after the digits), the flags 0 or 1, the threshold decimal
- * digits up to LONG_MAX.  The model's own arithmetic never overflows: a
+ * digits up to LONG_MAX, PMGUARD_RUN_LMDB_WRITEMAP 0, 1 or empty (0),
+ * PMGUARD_RUN_CONFIRM_S digits, 1 to 3600.  The model's own arithmetic
+ * never overflows: a
  * bound is checked before each n * 10 + d.  Every
  * result is compared: return value, the struct (a failed parse leaves it
  * unchanged), and the error message (it names the variable and, truncated
@@ -53,6 +57,9 @@ static const char *const names[] = {
 	/* the library group's later ones (the fuzzer found KEYS by name) */
 	"PMGUARD_KEYS",
 	"PMGUARD_MPROTECT_WINDOWS",
+	/* `pmguard run`'s group (the fuzzer found CONFIRM_S by name) */
+	"PMGUARD_RUN_LMDB_WRITEMAP",
+	"PMGUARD_RUN_CONFIRM_S",
 };
 
 #define FAIL(...)							\
@@ -163,6 +170,27 @@ static int model_mp_windows(const char *v, int *out)
 	return 0;
 }
 
+/* Empty is 0 (the launcher sets it so), else 0 or 1. */
+static int model_run_bool(const char *v, int *out)
+{
+	if (!*v) {
+		*out = 0;
+		return 0;
+	}
+	return model_bool(v, out);
+}
+
+/* Digits only, 1..3600 seconds. */
+static int model_confirm_s(const char *v, int *out)
+{
+	long n;
+
+	if (model_size(v, &n) || n < 1 || n > 3600)
+		return -1;
+	*out = (int)n;
+	return 0;
+}
+
 static int model_parse(struct _pmg_opts *o, int which, const char *v)
 {
 	int *flags[] = { &o->force, &o->no_clwb, &o->no_clflushopt,
@@ -182,6 +210,10 @@ static int model_parse(struct _pmg_opts *o, int which, const char *v)
 		return model_keys(v, &o->keys_max);
 	case 13:
 		return model_mp_windows(v, &o->mp_eager);
+	case 14:
+		return model_run_bool(v, &o->run_writemap);
+	case 15:
+		return model_confirm_s(v, &o->run_confirm_s);
 	default:
 		return model_bool(v, flags[which - 3]);
 	}
@@ -206,7 +238,9 @@ static void same(const struct _pmg_opts *a, const struct _pmg_opts *b,
 	    a->no_flush != b->no_flush || a->no_movnt != b->no_movnt ||
 	    a->no_avx512f != b->no_avx512f || a->no_avx2 != b->no_avx2 ||
 	    a->threshold != b->threshold || a->pool_alias != b->pool_alias ||
-	    a->keys_max != b->keys_max || a->mp_eager != b->mp_eager)
+	    a->keys_max != b->keys_max || a->mp_eager != b->mp_eager ||
+	    a->run_writemap != b->run_writemap ||
+	    a->run_confirm_s != b->run_confirm_s)
 		FAIL("%s: got {%d, %d, %d}, model {%d, %d, %d}", what,
 		     a->backend, a->mode, a->report_fd, b->backend, b->mode,
 		     b->report_fd);
@@ -329,6 +363,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			one_parse(names[3 + pick % 9], f[1]);
 		else if (pick >= 0x60) /* the library group's later ones */
 			one_parse(names[12 + pick % 2], f[1]);
+		else if (pick >= 0x40) /* `pmguard run`'s group */
+			one_parse(names[14 + pick % 2], f[1]);
 		else			/* the library group */
 			one_parse(names[pick % 3], f[1]);
 	} else {
