@@ -88,9 +88,9 @@ void _pmg_pool_tab_remove(const struct pmg_pool *p);
  * [a, a+len) against the open pools: -EINVAL if it wraps, -ERANGE if it
  * touches a pool's mapping without lying within its usable bytes, else 0
  * and *iv the interval around @a in which every range gets the same
- * answer: one pool's usable bytes (iv->key: not pmem, so its flush is
+ * answer: one pool's usable bytes (iv->dom: not pmem, so its flush is
  * msync; iv->alias: the writable alias of its mapping, 0: none) or a gap
- * without pools (key 0, alias 0).  Lock-free, AS-safe, never a wrong
+ * without pools (dom 0, alias 0).  Lock-free, AS-safe, never a wrong
  * answer; valid while _pmg_rt_gen is what it was before the call.
  */
 int _pmg_pool_interval(uintptr_t a, size_t len, struct _pmg_range *iv);
