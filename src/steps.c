@@ -26,7 +26,7 @@
  * to the SIGTRAP of one single step, so the records are a process-wide
  * pool that threads take (compare-and-swap on the owner) and give back at
  * the trap, not thread-local storage: the shared library's TLS must stay
- * small enough for dlopen() (static TLS: see _pmg_tls in init.c), and a
+ * small enough for dlopen() (static TLS: see _pmg_tls in state.c), and a
  * thread that existed before the library was loaded, or that was not
  * created through pthread_create(), gets one like any other.  A few are
  * static; more come in chunks from mmap(2) (async-signal-safe), kept for

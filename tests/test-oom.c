@@ -270,7 +270,7 @@ static const struct {
 	const char *fn;
 	bool mprotect;
 } want_sites[] = {
-	{ "err_buf", false }, /* init.c: a thread's messages */
+	{ "err_buf", false }, /* state.c: a thread's messages */
 	{ "domain_new", false }, /* domain.c: the handle */
 	{ "hook_publish", false }, /* hooks.c: callback, observer */
 	{ "_pmg_rt_insert", false }, /* registry.c: both copies */
