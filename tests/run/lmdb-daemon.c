@@ -5,12 +5,15 @@
  * servers do at start and at run time.  No pmguard header.
  *
  *   lmdb-daemon DIR LOG [--detach] [--setsid] [--close-fds]
- *               [--helper PROG ARGS...]
+ *               [--go FILE] [--helper PROG ARGS...]
  *
  *   --detach     fork, setsid, fork again (the first two processes exit
  *                0), chdir /, stdin/stdout/stderr to /dev/null
  *   --setsid     setsid() in place (no fork)
  *   --close-fds  close every descriptor from 3 up at start
+ *   --go FILE    open the environment only once FILE exists (up to 20 s):
+ *                the test orders the daemon's first open after an event
+ *                of its own (e.g. `pmguard run` has returned)
  *   --helper ... the program SIGUSR2 runs (fork, exec, wait)
  *
  * Records as lmdb-prog writes them (lmdb-prog verify DIR any checks
@@ -144,7 +147,7 @@ static int helper(char **argv)
 int main(int argc, char **argv)
 {
 	int detach = 0, setsid_ = 0, closefds = 0, i, fd, reloads = 0;
-	char **help = NULL;
+	char **help = NULL, go[4096] = "";
 	struct sigaction sa;
 	unsigned n = 0;
 	MDB_env *env;
@@ -162,6 +165,16 @@ int main(int argc, char **argv)
 			setsid_ = 1;
 		else if (!strcmp(argv[i], "--close-fds"))
 			closefds = 1;
+		else if (!strcmp(argv[i], "--go") && i + 1 < argc) {
+			/* absolute: --detach changes directory to / */
+			if (argv[++i][0] == '/')
+				snprintf(go, sizeof(go), "%s", argv[i]);
+			else if (!getcwd(go, sizeof(go) / 2))
+				return 2;
+			else
+				snprintf(go + strlen(go), sizeof(go) / 2,
+					 "/%s", argv[i]);
+		}
 		else if (!strcmp(argv[i], "--helper") && i + 1 < argc) {
 			help = argv + i + 1;
 			break;
@@ -196,6 +209,11 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGUSR2, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	for (i = 0; go[0] && access(go, F_OK) && i < 2000; i++) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
 	env = env_open(dir);
 	if (put10(env, &n))
 		return 2;

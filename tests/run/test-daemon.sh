@@ -55,8 +55,12 @@ dpid() { sed -n 's/^ready \([0-9]*\)$/\1/p' "$1" | tail -1; }
 
 # ---- 1. fork and detach, close every descriptor; strict ----
 mkdir "$T/d1"
+# --go: the daemon opens its environment only after pmguard run returned,
+# so the end-of-run line has nothing protected to count, however the
+# scheduler orders the daemon against PROG's exit
 timeout 20 $PMG run --report "$T/d1.rep" -- $DAEMON "$T/d1" "$T/d1.log" \
-	--detach --close-fds >"$T/out" 2>&1; rc=$?
+	--detach --close-fds --go "$T/d1.go" >"$T/out" 2>&1; rc=$?
+: >"$T/d1.go"
 wait_for "$T/d1.log" '^ready'
 p=$(dpid "$T/d1.log")
 kills="$kills $p"
@@ -140,7 +144,9 @@ while True:
 	listen "$S" "$T/sys1"
 	mkdir "$T/d3"
 	timeout 20 $PMG run --mode contain --report "syslog:$S" -- $DAEMON \
-		"$T/d3" "$T/d3.log" --detach --close-fds >"$T/out" 2>&1; rc=$?
+		"$T/d3" "$T/d3.log" --detach --close-fds --go "$T/d3.go" \
+		>"$T/out" 2>&1; rc=$?
+	: >"$T/d3.go"
 	wait_for "$T/d3.log" '^ready'
 	p=$(dpid "$T/d3.log")
 	kills="$kills $p"
