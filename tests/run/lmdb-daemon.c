@@ -11,9 +11,10 @@
  *                0), chdir /, stdin/stdout/stderr to /dev/null
  *   --setsid     setsid() in place (no fork)
  *   --close-fds  close every descriptor from 3 up at start
- *   --go FILE    open the environment only once FILE exists (up to 20 s):
- *                the test orders the daemon's first open after an event
- *                of its own (e.g. `pmguard run` has returned)
+ *   --go FILE    wait up to 20 s for FILE to exist, then open the
+ *                environment (regardless, after 20 s): the test orders the
+ *                daemon's first open after an event of its own (e.g.
+ *                `pmguard run` has returned)
  *   --helper ... the program SIGUSR2 runs (fork, exec, wait)
  *
  * Records as lmdb-prog writes them (lmdb-prog verify DIR any checks
@@ -209,7 +210,7 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGUSR2, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	for (i = 0; go[0] && access(go, F_OK) && i < 2000; i++) {
+	for (i = 0; go[0] && !term && access(go, F_OK) && i < 2000; i++) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 
 		nanosleep(&ts, NULL);

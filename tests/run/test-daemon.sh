@@ -78,6 +78,32 @@ check "detach, fds closed: a stray write by the daemon aborts it (strict), repor
 $LMDBPROG verify "$T/d1" any >"$T/out" 2>&1
 check "detach: the daemon's records intact ($(cat "$T/out"))" [ $? = 0 ]
 
+# the other order: the daemon protected before PROG ended (PROG, a
+# python3 of the test's, waits for the daemon's "ready", logged after
+# mdb_env_open() returned).  No false "nothing was protected".
+if [ -x "$PY" ]; then
+	mkdir "$T/d4"
+	timeout 20 $PMG run --report "$T/d4.rep" -- $PY -c 'import subprocess, sys, time
+subprocess.run(sys.argv[1:], check=True)
+for i in range(200):
+    try:
+        with open(sys.argv[3]) as f:
+            if any(l.startswith("ready") for l in f): break
+    except FileNotFoundError:
+        pass
+    time.sleep(0.05)' "$DAEMON" "$T/d4" "$T/d4.log" --detach --close-fds \
+		>"$T/out" 2>&1; rc=$?
+	p=$(dpid "$T/d4.log")
+	kills="$kills $p"
+	check "detach, protected before PROG ended: said, no 'nothing was protected' (rc $rc)" \
+		sh -c "[ $rc = 0 ] && [ -n '$p' ] && \
+			grep -q 'lmdb-daemon (pid $p): LMDB environment $T/d4: protected' '$T/d4.rep' && \
+			! grep -q 'nothing was protected' '$T/d4.rep'"
+	[ -n "$p" ] && kill -TERM "$p" 2>/dev/null && gone "$p"
+else
+	skip "detach, protected before PROG ended" "no $PY"
+fi
+
 # the negative control: the same daemon unprotected corrupts its records
 mkdir "$T/d0"
 $DAEMON "$T/d0" "$T/d0.log" --detach --close-fds

@@ -733,18 +733,24 @@ if [ -x "$PY" ]; then
 if os.fork(): os._exit(0)
 os.setsid()
 if os.fork(): os._exit(0)
+go = os.path.abspath(sys.argv[1])
 os.chdir("/")
 for i in range(2000):
-    if os.path.exists(sys.argv[1]): break
+    if os.path.exists(go): break
     time.sleep(0.01)
 os.execv(sys.argv[2], sys.argv[2:])' \
 		"$T/dm.go" "$absprog" write "$T/dm" 10 >"$T/out" 2>&1; rc=$?
 	: >"$T/dm.go"
 	i=0
-	while [ ! -s "$T/dm" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	while ! grep -q "pmem-prog (pid [0-9]*): pmem_map_file $T/dm: protected" \
+		"$T/dm.rep" 2>/dev/null && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
 	sleep 0.5
-	check "daemon left running: the end-of-run line says it is not counted" \
-		sh -c "[ $rc = 0 ] && grep -q 'nothing was protected.*daemon, is not counted' '$T/dm.rep'"
+	check "daemon left running: the end-of-run line says it is not counted, the daemon protected" \
+		sh -c "[ $rc = 0 ] && grep -q 'nothing was protected.*daemon, is not counted' '$T/dm.rep' && \
+			grep -q 'pmem-prog (pid [0-9]*): pmem_map_file $T/dm: protected' '$T/dm.rep'"
 	diag "$T/dm.rep" | grep -v 'module 0x' | cut -c1-200
 else
 	skip "daemon left running: end-of-run line" "no $PY"
