@@ -31,8 +31,7 @@ EX_CC   := $(wildcard examples/*.cc)
 EX_NAMES := $(patsubst examples/%.c,%,$(EX_C)) $(patsubst examples/%.cc,%,$(EX_CC))
 # `make` builds the examples too; without liblmdb-dev it leaves the LMDB one
 # out and says so (examples-check then fails under CI=true).
-HAVE_LMDB := $(shell printf '\043include <lmdb.h>\n' | \
-	$(CC) -E -x c - >/dev/null 2>&1 && echo 1)
+HAVE_LMDB := $(call have_hdr,lmdb,lmdb.h)
 ifneq ($(HAVE_LMDB),1)
 EX_NAMES := $(filter-out lmdb-writemap,$(EX_NAMES))
 $(info examples: no <lmdb.h> (liblmdb-dev): examples/lmdb-writemap.c left out)

@@ -38,18 +38,16 @@ RUN_TEST_LIBS := $(O)/tests/run/libwild.so $(O)/tests/run/libstopinit.so \
 # preload itself needs none of them: it declares what it wraps
 # (src/run/libs.h); where all three exist, $(O)/tests/run/libs-abi.o
 # checks those declarations against them (tests/run/libs-abi.c).
-run_have = $(shell printf '\043include <$(1)>\n' | \
-	$(CC) -E -x c - >/dev/null 2>&1 && echo 1)
 RUN_TEST_BINS :=
-ifeq ($(call run_have,libpmem.h),1)
+ifeq ($(call have_hdr,libpmem,libpmem.h),1)
 RUN_TEST_BINS += $(O)/tests/run/pmem-prog
 endif
-ifeq ($(call run_have,lmdb.h),1)
+ifeq ($(call have_hdr,lmdb,lmdb.h),1)
 RUN_TEST_BINS += $(O)/tests/run/lmdb-prog
 RUN_EXTRA_BINS := $(O)/tests/run/lmdb-early $(O)/tests/run/lmdb-daemon \
 	$(O)/tests/run/lmdb-multi $(O)/tests/run/lmdb-locks
 endif
-ifeq ($(call run_have,libpmem2.h),1)
+ifeq ($(call have_hdr,libpmem2,libpmem2.h),1)
 RUN_TEST_BINS += $(O)/tests/run/pmem2-prog
 endif
 RUN_MISSING := $(if $(filter 3,$(words $(RUN_TEST_BINS))),,1)

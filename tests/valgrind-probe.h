@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__has_include)
+#if defined(__has_include) && !defined(PMG_WITHOUT_VALGRIND)
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
 #define PMG_HAVE_VALGRIND_H 1

@@ -22,7 +22,9 @@
 
 #include "cmds.h"
 
-#if __has_include(<elfutils/libdwfl.h>)
+/* PMG_WITHOUT_LIBDW: build as if libdw-dev were missing (make
+ * WITHOUT=libdw; scripts/build-check builds that configuration). */
+#if !defined(PMG_WITHOUT_LIBDW) && __has_include(<elfutils/libdwfl.h>)
 #include <elfutils/libdwfl.h>
 #define HAVE_DWFL 1
 #endif
@@ -133,6 +135,18 @@ static bool dw_sym(struct rmod *m, uintptr_t off, bool ret, char *out,
 		return false;
 	return true;
 }
+#else
+/* Built without libdw's header: addresses stay module+offset. */
+static bool dw_sym(struct rmod *m, uintptr_t off, bool ret, char *out,
+		   size_t n)
+{
+	(void)m;
+	(void)off;
+	(void)ret;
+	(void)out;
+	(void)n;
+	return false;
+}
 #endif
 
 static struct rmod *mod_named(const char *path)
@@ -172,26 +186,20 @@ static void explain(struct rmod *m, const char *path, uintptr_t off,
 
 	if (!m)
 		m = mod_add(path, 0, 0, 0);
-#ifdef HAVE_DWFL
 	if (m && dw_sym(m, off, ret, buf, sizeof(buf))) {
 		printf("    -> %s (%s+%#" PRIxPTR ")\n", buf, path, off);
 		return;
 	}
-#endif
 	printf("    -> %s+%#" PRIxPTR "\n", path, off);
 }
 
 bool report_symbol(const char *path, unsigned long off, char *out, size_t n)
 {
-#ifdef HAVE_DWFL
 	struct rmod *m = mod_named(path);
 
 	if (!m)
 		m = mod_add(path, 0, 0, 0);
 	return m && dw_sym(m, off, false, out, n);
-#else
-	return false;
-#endif
 }
 
 int cmd_report(int argc, char **argv)
