@@ -255,6 +255,11 @@ clean:
 	rm -rf $(O)
 
 # Fragments: install (mk/install.mk), sanitizers, fuzzing, examples.
+# The optional dependencies' names (scripts/build-check builds without each).
+.PHONY: optional-deps
+optional-deps:
+	@echo $(OPTIONAL)
+
 -include $(sort $(wildcard mk/*.mk))
 
 # The compiler's header dependencies (DEPFLAGS above), of every fragment.
