@@ -252,7 +252,7 @@ format-check:
 	fi; echo "format-check: clean"
 
 clean:
-	rm -rf $(O)
+	rm -rf $(O) $(O)-configs
 
 # Fragments: install (mk/install.mk), sanitizers, fuzzing, examples.
 # The optional dependencies' names (scripts/build-check builds without each).
