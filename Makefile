@@ -4,7 +4,7 @@
 #   make            library (static + shared), CLI, tests, VM binaries
 #   make check      build check, host suite, VM suite (PKU in QEMU), DAX
 #                   suite, install and examples, Linux 6.1 + the PKS/PMEM
-#                   series in QEMU (mk/linux.mk)
+#                   series in QEMU (linux/linux.mk)
 #   make demo       the main job
 #   make bench      every benchmark side by side, a table of ratios
 #                   (pmguard bench all; docs/performance.md)
@@ -260,7 +260,7 @@ clean:
 optional-deps:
 	@echo $(OPTIONAL)
 
--include $(sort $(wildcard mk/*.mk))
+-include $(sort $(wildcard mk/*.mk)) linux/linux.mk
 
 # The compiler's header dependencies (DEPFLAGS above), of every fragment.
 # Not under $(O)/linux* (the kernel's build trees).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * devdax - map a device-DAX character device from user space, write it
- * and read it back, in the Linux test guest (scripts/linux-check).
+ * and read it back, in the Linux test guest (linux/scripts/linux-check).
  * Static; TAP on stdout.
  *
  * Usage: devdax DEV SIZE ALIGN

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # guest.sh - the tests of `make linux-check`, inside the QEMU guest that
-# boots the patched kernel (scripts/linux-check puts this at
+# boots the patched kernel (linux/scripts/linux-check puts this at
 # /bin/linux-guest.sh and runs it as a child of /init).
 #
 # Usage: linux-guest.sh BOOT
@@ -30,7 +30,7 @@
 # "guest: N passed, N failed".  Lines "@@EXPECT-OOPS <what>@@" tell the
 # host that an oops is about to be provoked on purpose.
 #
-# Environment (set by scripts/linux-check, PMGUARD_ is what vmrun passes):
+# Environment (set by linux/scripts/linux-check, PMGUARD_ is what vmrun passes):
 #   PMGUARD_LINUX_PKS_TESTS  the run_pks test numbers of the main boot
 #   PMGUARD_LINUX_VM_TESTS   1: run pmguard's VM test binaries (/bin/test-*)
 
@@ -180,7 +180,7 @@ pmem_key() {
 no_pks_events() {
 	# Linux 6.1.192's own i_mmap lock assertion in hugetlb_split() (on
 	# protection_keys' pkey_mprotect() of hugetlb pages, debug kernel; not
-	# the series: scripts/linux-check says so too) is left out, whole.
+	# the series: linux/scripts/linux-check says so too) is left out, whole.
 	# Stack frames ("? do_mprotect_pkey+0x299/0x347") are left out too: a
 	# real event has its header line (memremap:, WARNING:, Oops), and the
 	# frames of that hugetlb warning may reach dmesg after MARK was taken
@@ -312,7 +312,7 @@ vm_tests() {
 }
 
 # run_prog PROG SECONDS [WHY]: /bin/PROG (a static test program that
-# scripts/linux-build built from the kernel tree) under timeout; output in
+# linux/scripts/linux-build built from the kernel tree) under timeout; output in
 # /tmp/PROG.out, exit status in $rc.  Not built: a "not ok" (WHY added)
 # and status 1.
 run_prog() {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * pmem-fs - file I/O on ext4 mounted -o dax on /dev/pmem0, in the Linux
- * test guest (scripts/linux-check).  Static; TAP on stdout.
+ * test guest (linux/scripts/linux-check).  Static; TAP on stdout.
  *
  * Usage: pmem-fs DIR            write, read back, fsync, mmap, truncate,
  *                               copy; leaves DIR/keep.dat behind

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # workloads.sh - third-party workloads on the patched kernel, inside the
-# QEMU guest of `make linux-check` (scripts/linux-check puts this at
+# QEMU guest of `make linux-check` (linux/scripts/linux-check puts this at
 # /bin/linux-workloads.sh, with Debian's fio and its libraries).
 #
 # Usage: linux-workloads.sh MODE...
@@ -11,7 +11,7 @@
 #         up once).  Relaxed: each workload must count 0 faults in
 #         pks_relaxed_faults; strict: no fault may oops.
 #
-# Devices (the kernel command line of scripts/linux-check's workload
+# Devices (the kernel command line of linux/scripts/linux-check's workload
 # boots: memmap=64M!1G, memmap=64M!1536M, memmap=64M!1728M,
 # memmap=64M!1856M):
 #   /dev/pmem0 (1 GiB)      raw namespace: ext4 -o dax (/ext4.img)
@@ -118,7 +118,7 @@ key_ok() {
 mount -t debugfs debugfs $DBG 2>/dev/null
 diag "kernel $(uname -r), $(nproc) cpus, workloads: $*, cmdline: $(cat /proc/cmdline)"
 if ! command -v fio >/dev/null; then
-	notok "fio is in the guest (scripts/linux-check ships Debian's fio)"
+	notok "fio is in the guest (linux/scripts/linux-check ships Debian's fio)"
 	finish
 fi
 diag "$(fio --version 2>&1)"

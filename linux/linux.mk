@@ -2,7 +2,7 @@
 #
 # The PKS/PMEM series for Linux 6.12 and 6.1 (linux/6.12/, linux/6.1/):
 # build it, boot it in QEMU TCG, test it.  Included by the top-level
-# Makefile (every mk/*.mk).  docs/linux.md has the details.
+# Makefile (after every mk/*.mk).  docs/linux.md has the details.
 #
 # needs: linux-source-6.12 linux-source-6.1 flex bison bc libelf-dev
 #        ccache xz-utils e2fsprogs qemu-system-x86 busybox-static cpio
@@ -14,7 +14,7 @@
 # guest tests (linux/tests/) are the same for both.
 #
 # Targets:
-#   linux          scripts/linux-build: linux-source-$(LINUX) + the
+#   linux          linux/scripts/linux-build: linux-source-$(LINUX) + the
 #                  series + linux/pmguard.config (+ linux/$(LINUX)/
 #                  pmguard.config) -> $(O)/linux-$(LINUX)/{bzImage,
 #                  protection_keys,test_pks,...}; cached outside the clone
@@ -22,7 +22,7 @@
 #   linux-debug    the same with linux/debug.config on top (PREEMPT,
 #                  lockdep, DEBUG_PREEMPT, DEBUG_ATOMIC_SLEEP, DEBUG_LIST)
 #                  -> $(O)/linux-$(LINUX)-debug/, cached the same way
-#   linux-check    scripts/linux-check: builds both, then five boots of
+#   linux-check    linux/scripts/linux-check: builds both, then five boots of
 #                  the kernel (main, crash9, strict, control, workloads:
 #                  fio on ext4/XFS dax, fsdax and 2 MiB devdax) and one of
 #                  the debug kernel (debug); last line
@@ -31,7 +31,7 @@
 #                  booted main, crash9, strict, control
 #   linux-bisect-check  build after every patch of the series (not in CI;
 #                  slow: one kernel build per patch)
-#   linux-mutation-check  scripts/linux-mutation-check: every one-line
+#   linux-mutation-check  linux/scripts/linux-mutation-check: every one-line
 #                  mutant of linux/$(LINUX)/mutants built and booted until a test
 #                  fails; all must be caught (not in CI: 3-5 min a mutant)
 #   linux-tests    the static guest programs of linux/tests/*.c
@@ -44,10 +44,10 @@ LINUX_TESTS    := $(patsubst linux/tests/%.c,$(O)/linux-tests/%,$(LINUX_TEST_SRC
 
 .PHONY: linux linux-debug linux-check linux-6.1-check linux-bisect-check linux-mutation-check linux-tests
 linux:
-	scripts/linux-build --linux $(LINUX) --out $(LINUX_DIR)
+	linux/scripts/linux-build --linux $(LINUX) --out $(LINUX_DIR)
 
 linux-debug:
-	scripts/linux-build --linux $(LINUX) --config debug --out $(LINUX_DIR)-debug
+	linux/scripts/linux-build --linux $(LINUX) --config debug --out $(LINUX_DIR)-debug
 
 linux-tests: $(LINUX_TESTS)
 
@@ -55,11 +55,11 @@ $(O)/linux-tests/%: linux/tests/%.c linux/tests/tap.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -static -o $@ $< -pthread
 
-# Builds first (scripts/linux-check --build: a cache hit takes seconds);
+# Builds first (linux/scripts/linux-check --build: a cache hit takes seconds);
 # without root to install linux-source-$(LINUX) it skips, except with
 # CI=true.
 linux-check: linux-tests vm-bins
-	O=$(O) scripts/linux-check --linux $(LINUX) --build
+	O=$(O) linux/scripts/linux-check --linux $(LINUX) --build
 
 # make check's second kernel: 6.1 built and booted main, crash9, strict
 # and control, the main boot without pmguard's VM binaries (they run on
@@ -69,11 +69,11 @@ linux-check: linux-tests vm-bins
 # is the reason (issue 20).
 LINUX_61_BOOTS := main crash9 strict control
 linux-6.1-check: linux-tests
-	O=$(O) scripts/linux-check --linux 6.1 --build --no-vm-tests \
+	O=$(O) linux/scripts/linux-check --linux 6.1 --build --no-vm-tests \
 		$(addprefix --boot ,$(LINUX_61_BOOTS))
 
 linux-bisect-check:
-	scripts/linux-bisect-check --linux $(LINUX) --out $(LINUX_DIR)-bisect
+	linux/scripts/linux-bisect-check --linux $(LINUX) --out $(LINUX_DIR)-bisect
 
 linux-mutation-check: linux-tests
-	O=$(O) scripts/linux-mutation-check --linux $(LINUX)
+	O=$(O) linux/scripts/linux-mutation-check --linux $(LINUX)
