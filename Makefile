@@ -147,7 +147,7 @@ $(TEST_LINKED): %: %.o $(STATIC)
 	$(CC) $(CFLAGS) -o $@ $< $(STATIC) $(WRAP) $(LDLIBS)
 
 # Binaries for the PKU guest: dynamically linked (Debian ships Zydis as a
-# shared library only); scripts/vm-suite puts the loader and their
+# shared library only); guest/vm-suite puts the loader and their
 # libraries (ldd) into the initramfs.  test-shared runs there too.
 VM_BIN  += $(O)/vm/bin/test-shared $(O)/vm/bin/test-contain-campaign
 vm-bins: $(VM_BIN)
@@ -210,7 +210,7 @@ objdeps: $(STATIC)
 	@scripts/objdeps -p $(STATIC)
 
 vm-check: vm-bins
-	O=$(O) scripts/vm-suite
+	O=$(O) guest/vm-suite
 
 demo: all
 	$(O)/pmguard demo

@@ -10,7 +10,7 @@
 # Targets:
 #   dax-bins   $(O)/dax/dax-test (dynamic, as the VM binaries), and those
 #   dax-check  scripts/dax-check: boots the guest with two pmem regions
-#              (scripts/vmrun --pmem), ext4 -o dax on /dev/pmem0 and the
+#              (guest/vmrun --pmem), ext4 -o dax on /dev/pmem0 and the
 #              second region's namespace switched to device dax; runs
 #              tests/dax/suite.sh there; last line `dax: N passed, N
 #              failed, N skipped`.  With CI=true it never skips.

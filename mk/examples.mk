@@ -18,7 +18,7 @@
 #                   tests/examples/lmdb-daemon as the service; last line
 #                   `examples: N passed, N failed, N skipped`
 #   examples-vm-check  the same, in the PKU guest
-#                   (scripts/vmrun, about 15 s): the PKU side of
+#                   (guest/vmrun, about 15 s): the PKU side of
 #                   lmdb-writemap (a wild write during an open transaction
 #                   window faults); last line `examples-vm: ...`
 #
@@ -72,19 +72,19 @@ examples-check: examples $(EX_SYSTEMD) install-bins $(O)/tests/run/libwild.so
 
 # For the guest: the host's binaries (the same command built them twice,
 # byte-identical), hard-linked as $(O)/vm/bin's (Makefile);
-# scripts/vm-libs puts the loader and their libraries into the initramfs.
+# guest/vm-libs puts the loader and their libraries into the initramfs.
 $(O)/vm/examples/%: $(O)/examples/%
 	@mkdir -p $(dir $@)
 	ln -f $< $@
 
 examples-vm-check: $(EX_VM_BINS)
-	@if ! why=$$(scripts/vmrun --check 2>&1); then \
+	@if ! why=$$(guest/vmrun --check 2>&1); then \
 		echo "examples-vm: SKIP: $$why"; \
 		echo "examples-vm: 0 passed, 0 failed, 1 skipped"; \
 		[ "$${CI:-}" != true ]; \
 	else \
-		scripts/vmrun --timeout 300 --bindir $(O)/vm/examples \
-			$$(scripts/vm-libs $(EX_VM_BINS)) \
+		guest/vmrun --timeout 300 --bindir $(O)/vm/examples \
+			$$(guest/vm-libs $(EX_VM_BINS)) \
 			--add tests/runtests.sh:/bin/runtests.sh -- \
 			/bin/runtests.sh -t 120 -n examples-vm \
 			$(addprefix /bin/,$(EX_NAMES)); \

@@ -11,9 +11,9 @@
 #   run-lib     $(O)/libpmguard-run.so (also part of `make all`)
 #   run-check   the unmodified-program suite (tests/run/, TAP), last line
 #               `run: N passed, N failed, N skipped`; part of `make check`
-#   run-vm-check  the suite in the PKU guest (scripts/vm-run-check: the
+#   run-vm-check  the suite in the PKU guest (guest/vm-run-check: the
 #               loader, the programs' libraries and Python with py-lmdb in
-#               the initramfs), and the README's `scripts/vmrun -- pmguard
+#               the initramfs), and the README's `guest/vmrun -- pmguard
 #               selftest` exactly as written (a boot of its own, counted
 #               in the summary); last line `run-vm: N passed, ...`; part of
 #               `make check`
@@ -148,7 +148,7 @@ run-vm-check: all vm-bins
 		echo "run-vm: SKIP: lmdb.h, libpmem.h or libpmem2.h missing"; \
 		echo "run-vm: 0 passed, 0 failed, 1 skipped"; \
 		[ "$${CI:-}" != true ]; \
-	else scripts/vm-run-check $(O); fi
+	else guest/vm-run-check $(O); fi
 
 run-bench: all
 	O=$(O) tests/run/bench.sh

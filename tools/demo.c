@@ -178,7 +178,7 @@ static void print_findings(const struct campaign_result *res,
 		       "opens no window (it writes through the pool's "
 		       "alias), so a write during\none is caught.  "
 		       "Run the demo in the PKU guest\n"
-		       "(scripts/vmrun -- pmguard demo) to see them caught.\n");
+		       "(guest/vmrun -- pmguard demo) to see them caught.\n");
 }
 
 /* The promises each mode makes; prints what failed.  True if all held. */

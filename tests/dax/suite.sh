@@ -3,7 +3,7 @@
 #
 # suite.sh - the dax suite inside the PKU guest (scripts/dax-check puts it
 # at /bin/dax-suite.sh and boots with two pmem regions, /dev/pmem0 and
-# /dev/pmem1, via scripts/vmrun --pmem).
+# /dev/pmem1, via guest/vmrun --pmem).
 #
 # Usage: dax-suite.sh IMAGE.gz
 #

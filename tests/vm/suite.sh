@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # suite.sh - driver of the VM test suite; runs inside the PKU guest as
-# /bin/vm-suite.sh (scripts/vm-suite puts it there).
+# /bin/vm-suite.sh (guest/vm-suite puts it there).
 #
 # Usage: vm-suite.sh [TEST...]
 #
