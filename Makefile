@@ -70,7 +70,7 @@ ST_OBJ  := $(patsubst %.c,$(O)/pic/%.o,$(filter-out $(LIB_TWICE),$(LIB_SRC))) \
 STATIC  := $(O)/libpmguard.a
 SHARED  := $(O)/libpmguard.so.$(VERSION)
 
-CLI_SRC := $(wildcard tools/*.c)
+CLI_SRC := $(wildcard tools/*.c tools/lab/*.c)
 TEST_INC := -Itests -Itools
 TEST_SRC := $(wildcard tests/test-*.c)
 TESTS   := $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC))

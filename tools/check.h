@@ -3,7 +3,7 @@
  * CHECK(ok, cond): check-and-count without a TAP line, to collect a test's
  * sub-checks: when @cond is false, print "# FILE:LINE: check failed: COND"
  * and clear @ok.  Shared by the tests (tests/tap.h) and the CLI's
- * self-test (tools/probe.h, tools/selftest.c).
+ * self-test (tools/probe.h, tools/lab/selftest.c).
  */
 #ifndef PMG_CHECK_H
 #define PMG_CHECK_H

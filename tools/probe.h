@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fault probes for pmguard's self-tests (the seeds' pks_test fault hook),
- * shared by `pmguard selftest` (tools/selftest.c) and the tests in tests/
+ * shared by `pmguard selftest` (tools/lab/selftest.c) and the tests in tests/
  * (which build with -Itools; the CLI never reads tests/).
  *
  * probe_begin() puts the process in audit mode with an observer: every

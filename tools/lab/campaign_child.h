@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The campaign's two sides (tools/campaign.h, docs/demo.md): the parent
- * (tools/campaign.c) plans each trial and verifies the pool afterwards;
- * the child (tools/campaign_child.c) runs the trial.  What they share: the
+ * The campaign's two sides (tools/lab/campaign.h, docs/demo.md): the parent
+ * (tools/lab/campaign.c) plans each trial and verifies the pool afterwards;
+ * the child (tools/lab/campaign_child.c) runs the trial.  What they share: the
  * trial's description, set before the fork, and the plan and outcome of
  * every injection, in memory shared with the child so that a child a
  * strict abort killed still tells.

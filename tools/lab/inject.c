@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * pmguard inject: the stray-write campaign behind the demo, reproducible
- * by seed (tools/campaign.c, docs/demo.md).
+ * by seed (tools/lab/campaign.c, docs/demo.md).
  */
 #define _GNU_SOURCE
 #include <stdio.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The demo's persistent key-value store (tools/store.h): per-writer
+ * The demo's persistent key-value store (tools/lab/store.h): per-writer
  * append logs of checksummed 64-byte records on one pmguard pool.
  */
 #define _GNU_SOURCE

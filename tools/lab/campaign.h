@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The stray-write campaign behind `pmguard inject` and `pmguard demo`: the
- * store of tools/store.h written by several threads, four kinds of bugs
+ * store of tools/lab/store.h written by several threads, four kinds of bugs
  * injected from code that holds no window, each trial run in a forked
  * child and the pool verified by the parent on reopen.  See docs/demo.md
  * for what is injected and how each number is counted.

@@ -3,7 +3,7 @@
  * pmguard demo: the main job.  One persistent key-value store, the same
  * stray writes (same seed) under each mode: off, strict, relaxed, audit;
  * then a table of what each mode caught, reported and let corrupt.  The
- * campaign is tools/campaign.c; docs/demo.md explains every number.
+ * campaign is tools/lab/campaign.c; docs/demo.md explains every number.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * The stray-write campaign (tools/campaign.h, docs/demo.md): the parent.
+ * The stray-write campaign (tools/lab/campaign.h, docs/demo.md): the parent.
  *
  * For each trial, plan the stray writes from the seed, create a fresh
- * pool file, fork a child that runs the trial (tools/campaign_child.c),
+ * pool file, fork a child that runs the trial (tools/lab/campaign_child.c),
  * wait for it (drawing progress), then reopen the pool, verify every
  * record and add up what happened.  The plan and what each injection did
- * live in memory shared with the child (tools/campaign_child.h), so a
+ * live in memory shared with the child (tools/lab/campaign_child.h), so a
  * child that a strict abort killed still tells.
  */
 #define _GNU_SOURCE

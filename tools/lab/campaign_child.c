@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The child side of the stray-write campaign (tools/campaign_child.h,
- * docs/demo.md): one trial, in a process the parent (tools/campaign.c)
+ * The child side of the stray-write campaign (tools/lab/campaign_child.h,
+ * docs/demo.md): one trial, in a process the parent (tools/lab/campaign.c)
  * forked.
  *
  * T writer threads put records through windows and the persistence
