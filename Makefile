@@ -184,8 +184,9 @@ HOST_CAMPAIGN := env PMGUARD_TEST_CONTAIN_WRITES=20000 \
 		 tests/vm/test-contain-campaign
 
 # The host suite runs the mprotect backend (lazy write windows, the
-# default), the pure core and the bad-input tests; PKU tests say SKIP here
-# and run in the VM.  The window, mode, thread, contain and persistence
+# default), the pure core and the bad-input tests, and the window edges
+# called out of line from Python (tests/test-ffi.py, mk/ffi.mk); PKU tests
+# say SKIP here and run in the VM.  The window, mode, thread, contain and persistence
 # tests run a second time with the eager windows
 # (PMGUARD_MPROTECT_WINDOWS=eager), a supported setting of their own.
 EAGER_TESTS := test-windows test-modes test-threads test-api test-contain \
@@ -194,7 +195,7 @@ host-check: all
 	PMGUARD_BACKEND=mprotect PMGUARD_CLI=$(O)/pmguard O=$(O) \
 		tests/runtests.sh -n host \
 		$(TESTS) $(O)/tests/test-shared "$(O)/pmguard selftest" \
-		"$(HOST_CAMPAIGN)" \
+		"$(HOST_CAMPAIGN)" tests/test-ffi.py \
 		$(foreach t,$(EAGER_TESTS),"env PMGUARD_MPROTECT_WINDOWS=eager $(O)/tests/$(t)")
 
 # The build's dependencies: a second make does nothing, a touched source

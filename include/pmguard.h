@@ -365,6 +365,21 @@ _PMG_INLINE bool _pmg_valid(const struct pmg_domain *d, int acc)
 	return d && (unsigned)(d->_key - 1) < 15 && (acc & ~1) == 0;
 }
 
+/*
+ * PMGUARD_INLINE - how the public window edges below are defined.  C and
+ * C++ get them static inline (the edge is a few instructions in the
+ * caller).  Languages that cannot call inline C (Python ctypes, Rust or
+ * Go without C wrappers, any FFI) call the library's out-of-line copies
+ * of the same functions, which src/ffi.c makes by defining PMGUARD_INLINE
+ * to an exported definition before including this header: one
+ * definition, same semantics, same async-signal-safety, exported from
+ * libpmguard.so (version node PMGUARD_0.3) and libpmguard.a.  Leave it
+ * undefined in programs.
+ */
+#ifndef PMGUARD_INLINE
+#define PMGUARD_INLINE static inline
+#endif
+
 /**
  * pmg_open() - open a window on @d for the calling thread.
  * @acc: PMG_WRITE (read and write) or PMG_READ (read only; meaningful for
@@ -396,7 +411,7 @@ _PMG_INLINE bool _pmg_valid(const struct pmg_domain *d, int acc)
  * come back when it returns); otherwise not AS-safe: it takes the library
  * lock.
  */
-static inline int pmg_open(struct pmg_domain *d, int acc)
+PMGUARD_INLINE int pmg_open(struct pmg_domain *d, int acc)
 {
 	if (__builtin_expect(!_pmg_fast || !d || (acc & ~1), 0))
 		return _pmg_open_slow(d, acc);
@@ -409,7 +424,7 @@ static inline int pmg_open(struct pmg_domain *d, int acc)
  * unbalanced close is reported with a backtrace and nothing changes), and
  * on mprotect what mprotect() returned.  AS-safe on PKU only.
  */
-static inline int pmg_close(struct pmg_domain *d, int acc)
+PMGUARD_INLINE int pmg_close(struct pmg_domain *d, int acc)
 {
 	if (__builtin_expect(!_pmg_fast || !_pmg_valid(d, acc), 0))
 		return _pmg_close_slow(d, acc);
@@ -417,12 +432,12 @@ static inline int pmg_close(struct pmg_domain *d, int acc)
 }
 
 /** pmg_write_begin() / pmg_write_end(): pmg_open/close(d, PMG_WRITE). */
-static inline int pmg_write_begin(struct pmg_domain *d)
+PMGUARD_INLINE int pmg_write_begin(struct pmg_domain *d)
 {
 	return pmg_open(d, PMG_WRITE);
 }
 
-static inline int pmg_write_end(struct pmg_domain *d)
+PMGUARD_INLINE int pmg_write_end(struct pmg_domain *d)
 {
 	return pmg_close(d, PMG_WRITE);
 }

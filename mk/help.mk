@@ -43,6 +43,7 @@ Tier 2, the guest (QEMU TCG -cpu max: PKU and PKS)
   run-check            pmguard run on LMDB and libpmem programs        2 min
   run-vm-check         the same in the PKU guest                       3 min
   run-servers-check    Knot DNS, Knot Resolver under pmguard run       1 min
+  ffi-vm-check         the window edges from Python ctypes, PKU guest  30 s
   examples-check, examples-vm-check  the examples, host and guest      1 min
   install-check        make install into a root, used from there       30 s
   build-check          the build's dependencies, every configuration
