@@ -38,6 +38,20 @@ struct pmg_pool_config {
 	struct pmg_domain *domain;
 };
 
+/*
+ * A file's identity over its life (_pmg_pool_file_id()): its file handle
+ * (name_to_handle_at(2)), which tells a file from a later one that the
+ * filesystem gave the same inode number after an unlink (ext4 does at
+ * once): ext4, xfs and tmpfs put the inode's generation in it.  len 0:
+ * none known (no handles there, or one longer than h[]).
+ */
+#define PMG_FILE_ID_MAX 64
+struct _pmg_file_id {
+	int type;
+	unsigned len;
+	unsigned char h[PMG_FILE_ID_MAX];
+};
+
 struct pmg_pool {
 	int fd;
 	char *addr;
@@ -53,6 +67,7 @@ struct pmg_pool {
 	char name[96]; /* the path's tail, for use-after-close reports */
 	dev_t dev; /* the file's, for a reopen's quarantine */
 	ino_t ino;
+	struct _pmg_file_id id; /* the file's life, for the same */
 };
 
 /* The alias's reservation: the alias, its alignment slack and a guard
@@ -153,12 +168,18 @@ int _pmg_pool_publish(int fd, bool named, const char *tmp, const char *path,
 /* The lock of an existing pool file that a create replaces. */
 int _pmg_pool_lock_existing(const char *path, int *fd);
 
+/* The identity over its life of the file open at @fd, into *@id (len 0:
+ * none known). */
+void _pmg_pool_file_id(int fd, struct _pmg_file_id *id);
+
 /* Device-dax alignment rule: 0 or -EINVAL with a message. */
 int _pmg_pool_check_align(const char *path, size_t offset, size_t size,
 			  size_t align);
 
-/* Test hooks: creates as without O_TMPFILE; stale temporary files removed. */
+/* Test hooks: creates as without O_TMPFILE; stale temporary files removed;
+ * no file's identity known (as on a filesystem without file handles). */
 extern int _pmg_pool_no_tmpfile;
+extern int _pmg_pool_no_file_id;
 extern unsigned long _pmg_pool_stale_removed;
 
 #endif /* PMG_POOL_H */
