@@ -57,7 +57,7 @@ struct pmg_pool {
 	char *addr;
 	char *alias; /* writable second mapping, NULL: none */
 	char *alias_resv; /* its reservation (alias_resv_len()): the
-				   guard pages and it, all ours */
+				   gaps and it, all ours */
 	size_t size; /* usable bytes */
 	size_t maplen; /* page-rounded mapping */
 	size_t offset, align;
@@ -70,11 +70,26 @@ struct pmg_pool {
 	struct _pmg_file_id id; /* the file's life, for the same */
 };
 
-/* The alias's reservation: the alias, its alignment slack and a guard
- * page on either side (alias.c). */
+/*
+ * The PROT_NONE gap on either side of a pool's alias, within its
+ * reservation (alias.c): the pool's mapping length, at least 2 MiB and at
+ * most 1 GiB, so that an overrun past the end of the pool (below the
+ * alias) by up to its own size, or one past any other mapping by up to
+ * 2 MiB, faults before it reaches the alias.
+ */
+#define ALIAS_GAP_MIN ((size_t)2 << 20)
+#define ALIAS_GAP_MAX ((size_t)1 << 30)
+static inline size_t alias_gap(const struct pmg_pool *p)
+{
+	return p->maplen < ALIAS_GAP_MIN ? ALIAS_GAP_MIN :
+	       p->maplen > ALIAS_GAP_MAX ? ALIAS_GAP_MAX : p->maplen;
+}
+
+/* The alias's reservation: the alias, its alignment slack and a gap on
+ * either side (alias.c). */
 static inline size_t alias_resv_len(const struct pmg_pool *p)
 {
-	return p->maplen + p->align + 2 * PMG_PAGE_SIZE;
+	return p->maplen + p->align + 2 * alias_gap(p);
 }
 
 /* ---- pooltab.c */

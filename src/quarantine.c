@@ -263,8 +263,8 @@ char *_pmg_pool_quar_take(struct pmg_pool *p, bool alias, char **alias_resv)
 	for (j = 0; j < quar_count; j++) {
 		unsigned q = (quar_head + j) % QUAR_CAP;
 
-		/* the whole layout back (the alias above the pool, the
-		 * space below it free), or nothing */
+		/* the whole layout back (the pool's place and its
+		 * alias's reservation, gaps included), or nothing */
 		if (!quar[q].n[0] || !same_file(&quar[q].id, &p->id) ||
 		    quar[q].ino != p->ino ||
 		    quar[q].dev != p->dev || quar[q].offset != p->offset ||
