@@ -362,9 +362,13 @@ static int ext4_dir(char *out, size_t n, char *why, size_t wn)
 		snprintf(out, n, "%s", disk);
 		return 0;
 	}
+	if (!*disk)
+		snprintf(why, wn, "no disk directory");
+	else
+		snprintf(why, wn, "the disk directory '%s' is not ext4", disk);
 	if (geteuid()) {
-		snprintf(why, wn, "the disk directory '%s' is not ext4, and "
-			 "loop-mounting an ext4 image needs root", disk);
+		snprintf(why + strlen(why), wn - strlen(why), ", and "
+			 "loop-mounting an ext4 image needs root");
 		return -1;
 	}
 	snprintf(img, sizeof(img), "%s/ext4.img", dir);
@@ -372,14 +376,14 @@ static int ext4_dir(char *out, size_t n, char *why, size_t wn)
 	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F '%s' 16M >/dev/null 2>&1",
 		 img);
 	if (mkdir(out, 0700) || system(cmd)) {
-		snprintf(why, wn, "the disk directory '%s' is not ext4 and "
-			 "mkfs.ext4 failed (is e2fsprogs installed?)", disk);
+		snprintf(why + strlen(why), wn - strlen(why), ", and "
+			 "mkfs.ext4 failed (is e2fsprogs installed?)");
 		return -1;
 	}
 	snprintf(cmd, sizeof(cmd), "mount -o loop '%s' '%s' 2>&1", img, out);
 	if (system(cmd)) {
-		snprintf(why, wn, "the disk directory '%s' is not ext4 and "
-			 "the ext4 image could not be loop-mounted", disk);
+		snprintf(why + strlen(why), wn - strlen(why), ", and the "
+			 "ext4 image could not be loop-mounted");
 		return -1;
 	}
 	snprintf(ext4_mnt, sizeof(ext4_mnt), "%s", out);
