@@ -14,15 +14,23 @@
 
 /*
  * The alias (mprotect backend, protected pools): a second mapping of the
- * pool's file, read-write, at an address only the library knows, with
- * PROT_NONE pages on either side.  The persistence calls write through
+ * pool's file, read-write, at an address only the library knows, with a
+ * PROT_NONE gap of alias_gap() on either side.  The persistence calls write through
  * it (persist.c), so they open no window on the pool's own mapping:
  * mprotect(2) of the pages a call touches cost two VMA splits and merges
  * per call (21-30 us here), more than the copy below 2 MiB, and left
  * those pages writable by every thread meanwhile.  Same flags as the
  * pool's mapping (MAP_SYNC on DAX): the same pages, so a flush through
  * the alias flushes the pool's lines.  It is mapped over a PROT_NONE
- * reservation of its own whose ends stay as the guard pages.  No alias
+ * reservation of its own whose ends stay as the gaps: the alias is
+ * writable at all times, so nothing a stray store might run into from a
+ * neighbour may lie next to it.  A gap of one page used to sit 8 KiB
+ * above the pool's end (the pool below its alias, a page of slack between
+ * them): a store a little past the pool's end rewrote the pool's own
+ * header through the alias, no fault, strict mode included.  The gap
+ * below the alias is at least the pool's own size (at least 2 MiB, at
+ * most 1 GiB): an overrun past the pool's end by up to that faults in it.
+ * Address space only (PROT_NONE, MAP_NORESERVE).  No alias
  * (the calls fall back to page windows) if it cannot be mapped, or with
  * PMGUARD_POOL_ALIAS=0.
  */
@@ -34,9 +42,9 @@ static char *alias_reserve(const struct pmg_pool *p)
 }
 
 /*
- * Before the pool's own mapping: its reservation takes the place above
- * the pool, which is then mapped below it as it would be without one (the
- * space below stays free, a reopened pool lands where the old one was).
+ * Before the pool's own mapping: its reservation is made first, and the
+ * pool is then mapped where it would be without one (below it, or in a
+ * smaller hole above; a reopened pool lands where the old one was).
  */
 bool _pmg_pool_alias_wanted(const struct pmg_pool_config *c)
 {
@@ -69,11 +77,11 @@ void _pmg_pool_map_alias(struct pmg_pool *p)
 	 * another thread to take.  (A hint would not do: the kernel ignores
 	 * it for DAX files it aligns to 2 MiB itself.)
 	 */
-	a = (char *)(((uintptr_t)r + PMG_PAGE_SIZE + p->align - 1) &
+	a = (char *)(((uintptr_t)r + alias_gap(p) + p->align - 1) &
 		     ~(p->align - 1));
 	m = mmap(a, p->maplen, PROT_READ | PROT_WRITE, flags | MAP_FIXED, p->fd,
 		 (off_t)p->offset);
-	/* the guard pages and the alignment slack stay reserved: ours */
+	/* the gaps and the alignment slack stay reserved: ours */
 	if (m == a) {
 		p->alias = a;
 		p->alias_resv = r;

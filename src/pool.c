@@ -300,6 +300,7 @@ static int pool_finish(struct pmg_pool *p, const char *path,
 	if (!fstat(p->fd, &st)) {
 		p->dev = st.st_dev;
 		p->ino = st.st_ino;
+		_pmg_pool_file_id(p->fd, &p->id);
 		at = _pmg_pool_quar_take(p, _pmg_pool_alias_wanted(c),
 					 &alias_at);
 	}

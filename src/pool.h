@@ -38,12 +38,26 @@ struct pmg_pool_config {
 	struct pmg_domain *domain;
 };
 
+/*
+ * A file's identity over its life (_pmg_pool_file_id()): its file handle
+ * (name_to_handle_at(2)), which tells a file from a later one that the
+ * filesystem gave the same inode number after an unlink (ext4 does at
+ * once): ext4, xfs and tmpfs put the inode's generation in it.  len 0:
+ * none known (no handles there, or one longer than h[]).
+ */
+#define PMG_FILE_ID_MAX 64
+struct _pmg_file_id {
+	int type;
+	unsigned len;
+	unsigned char h[PMG_FILE_ID_MAX];
+};
+
 struct pmg_pool {
 	int fd;
 	char *addr;
 	char *alias; /* writable second mapping, NULL: none */
 	char *alias_resv; /* its reservation (alias_resv_len()): the
-				   guard pages and it, all ours */
+				   gaps and it, all ours */
 	size_t size; /* usable bytes */
 	size_t maplen; /* page-rounded mapping */
 	size_t offset, align;
@@ -53,13 +67,29 @@ struct pmg_pool {
 	char name[96]; /* the path's tail, for use-after-close reports */
 	dev_t dev; /* the file's, for a reopen's quarantine */
 	ino_t ino;
+	struct _pmg_file_id id; /* the file's life, for the same */
 };
 
-/* The alias's reservation: the alias, its alignment slack and a guard
- * page on either side (alias.c). */
+/*
+ * The PROT_NONE gap on either side of a pool's alias, within its
+ * reservation (alias.c): the pool's mapping length, at least 2 MiB and at
+ * most 1 GiB, so that an overrun past the end of the pool (below the
+ * alias) by up to its own size, or one past any other mapping by up to
+ * 2 MiB, faults before it reaches the alias.
+ */
+#define ALIAS_GAP_MIN ((size_t)2 << 20)
+#define ALIAS_GAP_MAX ((size_t)1 << 30)
+static inline size_t alias_gap(const struct pmg_pool *p)
+{
+	return p->maplen < ALIAS_GAP_MIN ? ALIAS_GAP_MIN :
+	       p->maplen > ALIAS_GAP_MAX ? ALIAS_GAP_MAX : p->maplen;
+}
+
+/* The alias's reservation: the alias, its alignment slack and a gap on
+ * either side (alias.c). */
 static inline size_t alias_resv_len(const struct pmg_pool *p)
 {
-	return p->maplen + p->align + 2 * PMG_PAGE_SIZE;
+	return p->maplen + p->align + 2 * alias_gap(p);
 }
 
 /* ---- pooltab.c */
@@ -153,12 +183,18 @@ int _pmg_pool_publish(int fd, bool named, const char *tmp, const char *path,
 /* The lock of an existing pool file that a create replaces. */
 int _pmg_pool_lock_existing(const char *path, int *fd);
 
+/* The identity over its life of the file open at @fd, into *@id (len 0:
+ * none known). */
+void _pmg_pool_file_id(int fd, struct _pmg_file_id *id);
+
 /* Device-dax alignment rule: 0 or -EINVAL with a message. */
 int _pmg_pool_check_align(const char *path, size_t offset, size_t size,
 			  size_t align);
 
-/* Test hooks: creates as without O_TMPFILE; stale temporary files removed. */
+/* Test hooks: creates as without O_TMPFILE; stale temporary files removed;
+ * no file's identity known (as on a filesystem without file handles). */
 extern int _pmg_pool_no_tmpfile;
+extern int _pmg_pool_no_file_id;
 extern unsigned long _pmg_pool_stale_removed;
 
 #endif /* PMG_POOL_H */

@@ -218,6 +218,52 @@ int _pmg_pool_open_fd(struct pmg_pool *p, const char *path,
 	return 0;
 }
 
+#ifndef AT_HANDLE_FID
+#define AT_HANDLE_FID 0x200 /* Linux 6.5: encode only (overlayfs) */
+#endif
+
+int _pmg_pool_no_file_id;
+
+/*
+ * The file's identity over its life: its file handle, the filesystem's
+ * own answer to "is this still the file I knew" (what NFS uses to say
+ * ESTALE).  Device and inode number are not: ext4 gives a file created
+ * after an unlink the freed inode's number at once, and so would a
+ * closed, deleted pool's quarantined address go to another pool's file.
+ * The handle carries the inode's generation, which differs (ext4, xfs,
+ * tmpfs: a random one per new inode).  Birth time would not do: it is
+ * taken from the coarse clock, the same for two files made within a tick.
+ * AT_HANDLE_FID first (overlayfs gives a handle only so); a kernel before
+ * 6.5 refuses the flag (EINVAL) and is asked without it.  No handle
+ * (EOPNOTSUPP: the filesystem has none; a seccomp filter; one longer than
+ * PMG_FILE_ID_MAX): none known, and a closed pool on it is never matched.
+ */
+void _pmg_pool_file_id(int fd, struct _pmg_file_id *id)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char h[PMG_FILE_ID_MAX];
+	} b;
+	int mnt, rc, e = errno;
+
+	memset(id, 0, sizeof(*id));
+	if (_pmg_pool_no_file_id)
+		return;
+	b.fh.handle_bytes = PMG_FILE_ID_MAX;
+	rc = name_to_handle_at(fd, "", &b.fh, &mnt,
+			       AT_EMPTY_PATH | AT_HANDLE_FID);
+	if (rc && errno == EINVAL) {
+		b.fh.handle_bytes = PMG_FILE_ID_MAX;
+		rc = name_to_handle_at(fd, "", &b.fh, &mnt, AT_EMPTY_PATH);
+	}
+	if (!rc && b.fh.handle_bytes && b.fh.handle_bytes <= PMG_FILE_ID_MAX) {
+		id->type = b.fh.handle_type;
+		id->len = b.fh.handle_bytes;
+		memcpy(id->h, b.fh.f_handle, id->len);
+	}
+	errno = e;
+}
+
 /* A fresh name next to @path: "<dir>/.<base>.pmg-<pid>-<n>". */
 int _pmg_pool_temp_name(char *buf, size_t size, const char *path)
 {

@@ -50,9 +50,11 @@ static struct {
 	uintptr_t b[2]; /* the mapping, the alias's reservation */
 	size_t n[2]; /* 0: none */
 	char name[96];
-	/* the mapping's file, offset and flags: a reopen takes it back */
+	/* the mapping's file (its life, not only its inode number: one
+	 * unlinked is reused), offset and flags: a reopen takes it back */
 	dev_t dev;
 	ino_t ino;
+	struct _pmg_file_id id;
 	size_t offset;
 	bool map_sync;
 } quar[QUAR_CAP];
@@ -191,6 +193,7 @@ void _pmg_pool_quar_add(const struct pmg_pool *p, uintptr_t a[2], size_t n[2])
 	memcpy(quar[i].name, p->name, sizeof(quar[i].name));
 	quar[i].dev = p->dev;
 	quar[i].ino = p->ino;
+	quar[i].id = p->id;
 	quar[i].offset = p->offset;
 	quar[i].map_sync = p->map_sync;
 	for (k = 0; k < 2; k++) {
@@ -223,8 +226,22 @@ unmap:
 }
 
 /*
- * A reopen of a closed pool -- the same file (device and inode), offset
- * and length -- takes its quarantined mapping back: the pool is mapped at
+ * The same file's life: the same file handle (_pmg_pool_file_id()).  A
+ * file whose handle is not known is never the same: its inode number may
+ * be another, later file's.
+ */
+static bool same_file(const struct _pmg_file_id *a,
+		      const struct _pmg_file_id *b)
+{
+	return a->len && a->len == b->len && a->type == b->type &&
+	       !memcmp(a->h, b->h, a->len);
+}
+
+/*
+ * A reopen of a closed pool -- the same file (device, inode and file
+ * handle: a new file given an unlinked one's inode number is not the
+ * same file), offset and length -- takes its quarantined mapping back:
+ * the pool is mapped at
  * its old address again, over the library's own reservation, so that
  * pointers kept across the close point at the same bytes of the same
  * pool, which is protected again (a stale store outside a window faults
@@ -246,9 +263,10 @@ char *_pmg_pool_quar_take(struct pmg_pool *p, bool alias, char **alias_resv)
 	for (j = 0; j < quar_count; j++) {
 		unsigned q = (quar_head + j) % QUAR_CAP;
 
-		/* the whole layout back (the alias above the pool, the
-		 * space below it free), or nothing */
-		if (!quar[q].n[0] || quar[q].ino != p->ino ||
+		/* the whole layout back (the pool's place and its
+		 * alias's reservation, gaps included), or nothing */
+		if (!quar[q].n[0] || !same_file(&quar[q].id, &p->id) ||
+		    quar[q].ino != p->ino ||
 		    quar[q].dev != p->dev || quar[q].offset != p->offset ||
 		    quar[q].n[0] != p->maplen || quar[q].b[0] % p->align ||
 		    (alias && quar[q].n[1] != alen))

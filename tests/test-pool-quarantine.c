@@ -13,8 +13,10 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include "pmguard.h"
 #include "tap.h"
@@ -25,8 +27,9 @@
 extern size_t _pmg_pool_quarantine_budget __attribute__((weak));
 extern unsigned _pmg_pool_quarantine_max __attribute__((weak));
 extern unsigned _pmg_pool_quarantined(size_t *bytes) __attribute__((weak));
+extern int _pmg_pool_no_file_id __attribute__((weak));
 
-static char dir[256];
+static char dir[256], disk[256], shm[256];
 
 #define MAXR 8
 struct ranges {
@@ -113,18 +116,24 @@ static uint64_t file_sum(const char *path)
 	return h;
 }
 
-static struct pmg_pool *create(const char *name, size_t size, char *path)
+static struct pmg_pool *create_in(const char *d, const char *name,
+				   size_t size, char *path)
 {
 	struct pmg_pool_config *c = NULL;
 	struct pmg_pool *p = NULL;
 
-	snprintf(path, PATH_MAX, "%s/%s", dir, name);
+	snprintf(path, PATH_MAX, "%s/%s", d, name);
 	if (pmg_pool_config_new(&c) || pmg_pool_config_set_size(c, size) ||
 	    pmg_pool_config_set_flags(c, PMG_POOL_OVERWRITE) ||
 	    pmg_pool_create(&p, path, c))
 		tap_diag("create %s: %s", path, pmg_errormsg());
 	pmg_pool_config_delete(&c);
 	return p;
+}
+
+static struct pmg_pool *create(const char *name, size_t size, char *path)
+{
+	return create_in(dir, name, size, path);
 }
 
 static int alias_off(void)
@@ -331,6 +340,203 @@ static void t_reopen(void)
 	       "use after close: a reopen of the same pool takes its old "
 	       "address back (another pool does not); a stale store there is "
 	       "a stray into the protected pool (SIGABRT, byte unchanged)");
+}
+
+/* ------------------------------------------------- inode number reuse */
+
+#define EXT4_MAGIC 0xEF53
+static char ext4_mnt[PATH_MAX];	/* a loop mount of ours, "" if none */
+
+/*
+ * A directory on ext4, which gives a file created after an unlink the
+ * freed inode's number at once: the disk directory if it is ext4, else
+ * (as root, with mkfs.ext4) a loop-mounted ext4 image.  0, or -1 with the
+ * reason in @why.
+ */
+static int ext4_dir(char *out, size_t n, char *why, size_t wn)
+{
+	char img[PATH_MAX], cmd[3 * PATH_MAX];
+	struct statfs sf;
+
+	if (*disk && !statfs(disk, &sf) && sf.f_type == EXT4_MAGIC) {
+		snprintf(out, n, "%s", disk);
+		return 0;
+	}
+	if (!*disk)
+		snprintf(why, wn, "no disk directory");
+	else
+		snprintf(why, wn, "the disk directory '%s' is not ext4", disk);
+	if (geteuid()) {
+		snprintf(why + strlen(why), wn - strlen(why), ", and "
+			 "loop-mounting an ext4 image needs root");
+		return -1;
+	}
+	snprintf(img, sizeof(img), "%s/ext4.img", dir);
+	snprintf(out, n, "%s/ext4", dir);
+	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F '%s' 16M >/dev/null 2>&1",
+		 img);
+	if (mkdir(out, 0700) || system(cmd)) {
+		snprintf(why + strlen(why), wn - strlen(why), ", and "
+			 "mkfs.ext4 failed (is e2fsprogs installed?)");
+		return -1;
+	}
+	snprintf(cmd, sizeof(cmd), "mount -o loop '%s' '%s' 2>&1", img, out);
+	if (system(cmd)) {
+		snprintf(why + strlen(why), wn - strlen(why), ", and the "
+			 "ext4 image could not be loop-mounted");
+		return -1;
+	}
+	snprintf(ext4_mnt, sizeof(ext4_mnt), "%s", out);
+	tap_diag("ext4 image loop-mounted on %s", out);
+	return 0;
+}
+
+/*
+ * Pool A is closed and its file unlinked; pool B, another file of the same
+ * size, is created: on ext4 B's file gets A's inode number.  A closed pool
+ * used to be matched by device, inode, offset and length only, so B was
+ * mapped at A's quarantined address and a stale pointer into A wrote B's
+ * file with no fault, strict mode included.  A closed pool is now matched
+ * by its file's identity over its life (the file handle, whose generation
+ * differs for a reused inode number): B lands elsewhere, the stale
+ * pointer's pmg_memcpy_persist() and store fault (strict: SIGABRT, the
+ * report names A and the address), and B's bytes are intact.
+ */
+static void t_inode_reuse(void)
+{
+	static const char *what[2] = { "pmg_memcpy_persist()", "a store" };
+	static const enum stale_how how[2] = { PERSIST, STORE };
+	char d[PATH_MAX], why[PATH_MAX + 128], b[PATH_MAX], rep[4096], hex[32];
+	char name[32];
+	struct pmg_pool *pa, *pb = NULL;
+	struct stat sa, sb;
+	uintptr_t a = 0;
+	uint64_t sum;
+	int i, r, ok = 1, st;
+
+	if (ext4_dir(d, sizeof(d), why, sizeof(why))) {
+		if (getenv("CI") && !strcmp(getenv("CI"), "true") &&
+		    !geteuid() && !system("command -v mkfs.ext4 >/dev/null"))
+			tap_ok(0, "use after close, inode number reused: %s",
+			       why);
+		else
+			tap_skip("use after close, inode number reused", why);
+		tap_skip("use after close, inode number reused: a store",
+			 why);
+		return;
+	}
+	/* another process may take the freed inode first: a few tries */
+	for (r = 0; r < 5 && ok; r++) {
+		snprintf(name, sizeof(name), "reuse-a%d.pool", r);
+		pa = create_in(d, name, 1 << 20, s.a);
+		CHECK(ok, pa && !stat(s.a, &sa));
+		a = (uintptr_t)pmg_pool_address(pa);
+		pmg_pool_close(&pa);
+		CHECK(ok, unlink(s.a) == 0);
+		pb = create_in(d, "reuse-b.pool", 1 << 20, b);
+		CHECK(ok, pb && !stat(b, &sb));
+		if (!ok || (sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev))
+			break;
+		tap_diag("try %d: A's inode %lu, B's %lu", r,
+			 (unsigned long)sa.st_ino, (unsigned long)sb.st_ino);
+		pmg_pool_close(&pb);
+		unlink(b);
+	}
+	if (!ok) {
+		tap_ok(0, "use after close, inode number reused: setup");
+		tap_skip("use after close, inode number reused: a store",
+			 "no pools");
+		pmg_pool_close(&pb);
+		return;
+	}
+	tap_diag("A %s: inode %lu, was at %#lx; B %s: inode %lu, at %p", s.a,
+		 (unsigned long)sa.st_ino, (unsigned long)a, b,
+		 (unsigned long)sb.st_ino, pmg_pool_address(pb));
+	if (sa.st_ino != sb.st_ino || sa.st_dev != sb.st_dev) {
+		tap_skip("use after close, inode number reused",
+			 "in 5 tries this ext4 never gave B the unlinked A's "
+			 "inode number");
+		tap_skip("use after close, inode number reused: a store",
+			 "no inode reused");
+		pmg_pool_close(&pb);
+		return;
+	}
+	sum = file_sum(b);
+	snprintf(hex, sizeof(hex), "%#lx", (unsigned long)a + 100);
+	for (i = 0; i < 2; i++) {
+		struct stale_arg arg = { .at = a + 100, .how = how[i] };
+
+		ok = 1;
+		CHECK(ok, (uintptr_t)pmg_pool_address(pb) != a);
+		if (ftruncate(s.report, 0))
+			tap_diag("ftruncate: %m");
+		lseek(s.report, 0, SEEK_SET);
+		st = tap_child(stale_child, &arg);
+		slurp(s.report, rep, sizeof(rep));
+		CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+		CHECK(ok, strstr(rep, "closed pool") != NULL);
+		CHECK(ok, strstr(rep, strrchr(s.a, '/') + 1) != NULL);
+		CHECK(ok, strstr(rep, hex) != NULL);
+		CHECK(ok, file_sum(b) == sum);
+		CHECK(ok, ((char *)pmg_pool_address(pb))[100] == 0);
+		if (!ok)
+			tap_diag("child status %#x; B's byte 100: %#x; report: "
+				 "%s", st, ((char *)pmg_pool_address(pb))[100],
+				 rep);
+		tap_ok(ok, "use after close, inode number %lu reused by "
+		       "another pool: %s through a stale pointer into the "
+		       "closed one at %s: SIGABRT, the report names the closed "
+		       "pool and the address, the new pool's file unchanged",
+		       (unsigned long)sb.st_ino, what[i], hex);
+	}
+	pmg_pool_close(&pb);
+	unlink(b);
+}
+
+/*
+ * Where the file's identity is not known (a filesystem without file
+ * handles, as the test hook makes every one), a closed pool's address is
+ * never given back, not even to a reopen of the same file: its inode
+ * number alone could be a later file's.  The reopen lands elsewhere and a
+ * stale pointer still faults as a closed pool's.
+ */
+static void t_no_file_id(void)
+{
+	struct stale_arg arg;
+	struct pmg_pool *p;
+	char rep[4096];
+	uintptr_t a;
+	int ok = 1, st;
+
+	if (!&_pmg_pool_no_file_id) {
+		tap_ok(0, "use after close, no file identity (no test hook)");
+		return;
+	}
+	_pmg_pool_no_file_id = 1;
+	p = create("noid.pool", 64 << 10, s.a);
+	a = (uintptr_t)pmg_pool_address(p);
+	pmg_pool_close(&p);
+	CHECK(ok, pmg_pool_open(&p, s.a, NULL) == 0);
+	tap_diag("closed at %#lx, reopened at %p", (unsigned long)a,
+		 pmg_pool_address(p));
+	CHECK(ok, a && p && (uintptr_t)pmg_pool_address(p) != a);
+	CHECK(ok, reserved_none(a, a + (64 << 10)));
+	if (ftruncate(s.report, 0))
+		tap_diag("ftruncate: %m");
+	lseek(s.report, 0, SEEK_SET);
+	arg.at = a + 100;
+	arg.how = STORE;
+	st = tap_child(stale_child, &arg);
+	slurp(s.report, rep, sizeof(rep));
+	CHECK(ok, WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(ok, strstr(rep, "closed pool") && strstr(rep, "noid.pool"));
+	if (!ok)
+		tap_diag("child status %#x; report: %s", st, rep);
+	pmg_pool_close(&p);
+	_pmg_pool_no_file_id = 0;
+	tap_ok(ok, "use after close, the file's identity unknown: a reopen "
+	       "of the same file does not get the quarantined address, which "
+	       "stays reserved (a stale store: SIGABRT naming the closed pool)");
 }
 
 /* ------------------------------------------------------------ bounds */
@@ -590,9 +796,7 @@ static void t_shed(void)
 
 int main(void)
 {
-	char disk[256], shm[256];
-
-	tap_init(16);
+	tap_init(19);
 	if (probe_dirs(dir, sizeof(dir), disk, shm, sizeof(disk)))
 		tap_skip_all("no temporary directory");
 	s.report = tmpfd();
@@ -603,9 +807,13 @@ int main(void)
 	t_reuse(64 << 10);
 	t_reuse(1 << 20);
 	t_reopen();
+	t_inode_reuse();
+	t_no_file_id();
 	t_fifo();
 	t_not_ours();
 	t_shed();
+	if (*ext4_mnt && umount(ext4_mnt))
+		tap_diag("umount %s: %m", ext4_mnt);
 	probe_dirs_remove(disk, shm);
 	return tap_done();
 }

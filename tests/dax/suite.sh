@@ -129,6 +129,9 @@ if [ "$fsdax_ok" = 1 ]; then
 	w fsdax-test-pool-quarantine 'PMG_DISK_DIR=/mnt/dax exec /bin/test-pool-quarantine'
 	w fsdax-test-pool-quarantine-mprotect 'PMG_DISK_DIR=/mnt/dax PMGUARD_BACKEND=mprotect exec /bin/test-pool-quarantine'
 	w fsdax-test-persist-mprotect 'PMG_DISK_DIR=/mnt/dax PMGUARD_BACKEND=mprotect exec /bin/test-persist'
+	# overruns past MAP_SYNC pools, the aliases' gaps (mprotect)
+	w fsdax-test-pool-overrun 'PMG_DISK_DIR=/mnt/dax exec /bin/test-pool-overrun'
+	w fsdax-test-pool-overrun-mprotect 'PMG_DISK_DIR=/mnt/dax PMGUARD_BACKEND=mprotect exec /bin/test-pool-overrun'
 	# shellcheck disable=SC2016  # expanded by the wrapper
 	w fsdax-test-crash 'TMPDIR=/mnt/dax PMG_CRASH_ITERS=${PMG_CRASH_ITERS:-60} exec /bin/test-crash'
 	w1 fsdax-demo 'mkdir -p /mnt/dax/demo && TMPDIR=/mnt/dax/demo /bin/pmguard demo --writes 400'
