@@ -1126,7 +1126,19 @@ int _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 
 			if (next > end)
 				next = end;
-			if (!_pmg_reg_find(a, &r)) {
+			/*
+			 * A protected page not backed (unmapped behind the
+			 * library's back, or past its file's end), other than
+			 * the faulting one: nothing there to save or read.
+			 * Left out, as memory that is not ours: the step
+			 * (never the redirect: redirect_snap() cannot read
+			 * it) runs on the real memory and the CPU faults
+			 * there itself, for the program (SIGSEGV or SIGBUS),
+			 * having written nothing.
+			 */
+			if (!_pmg_reg_find(a, &r) &&
+			    ((a ^ f->addr) < PMG_PAGE_SIZE ||
+			     page_backed(a & PMG_PAGE_MASK))) {
 				if (next > r.end)
 					next = r.end;
 				if (!same_kind(&r, pku))
@@ -1334,14 +1346,33 @@ static bool redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
 }
 
 /* After the step: put the saved bytes back, report old -> new. */
-void _pmg_contain_end(ucontext_t *uc)
+void _pmg_contain_end(ucontext_t *uc, bool ran)
 {
 	uint8_t now[PMG_SAVES][PMG_CT_MAXLEN];
 	struct _pmg_buf b = { .n = 0 };
 	bool pku = pending.rd_mask != 0;
-	uint32_t cur = open_keys(pending.rd_mask);
+	uint32_t cur;
 	unsigned i;
-	int fd = _pmg_report_fd();
+	int fd;
+
+	if (!ran) {
+		/*
+		 * The instruction faulted (or was not reached): it wrote
+		 * nothing, the CPU left its registers as they were.  The
+		 * moved base register back; the saved bytes are not put
+		 * back (they are what memory holds, or another thread's
+		 * newer bytes), and no write happened to report.
+		 */
+		if (pending.redirect)
+			uc->uc_mcontext.gregs[pending.base] =
+				pending.base_kind == PMG_CT_BASE_STEP
+					? uc->uc_mcontext.gregs[pending.base] -
+						  (greg_t)pending.delta
+					: pending.base_orig;
+		return;
+	}
+	cur = open_keys(pending.rd_mask);
+	fd = _pmg_report_fd();
 
 	if (pending.redirect && !redirect_end(uc, now)) {
 		close_keys(pending.rd_mask, cur);

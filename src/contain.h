@@ -81,8 +81,10 @@ struct pmg_fault;
 int _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		       pid_t tid, uintptr_t *own);
 /* After the contained step (SIGTRAP): the saved bytes put back, the
- * write reported. */
-void _pmg_contain_end(ucontext_t *uc);
+ * write reported.  @ran false: the instruction did not run (it faulted
+ * for a reason of its own, or a foreign signal came first): the
+ * redirected base register put back, nothing written, nothing reported. */
+void _pmg_contain_end(ucontext_t *uc, bool ran);
 /* Audit, and contain's stray reads: a rep stos/movs run of iterations
  * at once, no single step.  True when done. */
 bool _pmg_rep_audit(const struct pmg_fault *f, ucontext_t *uc, bool pku,

@@ -574,15 +574,18 @@ not_ours:
  * The step is over: put back what the SIGSEGV handler opened (contain's
  * bytes, the PKU register bits, the mprotect pages), the trap flag and the
  * program's signal mask, in the frame @uc, and give the record back.  The
- * caller gave the handler its rights (the observer may read).
+ * caller gave the handler its rights (the observer may read).  @ran false
+ * (step_abort()): the instruction did not run, contain has no write to
+ * undo or report.
  */
-static void step_finish(ucontext_t *uc)
+static void step_finish(ucontext_t *uc, bool ran)
 {
 	unsigned i;
 	bool had_tf;
 
 	if (pending.contain) {
-		_pmg_contain_end(uc); /* pages still writable, keys opened */
+		/* pages still writable, keys opened */
+		_pmg_contain_end(uc, ran);
 		pending.contain = false;
 	}
 	if (pending.mask) {
@@ -625,7 +628,7 @@ static void step_abort(ucontext_t *uc)
 		return;
 #endif
 	hpkru = _pmg.prim->handler_rights();
-	step_finish(uc);
+	step_finish(uc, false);
 	_pmg.prim->rights_restore(hpkru);
 }
 
@@ -673,7 +676,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	_pmg_keys_enter();
 	had_tf = pending.had_tf;
 	(void)_pmg.prim->handler_rights();
-	step_finish(uc);
+	step_finish(uc, true);
 	_pmg_keys_leave();
 	_PMG_STAT_INC(rearmed);
 	errno = saved_errno;

@@ -15,7 +15,8 @@
  *    written in audit mode, kept in contain mode (the mode's promise);
  *  - P1 PROT_NONE: the same, and a read of it faults for the program;
  *  - P1 unmapped behind the library's back (a raw munmap(2), as the
- *    static library never sees one): rep stosb stops there, SEGV_MAPERR.
+ *    static library never sees one): a store across into it faults as
+ *    without pmguard (SEGV_MAPERR), rep stosb stops there.
  * P1's bytes never change.  The program's handler records the fault and
  * leaves by siglongjmp().  Linked with the shared library (the
  * interposers); runs on both backends (mprotect here, PKU in the guest).
@@ -116,6 +117,14 @@ static bool tail_is(int v)
 	return !memcmp(P0, pristine, PAGE - TAIL);
 }
 
+static uint64_t contained(void)
+{
+	struct pmg_stats st;
+
+	pmg_stats_get(&st, sizeof(st));
+	return st.contained;
+}
+
 static const char *mode_name(int mode)
 {
 	return mode == PMG_FAULT_AUDIT ? "audit" : "contain";
@@ -157,8 +166,11 @@ static void t_straddle(int mode, int prot, const char *pname)
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	void *want = NULL;
 	int ok = 1, want_code = 0;
+	uint64_t n0;
 
-	if (ref == MAP_FAILED || mprotect(ref + PAGE, PAGE, prot)) {
+	if (ref == MAP_FAILED ||
+	    (p1_gone ? munmap(ref + PAGE, PAGE)
+		     : mprotect(ref + PAGE, PAGE, prot))) {
 		tap_skip("store across into the program's page",
 			 "no reference mapping");
 		return;
@@ -169,12 +181,15 @@ static void t_straddle(int mode, int prot, const char *pname)
 		want_code = g_code;
 	}
 	munmap(ref, 2 * PAGE);
+	n0 = contained();
 	store8_at(P1 - 4);
+	/* no write happened: none contained, none reported */
+	CHECK(ok, contained() == n0);
 	CHECK(ok, want != NULL);
 	CHECK(ok, got == 1);
 	CHECK(ok, g_code == want_code);
 	CHECK(ok, g_addr == want);
-	CHECK(ok, p1_intact(prot));
+	CHECK(ok, p1_gone || p1_intact(prot));
 	CHECK(ok, !memcmp(P0, pristine, PAGE));
 	if (!ok)
 		tap_diag("signals %d si_code %d si_addr %p (want %d at %p)",
@@ -189,9 +204,11 @@ static void t_straddle(int mode, int prot, const char *pname)
 static void t_store(int mode, int prot, const char *pname)
 {
 	char *a = P1 + 0x10;
+	uint64_t n0 = contained();
 	int ok = 1;
 
 	access_at(a, false);
+	CHECK(ok, contained() == n0);
 	CHECK(ok, got == 1);
 	CHECK(ok, g_code == SEGV_ACCERR);
 	CHECK(ok, g_addr == a);
@@ -306,8 +323,8 @@ static void with_prot(int prot, const char *pname)
 		tap_diag("mprotect(P1, rw): %s", strerror(errno));
 }
 
-/* P1 unmapped by the program behind the library's back: rep stosb stops
- * there, SEGV_MAPERR. */
+/* P1 unmapped by the program behind the library's back: a store across
+ * into it and rep stosb fault there, SEGV_MAPERR. */
 static void t_unmapped(void)
 {
 	static const int modes[] = { PMG_FAULT_AUDIT, PMG_FAULT_CONTAIN };
@@ -321,6 +338,7 @@ static void t_unmapped(void)
 	p1_gone = true;
 	for (m = 0; m < 2; m++) {
 		pmg_set_fault_mode(modes[m]);
+		t_straddle(modes[m], PROT_NONE, "unmapped");
 		t_rep_stos(modes[m], PROT_NONE, "unmapped", SEGV_MAPERR);
 	}
 	pmg_set_fault_mode(PMG_FAULT_STRICT);
@@ -333,7 +351,7 @@ int main(void)
 	unsigned i;
 	int ok;
 
-	tap_init(21);
+	tap_init(23);
 	/* the program's handler, before pmguard's (which chains to it) */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = prog_segv;
