@@ -475,9 +475,15 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 				goto out;
 			case PMG_CT_OWN:
 				/* the CPU faults on the program's own
-				 * protection: its fault, nothing stepped */
+				 * protection: its fault, nothing stepped,
+				 * not one of ours (counted above before it
+				 * was known) */
 				if (!pending.active)
 					_pmg_step_release();
+				__atomic_sub_fetch(&_pmg_stats.faults, 1,
+						   __ATOMIC_RELAXED);
+				__atomic_sub_fetch(&_pmg_stats.strays, 1,
+						   __ATOMIC_RELAXED);
 				goto not_ours;
 			}
 #endif
