@@ -14,6 +14,8 @@
  *    at the instruction), SEGV_ACCERR at P1; P0's bytes before it are
  *    written in audit mode, kept in contain mode (the mode's promise);
  *  - P1 PROT_NONE: the same, and a read of it faults for the program;
+ *  - P0 read-only, std; rep stosq from P1 down into it: stops at P0's
+ *    last element;
  *  - P1 unmapped behind the library's back (a raw munmap(2), as the
  *    static library never sees one): a store across into it faults as
  *    without pmguard (SEGV_MAPERR), rep stosb stops there.
@@ -274,6 +276,20 @@ static void t_rep_stos(int mode, int prot, const char *pname, int code)
 	refill();
 }
 
+/* std; rep stosq of 0xa5 bytes from @d down, @n elements; cld after. */
+static void stos_back(char *d, uint64_t n)
+{
+	arm();
+	if (sigsetjmp(jb, 1)) {
+		__asm__ volatile("cld");
+		return;
+	}
+	__asm__ volatile("std\n\trep stosq\n\tcld"
+			 : "+D"(d), "+c"(n)
+			 : "a"(0xa5a5a5a5a5a5a5a5ull)
+			 : "memory");
+}
+
 static void t_rep_movs(int mode, int prot, const char *pname)
 {
 	char *src = U;
@@ -329,6 +345,58 @@ static void with_prot(int prot, const char *pname)
 		tap_diag("mprotect(P1, rw): %s", strerror(errno));
 }
 
+/*
+ * Downward (DF set), 8-byte elements: std; rep stosq from P1 down into P0,
+ * which the program made read-only.  The CPU writes P1's first TAIL bytes
+ * and faults at the element wholly in P0 below them, rdi there, rcx the
+ * elements left.
+ */
+static void t_rep_back(void)
+{
+	static const int modes[] = { PMG_FAULT_AUDIT, PMG_FAULT_CONTAIN };
+	uint64_t last = (uint64_t)(uintptr_t)(P0 + PAGE - 8);
+	unsigned m, i;
+
+	for (m = 0; m < 2; m++) {
+		int ok = 1;
+		bool rest = true;
+
+		if (mprotect(P0, PAGE, PROT_READ))
+			tap_diag("mprotect(P0, r): %s", strerror(errno));
+		pmg_set_fault_mode(modes[m]);
+		stos_back(P1 + TAIL - 8, 2 * TAIL / 8);
+		pmg_set_fault_mode(PMG_FAULT_STRICT);
+		CHECK(ok, got == 1);
+		CHECK(ok, g_code == SEGV_ACCERR);
+		CHECK(ok, g_addr == (void *)(uintptr_t)last);
+		CHECK(ok, g_di == last);
+		CHECK(ok, g_cx == TAIL / 8);
+		CHECK(ok, g_op == 0x48f3); /* f3 48 ab */
+		CHECK(ok, !memcmp(P0, pristine, PAGE));
+		for (i = 0; i < TAIL; i++)
+			if ((uint8_t)P1[i] != (modes[m] == PMG_FAULT_AUDIT
+						       ? 0xa5
+						       : pristine[PAGE + i]))
+				rest = false;
+		CHECK(ok, rest);
+		CHECK(ok, !memcmp(P1 + TAIL, pristine + PAGE + TAIL,
+				  PAGE - TAIL));
+		if (!ok)
+			tap_diag("signals %d si_code %d si_addr %p rdi %#llx "
+				 "rcx %llu op %#x", (int)got, g_code, g_addr,
+				 (unsigned long long)g_di,
+				 (unsigned long long)g_cx, g_op);
+		tap_ok(ok, "%s, P0 read-only by the program: std; rep stosq "
+		       "from P1 down into P0 stops at P0's last element (rdi, "
+		       "rcx there), P1's %d bytes above it %s, P0 unchanged",
+		       mode_name(modes[m]), TAIL,
+		       modes[m] == PMG_FAULT_AUDIT ? "written" : "kept");
+		if (mprotect(P0, PAGE, PROT_READ | PROT_WRITE))
+			tap_diag("mprotect(P0, rw): %s", strerror(errno));
+		refill();
+	}
+}
+
 /* P1 unmapped by the program behind the library's back: a store across
  * into it and rep stosb fault there, SEGV_MAPERR. */
 static void t_unmapped(void)
@@ -357,7 +425,7 @@ int main(void)
 	unsigned i;
 	int ok;
 
-	tap_init(23);
+	tap_init(25);
 	/* the program's handler, before pmguard's (which chains to it) */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = prog_segv;
@@ -382,6 +450,7 @@ int main(void)
 		return tap_done();
 	with_prot(PROT_READ, "read-only");
 	with_prot(PROT_NONE, "PROT_NONE");
+	t_rep_back();
 	t_unmapped();
 	return tap_done();
 }
