@@ -122,10 +122,15 @@ $(O)/cli/%.o: tools/%.c | $(O)/gen/pmg_paths.h
 $(O)/pmguard: $(CLI_OBJ) $(STATIC)
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(STATIC) $(WRAP) $(LDLIBS) -lm
 
-tests: $(TESTS) $(O)/tests/test-shared
+# The tests linked with the shared library (tests/shared/): its
+# interposers (pthread_create, mmap, munmap, mprotect) are in play.
+SHARED_TESTS := $(patsubst tests/shared/%.c,$(O)/tests/%,\
+		  $(wildcard tests/shared/test-*.c))
+
+tests: $(TESTS) $(SHARED_TESTS)
 
 # The shared library as users link it: no --wrap, pthread_create interposed.
-$(O)/tests/test-shared: tests/shared/test-shared.c $(SHARED)
+$(SHARED_TESTS): $(O)/tests/%: tests/shared/%.c $(SHARED)
 	@mkdir -p $(dir $@)
 	$(CC) $(DEPS_BIN) $(BASE) $(CFLAGS) $(TEST_INC) -o $@ $< -L$(O) -lpmguard \
 		-Wl,-rpath,$(abspath $(O)) -lpthread -ldl
@@ -149,7 +154,8 @@ $(TEST_LINKED): %: %.o $(STATIC)
 # Binaries for the PKU guest: dynamically linked (Debian ships Zydis as a
 # shared library only); guest/vm-suite puts the loader and their
 # libraries (ldd) into the initramfs.  test-shared runs there too.
-VM_BIN  += $(O)/vm/bin/test-shared $(O)/vm/bin/test-contain-campaign
+VM_BIN  += $(patsubst $(O)/tests/%,$(O)/vm/bin/%,$(SHARED_TESTS)) \
+	   $(O)/vm/bin/test-contain-campaign
 vm-bins: $(VM_BIN)
 
 $(O)/vm/bin/test-contain-campaign: tests/vm/test-contain-campaign
@@ -194,7 +200,7 @@ EAGER_TESTS := test-windows test-modes test-threads test-api test-contain \
 host-check: all
 	PMGUARD_BACKEND=mprotect PMGUARD_CLI=$(O)/pmguard O=$(O) \
 		tests/runtests.sh -n host \
-		$(TESTS) $(O)/tests/test-shared "$(O)/pmguard selftest" \
+		$(TESTS) $(SHARED_TESTS) "$(O)/pmguard selftest" \
 		"$(HOST_CAMPAIGN)" tests/test-ffi.py \
 		$(foreach t,$(EAGER_TESTS),"env PMGUARD_MPROTECT_WINDOWS=eager $(O)/tests/$(t)")
 

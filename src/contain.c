@@ -698,6 +698,11 @@ static bool run_page(uintptr_t addr, struct _pmg_range *r, enum run_need need,
 
 	if (_pmg_reg_find(addr, r) || !same_kind(r, pku))
 		return false;
+	/* a page the program itself made unwritable (unreadable): the CPU
+	 * stops there without pmguard, and so does the run; the CPU then
+	 * faults there, for the program (own_write()) */
+	if (!_pmg_cap_allows(page, need == RUN_READ ? PMG_READ : PMG_WRITE))
+		return false;
 	if (need == RUN_READ)
 		return page_read_denied(r, page, pkval, pku);
 	return page_denied(r, page, pkval, pku) &&
@@ -1031,13 +1036,47 @@ static bool redirect_snap(uintptr_t ea, unsigned len, unsigned nsave, bool pku)
 }
 
 /*
- * A stray access in contain mode.  Returns true when it is a write to be
- * contained (everything set up: saved bytes, rights, trap flag); false
- * when the instruction writes no protected byte (a stray read: audit
- * handles it).  Aborts (strict) when the written range is unknown.
+ * The first byte the decoded instruction @d writes in a protected page the
+ * program itself made unwritable (its own mprotect(), caps.c), or 0.  The
+ * CPU without pmguard faults there (SEGV_ACCERR) and writes nothing of
+ * the instruction: contain must not swallow that fault nor undo a write
+ * the CPU never makes.  The faulting page itself is checked before
+ * contain (fault.c); this finds the other pages of a store across a page
+ * boundary.  AS-safe.
  */
-bool _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
-			pid_t tid)
+static uintptr_t own_write(const struct _pmg_decoded *d)
+{
+	uintptr_t best = 0;
+	unsigned i;
+
+	for (i = 0; i < d->nwr; i++) {
+		uintptr_t a = d->wr[i].addr, end = a + d->wr[i].len;
+
+		while (a < end) {
+			struct _pmg_range r;
+
+			if (!_pmg_reg_find(a, &r) &&
+			    !_pmg_cap_allows(a, PMG_WRITE)) {
+				if (!best || a < best)
+					best = a;
+				break;
+			}
+			a = (a | (PMG_PAGE_SIZE - 1)) + 1;
+		}
+	}
+	return best;
+}
+
+/*
+ * A stray access in contain mode.  PMG_CT_DONE when it is a write to be
+ * contained (everything set up: saved bytes, rights, trap flag);
+ * PMG_CT_READ when the instruction writes no protected byte (a stray
+ * read: audit handles it); PMG_CT_OWN when the CPU would fault on the
+ * program's own protection (own_write()).  Aborts (strict) when the
+ * written range is unknown.
+ */
+int _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
+		       pid_t tid, uintptr_t *own)
 {
 	struct _pmg_decoded d;
 	bool pku = reg != NULL, hit = false;
@@ -1065,14 +1104,16 @@ bool _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 							PROT_READ | PROT_WRITE);
 			f->new_pkval = f->saved_pkval;
 			_PMG_STAT_INC(contain_regrant);
-			return true;
+			return PMG_CT_DONE;
 		}
 	}
 	if (_pmg_contain_decode(uc, &d))
 		contain_strict(f, uc, tid, &d, d.why);
+	if ((*own = own_write(&d)))
+		return PMG_CT_OWN;
 	if (!pending.active && rep_bulk(f, uc, &d, pku, tid, false)) {
 		f->new_pkval = f->saved_pkval;
-		return true;
+		return PMG_CT_DONE;
 	}
 	for (i = 0; i < d.nwr; i++) {
 		uintptr_t a = d.wr[i].addr, end = a + d.wr[i].len;
@@ -1085,7 +1126,19 @@ bool _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 
 			if (next > end)
 				next = end;
-			if (!_pmg_reg_find(a, &r)) {
+			/*
+			 * A protected page not backed (unmapped behind the
+			 * library's back, or past its file's end), other than
+			 * the faulting one: nothing there to save or read.
+			 * Left out, as memory that is not ours: the step
+			 * (never the redirect: redirect_snap() cannot read
+			 * it) runs on the real memory and the CPU faults
+			 * there itself, for the program (SIGSEGV or SIGBUS),
+			 * having written nothing.
+			 */
+			if (!_pmg_reg_find(a, &r) &&
+			    ((a ^ f->addr) < PMG_PAGE_SIZE ||
+			     page_backed(a & PMG_PAGE_MASK))) {
 				if (next > r.end)
 					next = r.end;
 				if (!same_kind(&r, pku))
@@ -1144,7 +1197,7 @@ bool _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		}
 		_PMG_STAT_INC(contain_regrant);
 		f->new_pkval = f->saved_pkval;
-		return true;
+		return PMG_CT_DONE;
 	}
 	if (!nsave) {
 		if (f->acc == PMG_WRITE)
@@ -1152,7 +1205,7 @@ bool _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 				       "the decoded instruction "
 				       "writes no protected byte, yet a write "
 				       "faulted");
-		return false; /* a read: audit lets it through */
+		return PMG_CT_READ; /* a read: audit lets it through */
 	}
 	if (!hit && f->acc == PMG_WRITE)
 		contain_strict(f, uc, tid, &d,
@@ -1220,7 +1273,7 @@ bool _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		f->new_pkval = f->saved_pkval;
 		_PMG_STAT_INC(contain_redirected);
 		uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
-		return true;
+		return PMG_CT_DONE;
 	}
 	if (pku) {
 		/* this thread only: the frame's register */
@@ -1243,7 +1296,7 @@ bool _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 			 pending.save[i].len, pku);
 	close_keys(pending.rd_mask, cur);
 	uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
-	return true;
+	return PMG_CT_DONE;
 }
 
 /*
@@ -1293,14 +1346,33 @@ static bool redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
 }
 
 /* After the step: put the saved bytes back, report old -> new. */
-void _pmg_contain_end(ucontext_t *uc)
+void _pmg_contain_end(ucontext_t *uc, bool ran)
 {
 	uint8_t now[PMG_SAVES][PMG_CT_MAXLEN];
 	struct _pmg_buf b = { .n = 0 };
 	bool pku = pending.rd_mask != 0;
-	uint32_t cur = open_keys(pending.rd_mask);
+	uint32_t cur;
 	unsigned i;
-	int fd = _pmg_report_fd();
+	int fd;
+
+	if (!ran) {
+		/*
+		 * The instruction faulted (or was not reached): it wrote
+		 * nothing, the CPU left its registers as they were.  The
+		 * moved base register back; the saved bytes are not put
+		 * back (they are what memory holds, or another thread's
+		 * newer bytes), and no write happened to report.
+		 */
+		if (pending.redirect)
+			uc->uc_mcontext.gregs[pending.base] =
+				pending.base_kind == PMG_CT_BASE_STEP
+					? uc->uc_mcontext.gregs[pending.base] -
+						  (greg_t)pending.delta
+					: pending.base_orig;
+		return;
+	}
+	cur = open_keys(pending.rd_mask);
+	fd = _pmg_report_fd();
 
 	if (pending.redirect && !redirect_end(uc, now)) {
 		close_keys(pending.rd_mask, cur);

@@ -60,20 +60,31 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d);
 
 struct pmg_fault;
 
+/* What _pmg_contain_begin() made of the access. */
+#define PMG_CT_READ	0	/* writes no protected byte: audit's */
+#define PMG_CT_DONE	1	/* contained, retried, or a rep run done */
+#define PMG_CT_OWN	2	/* the program's own fault (*own: where) */
+
 /*
  * A stray access in contain mode (@reg: the interrupted context's saved
- * register, PKU; NULL: page protection).  True when it is a write to be
- * contained: its bytes saved, rights and the trap flag set in @uc (or a
- * rep run done, or the access retried); the step's record, the calling
- * thread's (steps.c), says which.  False when the instruction writes no
- * protected byte (a stray read: audit handles it).  Falls back to strict
- * (reports, ends the process) where a write cannot be contained.
+ * register, PKU; NULL: page protection).  PMG_CT_DONE when it is a write
+ * to be contained: its bytes saved, rights and the trap flag set in @uc
+ * (or a rep run done, or the access retried); the step's record, the
+ * calling thread's (steps.c), says which.  PMG_CT_READ when the
+ * instruction writes no protected byte (a stray read: audit handles it).
+ * PMG_CT_OWN when it writes a protected page the program itself made
+ * unwritable (its own mprotect(), caps.c): the CPU would fault there
+ * without pmguard, so the fault is the program's, at *@own (nothing
+ * done, nothing written).  Falls back to strict (reports, ends the
+ * process) where a write cannot be contained.
  */
-bool _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
-			pid_t tid);
+int _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
+		       pid_t tid, uintptr_t *own);
 /* After the contained step (SIGTRAP): the saved bytes put back, the
- * write reported. */
-void _pmg_contain_end(ucontext_t *uc);
+ * write reported.  @ran false: the instruction did not run (it faulted
+ * for a reason of its own, or a foreign signal came first): the
+ * redirected base register put back, nothing written, nothing reported. */
+void _pmg_contain_end(ucontext_t *uc, bool ran);
 /* Audit, and contain's stray reads: a rep stos/movs run of iterations
  * at once, no single step.  True when done. */
 bool _pmg_rep_audit(const struct pmg_fault *f, ucontext_t *uc, bool pku,

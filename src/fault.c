@@ -262,7 +262,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	struct pmg_fault f;
 	struct _pmg_range r;
 	uint32_t *reg = NULL, hpkru = 0;
-	uintptr_t page = 0;
+	uintptr_t page = 0, own = 0;
 	pid_t tid;
 	int key, mode, id = 0, hw = 0, k2;
 	bool allowed, trace, in = false;
@@ -319,6 +319,17 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 				goto retry;
 			goto not_ours;
 		} else if (!k2 && si->si_code != SEGV_ACCERR) {
+			goto not_ours;
+		}
+		/*
+		 * A page the program itself made unwritable (unreadable) in
+		 * the domain (its own mprotect(), caps.c): the CPU faults
+		 * there without pmguard, whatever the key says (the kernel
+		 * reports the key when both refuse).  The program's fault,
+		 * as the CPU gives it with the page at key 0.
+		 */
+		if (!_pmg_cap_allows(f.addr, f.acc)) {
+			own = f.addr;
 			goto not_ours;
 		}
 		key = hw;
@@ -450,17 +461,31 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			_pmg_fault_die();
 		}
 		if (f.action == PMG_ACT_CONTAIN &&
-		    !(pending.active && f.acc == PMG_READ) &&
-		    _pmg_contain_begin(&f, uc, reg, tid)) {
-			/* PKU: this context only; mprotect: pages done */
-			if (reg)
-				*reg = f.new_pkval;
-			if (pending.active)
-				step_block(uc);
-			else
-				_pmg_step_release(); /* retried, no step */
-			goto out;
-		}
+		    !(pending.active && f.acc == PMG_READ))
+			switch (_pmg_contain_begin(&f, uc, reg, tid, &own)) {
+			case PMG_CT_DONE:
+				/* PKU: this context only; mprotect: pages
+				 * done */
+				if (reg)
+					*reg = f.new_pkval;
+				if (pending.active)
+					step_block(uc);
+				else
+					_pmg_step_release(); /* retried */
+				goto out;
+			case PMG_CT_OWN:
+				/* the CPU faults on the program's own
+				 * protection: its fault, nothing stepped,
+				 * not one of ours (counted above before it
+				 * was known) */
+				if (!pending.active)
+					_pmg_step_release();
+				__atomic_sub_fetch(&_pmg_stats.faults, 1,
+						   __ATOMIC_RELAXED);
+				__atomic_sub_fetch(&_pmg_stats.strays, 1,
+						   __ATOMIC_RELAXED);
+				goto not_ours;
+			}
 #endif
 		n = allowed ? 0 : _pmg_audit_site_hit(f.ip, f.dom);
 		if (!allowed)
@@ -535,6 +560,15 @@ not_ours:
 	}
 	if (reg)
 		p->rights_restore(hpkru);
+	/* the program's own protection refused the access: the siginfo the
+	 * CPU gives without pmguard (page protection, key 0) */
+	if (own) {
+		si->si_code = SEGV_ACCERR;
+		si->si_addr = (void *)own;
+#ifdef si_pkey
+		si->si_pkey = 0;
+#endif
+	}
 	/* a closed pool's quarantined address: reported (strict aborts) */
 	_pmg_pool_quarantine_fault(sig, si->si_code,
 				   (uintptr_t)si->si_addr, ucv);
@@ -546,15 +580,18 @@ not_ours:
  * The step is over: put back what the SIGSEGV handler opened (contain's
  * bytes, the PKU register bits, the mprotect pages), the trap flag and the
  * program's signal mask, in the frame @uc, and give the record back.  The
- * caller gave the handler its rights (the observer may read).
+ * caller gave the handler its rights (the observer may read).  @ran false
+ * (step_abort()): the instruction did not run, contain has no write to
+ * undo or report.
  */
-static void step_finish(ucontext_t *uc)
+static void step_finish(ucontext_t *uc, bool ran)
 {
 	unsigned i;
 	bool had_tf;
 
 	if (pending.contain) {
-		_pmg_contain_end(uc); /* pages still writable, keys opened */
+		/* pages still writable, keys opened */
+		_pmg_contain_end(uc, ran);
 		pending.contain = false;
 	}
 	if (pending.mask) {
@@ -597,7 +634,7 @@ static void step_abort(ucontext_t *uc)
 		return;
 #endif
 	hpkru = _pmg.prim->handler_rights();
-	step_finish(uc);
+	step_finish(uc, false);
 	_pmg.prim->rights_restore(hpkru);
 }
 
@@ -645,7 +682,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	_pmg_keys_enter();
 	had_tf = pending.had_tf;
 	(void)_pmg.prim->handler_rights();
-	step_finish(uc);
+	step_finish(uc, true);
 	_pmg_keys_leave();
 	_PMG_STAT_INC(rearmed);
 	errno = saved_errno;

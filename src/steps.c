@@ -191,7 +191,11 @@ void _pmg_fault_fork_child(void)
  * device's alignment, and a one-page mprotect() there is EINVAL (granting
  * nothing, so the access would fault again forever).  On the mprotect
  * backend rights are process-wide anyway; a bigger block is only a bigger
- * window for the length of one instruction.  AS-safe.
+ * window for the length of one instruction.  Never more than the program
+ * allows the page (its own mprotect(), caps.c): a grant for a step or a
+ * rep run leaves a page it made read-only read-only, so the CPU (or
+ * process_vm_writev()) refuses there as it would without pmguard.
+ * AS-safe.
  */
 void _pmg_fault_protect_page(uintptr_t page, int prot)
 {
@@ -199,6 +203,7 @@ void _pmg_fault_protect_page(uintptr_t page, int prot)
 	struct _pmg_range r;
 	unsigned i;
 
+	prot = _pmg_cap_limit(page, prot);
 	if (!_pmg_mprotect((void *)page, PMG_PAGE_SIZE, prot) ||
 	    errno != EINVAL || _pmg_reg_find(page, &r))
 		return;
