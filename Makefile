@@ -211,8 +211,10 @@ build-check: all
 	@O=$(O) scripts/build-check
 
 # The static library's object dependency graph and its cycles
-# (scripts/objdeps, nm; docs/design.md, "Object dependencies").  Prints
-# only: the library has a cycle until issue 23 item 3 breaks it.
+# (scripts/objdeps, nm; docs/design.md, "Object dependencies"): one line
+# per object with what it uses, the cycles (none: build-check fails on
+# one), then "objdeps: N objects, N edges, N cycles".  Print only (-p):
+# exits 0 even with a cycle.
 objdeps: $(STATIC)
 	@scripts/objdeps -p $(STATIC)
 

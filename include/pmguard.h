@@ -8,6 +8,8 @@
  * fault mode (strict, relaxed or audit).  On x86-64 with PKU the windows are
  * one RDPKRU/WRPKRU pair; where PKU is missing, the mprotect backend emulates
  * the domains with page permissions and its windows are process-wide.
+ * The design is that of Intel's PKS/PMEM patch set for Linux (V8, 2022),
+ * named "V8" below; docs/api.md, "Porting from the PKS patch set".
  *
  * Every function returning int returns 0 (or a documented non-negative
  * value) on success and a negative errno on failure; pmg_errormsg() then
@@ -109,7 +111,7 @@ struct pmg_domain {
 	uint32_t _dflt_bits;	/* register bits with no window open */
 	const struct pmg_domain *_self;	/* this handle's address while it
 					   is live: a copy's is not its own */
-	/* 0.2 (issue 24) */
+	/* 0.2: virtual domains */
 	int _id;		/* the domain's number, 1..PMG_DOMAINS_MAX-1 */
 	uint32_t _ref;		/* a window opened since the last eviction
 				   scan (the clock bit: set inline) */
@@ -599,7 +601,7 @@ struct pmg_fault_info {
 };
 
 /**
- * pmg_fault_cb - per-domain fault callback (the seeds' pks_key_callback).
+ * pmg_fault_cb - per-domain fault callback (V8's pks_key_callback).
  * Called in the SIGSEGV handler for each stray access to the domain before
  * the fault mode applies.  Return true to grant the faulting thread the
  * access (the interrupted context keeps the rights until its next window
@@ -788,7 +790,7 @@ int pmg_get_info(struct pmg_info *info, size_t size);
  * A pool is a file (on fs-DAX or any filesystem) or a device-dax character
  * device (/dev/daxX.Y) mapped shared, with MAP_SHARED_VALIDATE|MAP_SYNC
  * where the filesystem supports it.  By default every pool is protected by
- * one shared domain named "pmem" (write-disabled outside windows; the seeds'
+ * one shared domain named "pmem" (write-disabled outside windows; V8's
  * single PMEM key); PMG_POOL_NOACCESS pools share a second one,
  * "pmem-noaccess".  The persistence calls below (pmg_memcpy_persist() and
  * family) open and close the write window themselves: callers need no
@@ -993,7 +995,7 @@ int pmg_dax_mk_noaccess(const struct pmg_pool *pool);
 /**
  * pmg_dax_map_protected() - the dax_map_protected() analog: 1 if @pool's
  * mapping is protected, so that a user wanting a permanent writable
- * mapping (the seeds' dm-writecache case) must map the file itself; 0 if
+ * mapping (V8's dm-writecache case) must map the file itself; 0 if
  * not; -EINVAL for NULL.  AS-safe.
  */
 int pmg_dax_map_protected(const struct pmg_pool *pool);

@@ -66,7 +66,7 @@ linux-check: linux-tests vm-bins
 # 6.12's main boot and on Debian's own 6.1 in vm-check).  The rest of 6.1
 # (its workloads and debug boots, one more kernel build, the VM binaries:
 # about 5 more minutes of boots) is make linux-check LINUX=6.1; CI's time
-# is the reason (issue 20).
+# is the reason.
 LINUX_61_BOOTS := main crash9 strict control
 linux-6.1-check: linux-tests
 	O=$(O) linux/scripts/linux-check --linux 6.1 --build --no-vm-tests \

@@ -5,8 +5,8 @@
  * per-thread destination cache and the windows each call opens.  The CPU
  * paths come from persist_cfg.c (picked once, handed out as function
  * pointers); which addresses are pmem, and where a pool's alias is, from
- * the pool table (pooltab.c).  The copy calls are the pmem-driver analog
- * of the seeds: they open the write window on the destination's domain
+ * the pool table (pooltab.c).  The copy calls are the analog of V8's pmem
+ * driver: they open the write window on the destination's domain
  * themselves, so callers need no guards.
  */
 #define _GNU_SOURCE

@@ -8,9 +8,9 @@
  * (arch/x86/pkru.h); the modes, access kinds and window counts are the
  * public header's.
  *
- * Mapping to the seeds (Linux PKS V8): struct _pmg_keytab is the table
- * behind enum pks_pkey_consumers (the series' include/linux/pks-keys.h),
- * _pmg_fault_decide() is the pks_fault_mode / pks_key_callback /
+ * Mapping to Intel's PKS/PMEM patch set for Linux (V8): struct _pmg_keytab
+ * is the table behind enum pks_pkey_consumers (the series'
+ * include/linux/pks-keys.h), _pmg_fault_decide() is the pks_fault_mode / pks_key_callback /
  * pks_update_exception() logic of handle_pks_key_callback().
  */
 #ifndef PMG_POLICY_H
@@ -71,7 +71,7 @@ enum pmg_action {
 struct pmg_fault;
 
 /*
- * A consumer's fault callback (the seeds' pks_key_callback): called for
+ * A consumer's fault callback (V8's pks_key_callback): called for
  * a stray access before the mode applies; true when it handled the fault
  * (PMG_ACT_GRANT: new_pkval holds the rights the access needs), false to
  * let the mode decide.  Runs in the fault path (the signal handler).

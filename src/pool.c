@@ -2,7 +2,7 @@
 /*
  * Persistent-memory pools: a file (fs-DAX or any filesystem) or a
  * device-dax device, mapped shared (MAP_SYNC where supported) and
- * protected by the shared "pmem" domain, the seeds' single PMEM key.  Also
+ * protected by the shared "pmem" domain, V8's single PMEM key.  Also
  * the dax_direct_access() / dax_mk_readwrite() / dax_mk_noaccess() /
  * dax_map_protected() analogs.  The calls and the mapping; the rest of the
  * pool layer is below it (pool.h): the pool table and lock (pooltab.c), the

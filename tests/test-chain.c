@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * The program's own handlers, installed before pmg_init(), get the
- * signals that are not pmguard's as the kernel would have delivered them
- * (issue 21, third pass).  A handler installed with SA_RESETHAND is
- * one-shot: the kernel resets the action to the default as it runs it, so
- * a crash reporter that prints and returns dies on the fault's second
- * time.  pmguard, chaining, called it again for ever: the program hung
- * in a loop of "crash" reports instead of dying.
+ * The program's own handlers, installed before pmg_init(), get the signals
+ * that are not pmguard's as the kernel would have delivered them. A handler
+ * installed with SA_RESETHAND is one-shot: the kernel resets the action to
+ * the default as it runs it, so a crash reporter that prints and returns
+ * dies on the fault's second time.  pmguard, chaining, called it again for
+ * ever: the program hung in a loop of "crash" reports instead of dying.
  * Each case runs in a forked child that installs its handler, then calls
  * pmg_init().  Both backends (the same code).
  */

@@ -414,7 +414,7 @@ static const struct ccase {
 	  "demo: --writes: value '19' out of range (20..10000000)" },
 	{ A("demo", "--threads"), 2, "", "demo: --threads needs a value" },
 	/* run, learn, report: a directory or an unwritable -o is an error
-	 * before anything runs (issue 21) */
+	 * before anything runs */
 	{ A("report", "/"), 2, "", "report: /: is a directory" },
 	{ A("run", "--allow", "/", "--", "/bin/true"), 2, "",
 	  "run: --allow /: is a directory" },

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * test-coexist: pmguard beside other code that uses protection keys in
- * the same process (a JIT, a sandbox: V8, Wasmtime), issue 24.  The other
- * code here ("the JIT", below: no pmguard call, its own pkey_alloc(2),
- * pkey_mprotect(2), RDPKRU/WRPKRU and SIGSEGV handler) takes keys
+ * the same process (a JIT, a sandbox: the V8 JavaScript engine,
+ * Wasmtime), through virtual domains.  The other code here ("the JIT",
+ * below: no pmguard call, its own pkey_alloc(2), pkey_mprotect(2),
+ * RDPKRU/WRPKRU and SIGSEGV handler) takes keys
  *   1. before pmguard starts, some of them: pmguard gets the rest, its
  *      domains past them are virtual;
  *   2. before pmguard starts, all of them: every pmguard domain is

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * libpmguard loaded with dlopen(), as a language binding (ctypes, cffi,
- * JNI) or a plugin loads it (issue 21): this program does not link it.
+ * JNI) or a plugin loads it: this program does not link it.
  * The shared library's initial-exec TLS (the inline windows' counts) puts
  * its whole TLS block into the static TLS surplus, which glibc keeps small
  * for dlopen (glibc.rtld.optional_static_tls, 512 bytes by default); the

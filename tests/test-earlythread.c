@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Threads older than a domain's key (issue 21, N7).  On PKU,
+ * Threads older than a domain's key.  On PKU,
  * pkey_alloc() sets the rights of the calling thread only and a thread
  * inherits its creator's register: a thread created before the key was
  * allocated has it access-disabled, and its first read of a

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Threads that end inside windows (issue 10, finding 2).  A thread that
+ * Threads that end inside windows.  A thread that
  * returns, calls pthread_exit() or is cancelled while it holds windows has
  * them closed when it ends, reported once on the report fd.  Before, on
  * the mprotect backend (process-wide windows) the domain then stayed
@@ -9,9 +9,8 @@
  * this thread faults again (probe: address, kind, key, si_code), the data
  * written inside the window is intact, unprotect and delete succeed, and
  * exactly one report line names the thread's windows.  Also windows
- * opened by the program's own destructor after pmguard's has run (issue
- * 21, third pass: the thread was marked done and left them open).  Both
- * backends.
+ * opened by the program's own destructor after pmguard's has run (the
+ * thread was once marked done and left them open).  Both backends.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * pmg_errormsg() describes the call that failed (issue 10, finding 4).
+ * pmg_errormsg() describes the call that failed.
  * A message that adds context to an inner call's ("creating the pool
  * domain: <why>") is built without formatting into the buffer it reads
  * (that overlapping vsnprintf() garbled it: "creating the pool domain:
@@ -92,7 +92,7 @@ static int stale_domain(void *arg)
 
 /*
  * The pool's range was unprotected behind the pool's back (deleting its
- * shared domain too is refused now, -EBUSY: issue 21, N12): closing it
+ * shared domain too is refused, -EBUSY): closing it
  * fails (-ENOENT, the range is gone), and the message says so, not what
  * the domain clean-up after it hit.
  */

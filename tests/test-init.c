@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * pmg_init() retried (issue 10, finding 18) and the message a successful
- * init leaves (finding 4).  Each check runs in a fresh child, before the
- * library is initialised there.
+ * pmg_init() retried and the message a successful init leaves.  Each check
+ * runs in a fresh child, before the library is initialised there.
  *
  * Retry: a seccomp filter makes sigaction(SIGSEGV) fail, so pmg_init()
  * fails after its pthread_atfork() step; it is called three times.  A
@@ -81,7 +80,7 @@ static int retry_child(void *arg)
  * probe fails here without PKU, and init falls back to mprotect: that
  * probe's message must not survive the pmg_domain_new() that succeeded.
  * Where PKU exists every key is taken before init: PKU stays the backend
- * and the domain is virtual (issue 24): the failed search for a key must
+ * and the domain is virtual: the failed search for a key must
  * not leave its message either, nor a window's on that domain.
  */
 static int message_child(void *arg)

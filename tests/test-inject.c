@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The stray-write campaign, for real: runs `pmguard inject ... --json`
- * (the CLI named by $PMGUARD_CLI, else `pmguard` from PATH, else
- * build/pmguard) and checks the issue's promises on whatever backend it
- * runs on:
+ * The stray-write campaign, for real: runs `pmguard inject ... --json` (the
+ * CLI named by $PMGUARD_CLI, else `pmguard` from PATH, else build/pmguard)
+ * and checks what docs/demo.md promises on whatever backend it runs on:
  *  - audit: every stray write caught except those the backend cannot
  *    catch by design (mprotect: another thread's write during a window;
  *    none on PKU), no silent corruption, no false positive, and the

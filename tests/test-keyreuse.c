@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
- * A protection key used again after its domain was deleted (issue 21,
- * third pass).  On PKU rights are per thread, and pmguard can set only
- * the calling thread's register: a thread that had the old domain's key
- * write-disabled (its default, inherited at creation) or write-enabled
- * (a window it still holds) keeps those rights after the delete.  A new
- * domain on the same key must not inherit them: a no-access domain must
- * not be readable by such a thread, a write-disabled one not writable.
- * pmguard gives a key a write-disabled domain had only to write-disabled
- * domains again; a no-access domain that finds only such keys is
- * virtual (page protection, issue 24), or, pinned, refused.  A write
- * window another thread still holds makes the delete refused on both
+ * A protection key used again after its domain was deleted.  On PKU rights
+ * are per thread, and pmguard can set only the calling thread's register: a
+ * thread that had the old domain's key write-disabled (its default,
+ * inherited at creation) or write-enabled (a window it still holds) keeps
+ * those rights after the delete.  A new domain on the same key must not
+ * inherit them: a no-access domain must not be readable by such a thread, a
+ * write-disabled one not writable.  pmguard gives a key a write-disabled
+ * domain had only to write-disabled domains again; a no-access domain that
+ * finds only such keys is virtual (page protection), or, pinned, refused.  A
+ * write window another thread still holds makes the delete refused on both
  * backends (PKU: the library knows every thread's window counts, keys.c;
- * before issue 24 the window outlived the delete there, a documented
- * limit).  On mprotect rights are per page: the checks hold trivially.
+ * before virtual domains (0.2) the window outlived the delete there, a
+ * documented limit).  On mprotect rights are per page: the checks hold
+ * trivially.
  */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Signals nested into pmguard's own fault handling (issue 21, N2/N2b).
+ * Signals nested into pmguard's own fault handling.
  *
  * Audit and contain mode let a stray write run once with access (or
  * against a scratch copy) by single-stepping it: a SIGSEGV, then a

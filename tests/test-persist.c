@@ -773,7 +773,7 @@ static void t_env(void)
 /*
  * The tests that use pool files, in @d: run once in a tmpfs directory and
  * once in a directory of a disk filesystem (ext4, xfs: no DAX, so MAP_SYNC
- * is refused and flushes are msync), where the bugs of issue 10 lived.
+ * is refused after the kernel placed the mapping, and flushes are msync).
  */
 #define POOL_TESTS 8
 /* @dev: @d is a device-dax device (PMG_DEVDAX), not a directory */

@@ -17,14 +17,14 @@
 #define PLAN 64
 
 /*
- * The seeds' static consumers (the kernel's table, the Linux series'
- * include/linux/pks-keys.h): key 1
+ * V8's static consumers (Intel's PKS/PMEM patch set for Linux; the
+ * kernel's table, the Linux series' include/linux/pks-keys.h): key 1
  * TEST, key 2 PMEM, both access-disabled, as is every unused key; key 0
  * read/write.  The core only does the math.
  */
-#define SEEDS_KEY_TEST	1
-#define SEEDS_KEY_PMEM	2
-#define SEEDS_INIT_VALUE 0x55555554u
+#define V8_KEY_TEST	1
+#define V8_KEY_PMEM	2
+#define V8_PKS_INIT_VALUE 0x55555554u
 
 /* Register values the math is tried on. */
 static const uint32_t pkvals[] = {
@@ -41,7 +41,7 @@ static unsigned expect_rights(unsigned bits)
 }
 
 /* The whole register @t describes: every key at its default rights,
- * free keys included (the seeds' PKS_INIT_VALUE for the seeds' table). */
+ * free keys included (V8's PKS_INIT_VALUE for V8's table). */
 static uint32_t table_value(const struct _pmg_keytab *t)
 {
 	uint32_t v = 0;
@@ -142,8 +142,8 @@ static void test_table(void)
 	v = PMG_PKR_RW_KEY(0);
 	for (k = 1; k < PMG_NR_KEYS; k++)
 		v |= PMG_PKR_AD_KEY(k);
-	tap_ok(v == SEEDS_INIT_VALUE,
-	       "key 0 RW, keys 1..15 AD is the seeds' PKS_INIT_VALUE "
+	tap_ok(v == V8_PKS_INIT_VALUE,
+	       "key 0 RW, keys 1..15 AD is V8's PKS_INIT_VALUE "
 	       "0x55555554 (got %#x)", (unsigned)v);
 
 	memset(&c, 0xa5, sizeof(c));
@@ -157,21 +157,21 @@ static void test_table(void)
 			  c.key[k].warned == 0 && c.key[k].name[0] == '\0');
 	tap_ok(ok, "core_init: key 0 RW and in use, keys 1..15 free and AD");
 
-	CHECK(ok, _pmg_keytab_claim(&c, SEEDS_KEY_TEST, "pks_test",
+	CHECK(ok, _pmg_keytab_claim(&c, V8_KEY_TEST, "pks_test",
 				     PMG_RIGHTS_AD) == 0);
-	CHECK(ok, _pmg_keytab_claim(&c, SEEDS_KEY_PMEM, "pmem",
+	CHECK(ok, _pmg_keytab_claim(&c, V8_KEY_PMEM, "pmem",
 				     PMG_RIGHTS_AD) == 0);
 	v = table_value(&c);
-	tap_ok(ok && v == SEEDS_INIT_VALUE, "init_value with TEST and PMEM "
-	       "claimed AD equals SEEDS_INIT_VALUE (got %#x)", (unsigned)v);
+	tap_ok(ok && v == V8_PKS_INIT_VALUE, "init_value with TEST and PMEM "
+	       "claimed AD equals V8_PKS_INIT_VALUE (got %#x)", (unsigned)v);
 
 	ok = 1;
-	CHECK(ok, _pmg_keytab_release(&c, SEEDS_KEY_PMEM) == 0);
-	CHECK(ok, _pmg_keytab_claim(&c, SEEDS_KEY_PMEM, "pmem",
+	CHECK(ok, _pmg_keytab_release(&c, V8_KEY_PMEM) == 0);
+	CHECK(ok, _pmg_keytab_claim(&c, V8_KEY_PMEM, "pmem",
 				     PMG_RIGHTS_WD) == 0);
 	v = table_value(&c);
-	CHECK(ok, v == (SEEDS_INIT_VALUE & ~PMG_PKR_MASK(SEEDS_KEY_PMEM)) +
-		       PMG_PKR_WD_KEY(SEEDS_KEY_PMEM));
+	CHECK(ok, v == (V8_PKS_INIT_VALUE & ~PMG_PKR_MASK(V8_KEY_PMEM)) +
+		       PMG_PKR_WD_KEY(V8_KEY_PMEM));
 	tap_ok(ok, "init_value with PMEM claimed WD changes key 2 only "
 	       "(%#x)", (unsigned)v);
 
@@ -588,7 +588,7 @@ static void test_decide(void)
 	       "not called");
 
 	/* A key whose default allows access, closed explicitly (the
-	 * seeds' pks_mk_noaccess()); only no_sync keeps it closed. */
+	 * V8's pks_mk_noaccess()); only no_sync keeps it closed. */
 	ok = 1;
 	_pmg_keytab_claim(&c, 6, "rw", PMG_RIGHTS_RW);
 	f = mkfault(6, PMG_READ, pmg_pkval_update(init, 6, PMG_RIGHTS_AD),

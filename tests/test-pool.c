@@ -690,7 +690,7 @@ static void t_env(void)
 	       "pool create fail -EINVAL naming variable and value");
 }
 
-/* ---- one process at a time: the pool's lock (issue 10, finding 10) */
+/* ---- one process at a time: the pool's lock */
 
 /* Test hooks in poolfile.c (weak: the test links, and fails, without them). */
 extern int _pmg_pool_no_tmpfile __attribute__((weak));
@@ -786,7 +786,7 @@ static void t_lock(void)
 	       "naming the holder's pid; after close it opens");
 }
 
-/* ---- killed creates leave nothing behind (issue 10, finding 5) */
+/* ---- killed creates leave nothing behind */
 
 static int create_loop(void *v)
 {
@@ -863,7 +863,7 @@ static void t_killed_create(void)
 	       "keeps a live one's");
 }
 
-/* ---- no memory kept per last close and reopen (issue 10, finding 15) */
+/* ---- no memory kept per last close and reopen */
 static void t_reopen_leak(void)
 {
 	struct pmg_pool_config *c = cfg_of(1 << 16, 0, 0);

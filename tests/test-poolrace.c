@@ -5,9 +5,9 @@
  * other threads mmap, fill, check and munmap anonymous memory.  Pool
  * mapping must never place a file over memory it does not own: every pool
  * thread must see only its own file's bytes, every anonymous thread only
- * its own, and every file must hold its own bytes afterwards.  (issue 10,
- * finding 1: a failed MAP_SYNC|MAP_FIXED mmap unmapped the reservation and
- * the fallback MAP_FIXED replaced whatever another thread had put there.)
+ * its own, and every file must hold its own bytes afterwards.  (A failed
+ * MAP_SYNC|MAP_FIXED mmap once unmapped the reservation and the fallback
+ * MAP_FIXED replaced whatever another thread had put there.)
  *
  * The run happens in a forked child (a clobbered mapping can crash it);
  * its counts live in a shared page.  PMG_RACE_SECONDS (default 3) and

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The protected-range registry (the seeds' pgmap/devmap_protected) and the
+ * The protected-range registry (V8's pgmap/devmap_protected) and the
  * kmap analogs: many ranges protected and unprotected in random order,
  * every lookup checked against a plain model; pmg_map_local opens a
  * window only for protected addresses; pmg_map of a protected address is

@@ -2,7 +2,7 @@
 /*
  * The report fd is verified before each report (src/report.c): pmguard
  * writes only to the open file it was given, never to a file the program
- * opened later under the same number (issue 21, N6).  Each case runs in a
+ * opened later under the same number.  Each case runs in a
  * child: the report fd (or stderr) is closed and a "data" file opened at
  * its number, then an audit-mode stray write is made; the data file must
  * stay empty, the write itself is let through (audit), and pmguard must

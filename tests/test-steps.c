@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The single step of audit and contain mode left unfinished (issue 21,
- * third pass).  A stray write in audit or contain mode runs once with
- * access (mprotect: its page read-write for the process) between a
- * SIGSEGV and the SIGTRAP of a single step.  Whatever happens in
- * between, protection must come back and the program must live on:
+ * The single step of audit and contain mode left unfinished.  A stray write
+ * in audit or contain mode runs once with access (mprotect: its page
+ * read-write for the process) between a SIGSEGV and the SIGTRAP of a single
+ * step.  Whatever happens in between, protection must come back and the
+ * program must live on:
  *  - the program blocks SIGTRAP (a thread that blocks every signal but
  *    the fault signals): the step's trap must still reach pmguard;
  *  - the stepped instruction faults again on memory that is not

@@ -16,7 +16,7 @@ static const struct {
 	const char *help;
 } verbs[] = {
 	{ "info", cmd_info, "backend, CPU features, keys, fault mode" },
-	{ "selftest", cmd_selftest, "the seeds' numbered PKS test list" },
+	{ "selftest", cmd_selftest, "the PKS patch set's numbered test list" },
 	{ "demo", cmd_demo, "stray writes stopped: the main job" },
 	{ "inject", cmd_inject, "a reproducible stray-write campaign" },
 	{ "bench", cmd_bench, "window and persistence benchmarks" },

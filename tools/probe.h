@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fault probes for pmguard's self-tests (the seeds' pks_test fault hook),
+ * Fault probes for pmguard's self-tests (V8's pks_test fault hook),
  * shared by `pmguard selftest` (tools/lab/selftest.c) and the tests in tests/
  * (which build with -Itools; the CLI never reads tests/).
  *

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 #
 # dax.sh - guest tests of DAX through device-mapper and of remote access to
-# DAX mappings (issue 19, findings 2 and 3).  Sourced by guest.sh (it lands
+# DAX mappings (the review's findings 2 and 3: docs/linux.md, "What differs
+# from V8, and why").  Sourced by guest.sh (it lands
 # at /bin/linux-dax.sh) and uses its helpers (ok, notok, check, diag, show,
 # kmsg, kmsg_lines, no_pks_events, pmem_cmd, field, RELAXED_FAULTS).
 #

@@ -494,7 +494,7 @@ kmap_tests() {
 	fi
 }
 
-# Issue 19's dm and DAX tests (linux/tests/dax.sh): dax_tests MODE
+# The dm and DAX tests (linux/tests/dax.sh): dax_tests MODE
 [ -f /bin/linux-dax.sh ] && . /bin/linux-dax.sh
 command -v dax_tests >/dev/null || dax_tests() { notok "dm and DAX tests: no /bin/linux-dax.sh"; }
 

@@ -27,9 +27,9 @@
 # XFS, read+verify into a buffer that is a MAP_SHARED mapping of a sparse
 # file of the same DAX file system (--iomem=mmapshared:), and into a
 # MAP_PRIVATE mapping of a written one (--iomem=mmap:): the user buffer
-# faults inside the kernel's DAX copy (finding 1 of issue 19; last, so
-# that an oops there, which ends a boot with oops=panic, leaves the
-# others run).  On XFS with reflink (Linux 6.12) also the copy-on-write
+# faults inside the kernel's DAX copy (the review's finding 1,
+# docs/linux.md; last, so that an oops there, which ends a boot with
+# oops=panic, leaves the others run).  On XFS with reflink (Linux 6.12) also the copy-on-write
 # paths of fs/dax.c (dax-reflink).  After each workload: 0 PKS or warning lines in dmesg,
 # pks_relaxed_faults unchanged.
 #

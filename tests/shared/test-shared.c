@@ -49,7 +49,7 @@ static const char *perms_of(const void *a)
 	return perms;
 }
 
-/* @d is kept by a hardware key (PKU; not a virtual domain: issue 24,
+/* @d is kept by a hardware key (PKU; not a virtual domain:
  * PMGUARD_KEYS=0 makes every domain virtual). */
 static int keyed(const struct pmg_domain *d)
 {
@@ -461,7 +461,7 @@ static void t_quarantine_forget(void)
 }
 
 /*
- * Third pass (issue 21): the interposers against hostile calls.
+ * The interposers against unusual calls:
  * (a) mprotect() with a bit the kernel refuses, over a protected range:
  *     EINVAL as the kernel says, nothing changed (it returned 0 and set
  *     the pages to what the known bits asked).

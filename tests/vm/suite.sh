@@ -59,7 +59,7 @@ if [ $# -eq 0 ]; then
 	if [ -x /bin/test-lazywin ]; then
 		set -- "$@" "env PMGUARD_BACKEND=mprotect /bin/test-lazywin"
 	fi
-	# virtual domains (issue 24): with few keys eviction races the
+	# virtual domains: with few keys eviction races the
 	# inline windows; with none every domain is page-protected on PKU
 	# (the interposers and every fault mode on such domains)
 	for k in 0 1 4; do

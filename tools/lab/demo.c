@@ -117,7 +117,7 @@ static void print_findings(const struct campaign_result *res,
 		printf(",\n           besides %llu by writes this backend "
 		       "cannot catch (by design)", u(st->corrupted_by_design));
 	printf(".\n");
-	printf("  relaxed  the seeds' safety valve: %llu report%s (once per "
+	printf("  relaxed  the PKS patch set's safety valve: %llu report%s (once per "
 	       "domain; the pool's\n           domain is made anew at each "
 	       "reopen), then strays passed:\n           %llu without a "
 	       "fault, %llu faulted silently; %llu records corrupted "

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * pmguard selftest [N...]: the seeds' pks_test list, run in-process on the
- * current backend, TAP out (numbering as V10's pks_test):
+ * pmguard selftest [N...]: the pks_test list of Intel's PKS/PMEM patch set
+ * (V8), run in-process on the current backend, TAP out (numbering as
+ * V10's pks_test):
  *   0 check defaults     1 single key       2 context switch (threads)
  *   3 context switch (processes)            4 exception
  *   5 exception update   6 all keys         9 crash test (give it twice)

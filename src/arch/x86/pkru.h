@@ -12,8 +12,8 @@
  * them, so the installed header holds their one definition.  CPUID is
  * cpuid.[ch] beside this file.
  *
- * Mapping to the seeds (Linux PKS V8): PMG_PKR_*_KEY() are PKR_*_KEY(),
- * pmg_pkval_update() is pkey_update_pkval().
+ * Mapping to Intel's PKS/PMEM patch set for Linux (V8): PMG_PKR_*_KEY()
+ * are PKR_*_KEY(), pmg_pkval_update() is pkey_update_pkval().
  */
 #ifndef PMG_ARCH_X86_PKRU_H
 #define PMG_ARCH_X86_PKRU_H
@@ -24,7 +24,7 @@
 #define PMG_NR_KEYS		16
 #define PMG_PKR_BITS_PER_KEY	2
 
-/* The hardware's two bits (the seeds' PKR_AD_BIT / PKR_WD_BIT). */
+/* The hardware's two bits (V8's PKR_AD_BIT / PKR_WD_BIT). */
 #define PMG_PKR_AD_BIT		0x1u	/* access disable */
 #define PMG_PKR_WD_BIT		0x2u	/* write disable */
 
