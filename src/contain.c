@@ -397,7 +397,7 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 /* /proc/self/mem, for contain mode's copies (the undo: the saved bytes
  * read and put back through it; _pmg_contain_decode()'s reads). */
 /*
- * The descriptor is checked before each use (issue 21, third pass): it
+ * The descriptor is checked before each use: it
  * is this process's (a forked child inherits the parent's, which reads
  * and writes the parent's memory: the child's stray write stayed and the
  * parent's bytes were "restored"), and still /proc/self/mem (fstat(2):
@@ -1010,7 +1010,7 @@ static bool in_saves(uintptr_t a, unsigned nsave)
  * (vmaskmov, AVX-512 {k}) whose masked-off elements lie in an unmapped or
  * PROT_NONE page, which the CPU does not touch and does not fault on.
  * Then no redirect: the save-and-step path runs the instruction on the
- * real memory, where the CPU decides (issue 21, third pass).
+ * real memory, where the CPU decides.
  */
 static bool redirect_snap(uintptr_t ea, unsigned len, unsigned nsave, bool pku)
 {

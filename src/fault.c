@@ -15,7 +15,7 @@
  * carries the decision out on the signal frame:
  *  - the saved PKRU in the frame's XSAVE area is what sigreturn loads, so
  *    editing it grants or revokes rights for the interrupted context only
- *    (the seeds' pks_update_exception());
+ *    (V8's pks_update_exception());
  *  - audit sets the trap flag so the faulting instruction runs once with
  *    access, then the SIGTRAP handler puts the saved rights back;
  *  - contain (contain.c: _pmg_contain_begin/_pmg_contain_end) decodes the
@@ -203,8 +203,8 @@ static void chain(int sig, siginfo_t *si, void *uc, struct sigaction *saved)
 /*
  * May the report unwind the interrupted stack?  Not where rsp is in
  * protected memory: a NOACCESS domain's pages (mprotect: PROT_NONE) fault
- * under the unwinder, inside the handler (issue 21, third pass: audit and
- * relaxed mode died of it).  As contain_strict().
+ * under the unwinder, inside the handler (audit and relaxed mode died of
+ * it).  As contain_strict().
  */
 static bool stack_unprotected(const ucontext_t *uc)
 {

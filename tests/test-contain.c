@@ -10,7 +10,7 @@
  * (AVX-512, movdir64b) are checked at the decoder (range or refusal) and
  * their live run says SKIP.  Runs on both backends.
  *
- * Issue 21: a base register that is also the index, a data operand or a
+ * Operands: a base register that is also the index, a data operand or a
  * hidden comparand is not redirected (memory, registers and flags checked
  * against the CPU on an unprotected copy); push/call with rsp in
  * protected memory fall back to strict; bts/btr/btc with a register bit
@@ -18,7 +18,7 @@
  * stores; rep stos/movs over 64 protected pages cost one fault, in contain
  * and audit mode (the fault counter, not the clock, is the check).
  *
- * Issue 21, third pass: masked stores whose masked-off part lies in a
+ * Edges: masked stores whose masked-off part lies in a
  * PROT_NONE or read-only page; a store straddling into a read-only page;
  * the last instruction before an unmapped page, execute-only code; a
  * program single-stepping itself (TF); the stepped instruction's own
@@ -279,7 +279,7 @@ static void t_rep(void)
  * CONFIG_CROSS_MEMORY_ATTACH, a seccomp filter) rep string runs take the
  * per-element path: still exact, one fault per element.  Forced here
  * through the test hook on every kernel; this ran red on the series'
- * tinyconfig kernel before the library probed for them (issue 21, N16).
+ * tinyconfig kernel before the library probed for them.
  */
 /*
  * The per-element path on (false: as if process_vm_readv/writev were
@@ -500,7 +500,7 @@ static void t_decoder(void)
 	       "decoder: ud2 writes nothing (a write fault there is strict)");
 }
 
-/* ---- issue 21: operands that alias the base register (N3, N4) ---- */
+/* ---- operands that alias the base register ---- */
 static uint64_t stat_redirected(void)
 {
 	struct pmg_stats st;
@@ -1310,7 +1310,7 @@ static void t_threads(int same)
 	report_reset();
 }
 
-/* ---- third hostile pass (issue 21) ---- */
+/* ---- edges: masked stores, straddles, unmapped and execute-only pages ---- */
 
 /*
  * [X: protected by da][G: PROT_NONE guard] and [X2: protected][RO: read

@@ -2,7 +2,7 @@
 /*
  * pmguard bench all [--json] [--quick] [--rounds N] [--lmdb-prog PATH]
  *
- * Every benchmark of issue 22 side by side in one run, and one table of
+ * Every benchmark side by side in one run, and one table of
  * ratios (docs/performance.md):
  *   window   `bench window --json` in a child: each path over the floor
  *            (two bare WRPKRU) on PKU; the mprotect pair otherwise

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * pmguard bench domains [--json] [--domains N] [--pairs N]: many domains,
- * each on a mapping of its own (issue 24, pmguard(7) "Virtual domains"),
+ * each on a mapping of its own (pmguard(7) "Virtual domains"),
  * for each count (100 and 1000 by default, or the one --domains gives):
  *   keyed    a window open+close pair on a domain that holds a key, with
  *            all the others live (PKU: the inline path; mprotect: every
