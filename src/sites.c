@@ -259,16 +259,19 @@ uint64_t _pmg_sites_hits(void)
 
 /* ---- the sites file ---- */
 
-int _pmg_sites_load(const char *file)
+int _pmg_sites_load(int fd, const char *file)
 {
-	FILE *f = fopen(file, "re");
+	FILE *f = fdopen(fd, "r");
 	char line[PATH_MAX + 128];
 	unsigned lineno = 0;
 	int n = 0;
 
-	if (!f)
-		return _pmg_err(-errno, "sites file %s: %s", file,
-				strerror(errno));
+	if (!f) {
+		int e = errno;
+
+		close(fd);
+		return _pmg_err(-e, "sites file %s: %s", file, strerror(e));
+	}
 	while (fgets(line, sizeof(line), f)) {
 		char *p = line, *plus, *end;
 		unsigned long long off;
