@@ -242,12 +242,18 @@ static bool unreachable(const char *file, char *why, size_t n, int depth)
 	struct statvfs vfs;
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph;
-	int fd = open(file, O_RDONLY | O_CLOEXEC), i;
+	/* never waits: a FIFO named as PROG (or as a script's
+	 * interpreter) is no program, exec refuses it */
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), i;
 	bool interp = false;
 	ssize_t r;
 
 	if (fd < 0)
 		return false;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return false;
+	}
 	r = pread(fd, &eh, sizeof(eh), 0);
 	if (r >= 2 && !memcmp(&eh, "#!", 2) && depth == 0) {
 		char line[PATH_MAX + 2], *p, *e;

@@ -984,6 +984,15 @@ else
 	skip "allow file replaced during the run" "no $PY"
 fi
 
+# PROG a FIFO with execute bits: pmguard run reads PROG's header to see
+# whether ld.so would take the preload; that read must not wait on it
+rm -f "$T/lnk/p1"
+mkfifo -m 755 "$T/lnk/p1"
+timeout 20 $PMG run -- "$T/lnk/p1" >"$T/out" 2>&1; rc=$?
+check "PROG a FIFO: refused, never waited on (rc $rc)" \
+	sh -c "[ $rc = 127 ] && grep -q 'p1' '$T/out'"
+[ $rc = 127 ] || diag "$T/out"
+
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]
