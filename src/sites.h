@@ -23,8 +23,9 @@ void _pmg_site_fmt(struct _pmg_buf *b, uintptr_t ip);
 bool _pmg_module_of(uintptr_t ip, char *path, size_t n, uintptr_t *off);
 /* Is @ip an allowed site?  Counts the hit.  AS-safe. */
 bool _pmg_site_allowed(uintptr_t ip);
-/* Read a sites file ("PATH+0xOFF [COUNT [SYMBOL]]" lines; # comments)
- * from @fd, opened and checked by the caller (start.c), named
+/* Read a sites file ("PATH+0xOFF [COUNT [SYMBOL]]" lines; # comments;
+ * blanks, tabs, newlines and backslashes in PATH as \040, \011, \012,
+ * \134) from @fd, opened and checked by the caller (start.c), named
  * @file in messages; @fd is closed.  Returns the number of sites, or a
  * negative errno with pmg_errormsg() naming the file and line.  Not
  * AS-safe. */

@@ -689,6 +689,25 @@ static int sites_finish(const char *out, FILE *o, int dfd, const char *tmp)
 	return rc;
 }
 
+/* @src with learn.c's escapes (\ooo) undone into @dst (@n bytes). */
+static void unescape(char *dst, size_t n, const char *src)
+{
+	size_t j = 0;
+
+	for (; *src && j + 1 < n; src++) {
+		if (src[0] == '\\' && src[1] >= '0' && src[1] <= '3' &&
+		    src[2] >= '0' && src[2] <= '7' && src[3] >= '0' &&
+		    src[3] <= '7') {
+			dst[j++] = (char)((src[1] - '0') * 64 +
+					  (src[2] - '0') * 8 + (src[3] - '0'));
+			src += 3;
+		} else {
+			dst[j++] = *src;
+		}
+	}
+	dst[j] = 0;
+}
+
 static int merge(int raw, const char *out)
 {
 	int d = dup(raw), dfd;
@@ -736,12 +755,15 @@ static int merge(int raw, const char *out)
 	for (i = 0; i < ns; i++) {
 		char *plus = strrchr(s[i].where, '+'), sym[PATH_MAX];
 
-		/* dladdr() sees exported symbols only: ask libdw */
+		/* dladdr() sees exported symbols only: ask libdw (the
+		 * module's path unescaped: learn.c writes a blank as \040) */
 		if (!strcmp(s[i].sym, "?") && plus) {
+			char mod[PATH_MAX];
+
 			*plus = 0;
-			if (report_symbol(s[i].where, strtoul(plus + 1, NULL,
-							      16),
-					  sym, sizeof(sym))) {
+			unescape(mod, sizeof(mod), s[i].where);
+			if (report_symbol(mod, strtoul(plus + 1, NULL, 16), sym,
+					  sizeof(sym))) {
 				char *sp = strstr(sym, " at ");
 
 				/* one word: "func+0x12@file.c:34" */

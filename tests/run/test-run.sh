@@ -993,6 +993,26 @@ check "PROG a FIFO: refused, never waited on (rc $rc)" \
 	sh -c "[ $rc = 127 ] && grep -q 'p1' '$T/out'"
 [ $rc = 127 ] || diag "$T/out"
 
+# a program whose path holds a blank: learn records its site, and the
+# allow file it writes lets the --allow run pass
+mkdir "$T/x y"
+cp "$PMEMPROG" "$T/x y/pmem prog"
+rm -f "$T/b1"
+$PMG learn -o "$T/b.sites" -- "$T/x y/pmem prog" write "$T/b1" 100 --plain \
+	>"$T/out" 2>&1; rc=$?
+check "learn, a program path with blanks: exit 0, one site recorded" \
+	sh -c "[ $rc = 0 ] && [ \$(grep -vc '^#' '$T/b.sites') = 1 ] && \
+	grep -q 'pmem\\\\040prog+0x[0-9a-f]* 1 ' '$T/b.sites'"
+diag "$T/b.sites"
+rm -f "$T/b1"
+$PMG run --allow "$T/b.sites" --report "$T/b1.rep" -- "$T/x y/pmem prog" \
+	write "$T/b1" 100 --plain >"$T/out" 2>&1; rc=$?
+$PMEMPROG verify "$T/b1" 100 >>"$T/out" 2>&1; vrc=$?
+check "run --allow, a program path with blanks: the learned store passes (rc $rc)" \
+	sh -c "[ $rc = 0 ] && [ $vrc = 0 ] && ! grep -q stray '$T/b1.rep' && \
+	grep -q '1 write(s) let through' '$T/b1.rep'"
+[ $rc = 0 ] || diag "$T/out" "$T/b1.rep"
+
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]
