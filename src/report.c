@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "safefile.h"
 #include "sites.h"
 
 static bool rep_is_syslog(int fd);
@@ -58,9 +59,13 @@ void _pmg_buf_flush(struct _pmg_buf *b, int fd)
  * compares.  If it changed (or the fd is closed, or the report file
  * opened by path was deleted: its reports would vanish): with a report
  * path (the preload's PMGUARD_RUN_REPORT) the file is opened again by its
- * path (the old descriptor is left open: another thread may be writing a
- * report to it now); without one reporting stops, said nowhere (there is
- * nowhere safe).
+ * name in its directory, checked to be the directory it was opened in
+ * (safefile.c: never through a symbolic link, never a FIFO, a hard link
+ * or another user's file; the old descriptor is left open: another
+ * thread may be writing a report to it now); if that fails reporting
+ * stops, said once on stderr if stderr is still the file it was when the
+ * report path was opened; without a report path it stops, said nowhere
+ * (there is nowhere safe).
  * fstat, open, fcntl, close: AS-safe.  The identity is updated under a
  * sequence count; a reader that races an update skips the check's
  * verdict and reports nothing this time rather than guess.
@@ -73,6 +78,15 @@ static struct {
 	ino_t ino;
 } rep_id = { 0, -1, false, 0, 0 };
 static char rep_path[PATH_MAX]; /* "" or the path to open again */
+static struct _pmg_dirid rep_dir; /* the directory rep_path is in */
+/* stderr as it was when rep_path was opened: where a failed reopen is
+ * said (never a file the program opened later as fd 2) */
+static struct {
+	bool ok;
+	dev_t dev;
+	ino_t ino;
+} rep_fallback;
+static int rep_said; /* the failed reopen was said */
 static int rep_busy; /* a reopen in progress (try-lock) */
 /* the report "file" is syslog:SOCKET (rep_path): a datagram socket
  * connected to a syslog daemon's socket (/dev/log: journald, rsyslog) */
@@ -137,15 +151,16 @@ static int syslog_connect(int fd, const char *path)
 }
 
 /* @path opened for appending, close-on-exec, without blocking, if it is a
- * regular file or a terminal (else -EINVAL), or syslog:SOCKET (a datagram
+ * regular file or a terminal (safefile.c: never through a symbolic link,
+ * in the directory it was first opened in), or syslog:SOCKET (a datagram
  * socket connected to SOCKET), at a high number out of the
  * program's way: from half the descriptor limit, at most 1000 (a higher
  * number would grow the process's descriptor table for nothing); the
  * lowest free one if there is no room up there. */
 static int open_high(const char *path)
 {
+	const char *base;
 	struct rlimit rl;
-	struct stat st;
 	int fd, hi;
 
 	if (!strncmp(path, SYSLOG_PREFIX, strlen(SYSLOG_PREFIX))) {
@@ -160,19 +175,17 @@ static int open_high(const char *path)
 		}
 		goto high;
 	}
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
-				O_NONBLOCK,
-		  0644);
-	if (fd < 0)
-		return -errno;
 	/* never block (this may run in the fault handler): the open is
 	 * non-blocking, and only a regular file or a terminal is kept (a
 	 * FIFO put at the path, with no reader, would block each write) */
-	if (fstat(fd, &st) || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
-		close(fd);
-		return -EINVAL;
-	}
-	fcntl(fd, F_SETFL, O_APPEND);
+	hi = _pmg_dir_open(path, &rep_dir, &base);
+	if (hi < 0)
+		return hi;
+	fd = _pmg_open_checked(hi, base, O_WRONLY | O_APPEND | O_CREAT, 0644,
+			       rep_dir.uid, PMG_SF_TTY, NULL);
+	close(hi);
+	if (fd < 0)
+		return fd;
 high:
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64) {
 		hi = rl.rlim_cur / 2 > 1000 ? 1000 : (int)(rl.rlim_cur / 2);
@@ -187,6 +200,7 @@ high:
 
 int _pmg_report_open(const char *path)
 {
+	struct stat st;
 	int fd;
 
 	if (!path || !*path || strlen(path) >= sizeof(rep_path))
@@ -194,19 +208,56 @@ int _pmg_report_open(const char *path)
 				"report file '%.64s': empty or too "
 				"long",
 				path ? path : "");
+	/* a new path: its directory is recorded anew */
+	if (strcmp(path, rep_path))
+		memset(&rep_dir, 0, sizeof(rep_dir));
 	fd = open_high(path);
-	if (fd == -EINVAL)
-		return _pmg_err(-ENODEV,
-				"report file %s: not a regular file "
-				"or a terminal",
-				path);
+	if (fd < 0 && _pmg_open_why(fd, PMG_SF_TTY))
+		return _pmg_err(fd == -ENXIO ? -ENODEV : fd,
+				"report file %s: %s", path,
+				_pmg_open_why(fd, PMG_SF_TTY));
 	if (fd < 0)
 		return _pmg_err(fd, "report file %s: %s", path, strerror(-fd));
+	if (fstat(2, &st) == 0) {
+		rep_fallback.dev = st.st_dev;
+		rep_fallback.ino = st.st_ino;
+		rep_fallback.ok = true;
+	}
 	rep_syslog = !strncmp(path, SYSLOG_PREFIX, strlen(SYSLOG_PREFIX));
 	_pmg_strlcpy(rep_path, path, sizeof(rep_path));
 	__atomic_store_n(&_pmg.fd_set, true, __ATOMIC_RELEASE);
 	_pmg_report_fd_set(fd);
 	return fd;
+}
+
+/* The report path could not be opened again (@err): said once, on
+ * stderr if it is still the stderr the path was opened with (never on a
+ * file the program opened under number 2).  AS-safe. */
+static void reopen_failed(int err)
+{
+	const char *why = _pmg_open_why(err, PMG_SF_TTY);
+	struct _pmg_buf b;
+	struct stat st;
+
+	if (__atomic_exchange_n(&rep_said, 1, __ATOMIC_ACQ_REL) ||
+	    !rep_fallback.ok || fstat(2, &st) ||
+	    st.st_dev != rep_fallback.dev || st.st_ino != rep_fallback.ino)
+		return;
+	b.n = 0;
+	_pmg_buf_str(&b, "pmguard: report file ");
+	_pmg_buf_str(&b, rep_path);
+	_pmg_buf_str(&b, ": ");
+	if (why) {
+		_pmg_buf_str(&b, why);
+	} else {
+		_pmg_buf_str(&b, "cannot open it again (errno ");
+		_pmg_buf_dec(&b, -err);
+		_pmg_buf_str(&b, ")");
+	}
+	_pmg_buf_str(&b, ": stopped reporting to it (pid ");
+	_pmg_buf_dec(&b, getpid());
+	_pmg_buf_str(&b, ")\n");
+	_pmg_buf_flush(&b, 2);
 }
 
 static int report_fd(void)
@@ -237,6 +288,7 @@ static int report_fd(void)
 		__atomic_store_n(&rep_busy, 0, __ATOMIC_RELEASE);
 		if (nfd >= 0)
 			return -1; /* the fd was set meanwhile */
+		reopen_failed(nfd);
 	} else if (rep_path[0]) {
 		return -1; /* another thread is reopening */
 	}

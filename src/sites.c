@@ -259,16 +259,40 @@ uint64_t _pmg_sites_hits(void)
 
 /* ---- the sites file ---- */
 
-int _pmg_sites_load(const char *file)
+/* @s with the escapes `pmguard learn` writes (\040 blank, \011 tab,
+ * \012 newline, \134 backslash: /proc/mounts' form, so that a path with
+ * blanks stays one word) undone in place; a backslash not followed by
+ * three octal digits stays as it is. */
+static void unescape(char *s)
 {
-	FILE *f = fopen(file, "re");
+	char *d = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
+				      (s[3] - '0'));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = 0;
+}
+
+int _pmg_sites_load(int fd, const char *file)
+{
+	FILE *f = fdopen(fd, "r");
 	char line[PATH_MAX + 128];
 	unsigned lineno = 0;
 	int n = 0;
 
-	if (!f)
-		return _pmg_err(-errno, "sites file %s: %s", file,
-				strerror(errno));
+	if (!f) {
+		int e = errno;
+
+		close(fd);
+		return _pmg_err(-e, "sites file %s: %s", file, strerror(e));
+	}
 	while (fgets(line, sizeof(line), f)) {
 		char *p = line, *plus, *end;
 		unsigned long long off;
@@ -293,6 +317,7 @@ int _pmg_sites_load(const char *file)
 					"offset '%s'", file, lineno, plus + 1);
 		}
 		*plus = 0;
+		unescape(p);
 		nw = realloc(want, (nwant + 1) * sizeof(*want));
 		if (!nw) {
 			fclose(f);

@@ -23,10 +23,13 @@ void _pmg_site_fmt(struct _pmg_buf *b, uintptr_t ip);
 bool _pmg_module_of(uintptr_t ip, char *path, size_t n, uintptr_t *off);
 /* Is @ip an allowed site?  Counts the hit.  AS-safe. */
 bool _pmg_site_allowed(uintptr_t ip);
-/* Read a sites file ("PATH+0xOFF [COUNT [SYMBOL]]" lines; # comments).
- * Returns the number of sites, or a negative errno with pmg_errormsg()
- * naming the file and line.  Not AS-safe. */
-int _pmg_sites_load(const char *file);
+/* Read a sites file ("PATH+0xOFF [COUNT [SYMBOL]]" lines; # comments;
+ * blanks, tabs, newlines and backslashes in PATH as \040, \011, \012,
+ * \134) from @fd, opened and checked by the caller (start.c), named
+ * @file in messages; @fd is closed.  Returns the number of sites, or a
+ * negative errno with pmg_errormsg() naming the file and line.  Not
+ * AS-safe. */
+int _pmg_sites_load(int fd, const char *file);
 /* Faults let through at allowed sites so far.  AS-safe. */
 uint64_t _pmg_sites_hits(void);
 

@@ -28,6 +28,7 @@
 
 #include "../src/options.h"
 #include "../src/procfs.h"
+#include "../src/safefile.h"
 #include "cmds.h"
 
 /* How long the preload may take to say it loaded (ld.so, constructors):
@@ -37,6 +38,68 @@ static long confirm_s;
 
 /* --report syslog[:SOCKET]: the socket ("" for a report file) */
 static char syslog_sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+/*
+ * The files named by the user that pmguard opens on the run's behalf
+ * (docs/design.md, "Files pmguard opens: threat model"): each is made
+ * absolute by its directory only (the last component is never
+ * resolved), opened in that directory without following a symbolic
+ * link or waiting on a FIFO, and checked by what it is (safefile.c).
+ * --report FILE is opened again at the end (the end-of-run line) in the
+ * directory it was first opened in; -o SITES is written as a new file
+ * renamed over the name, never truncated in place.
+ */
+static char rep_abs[PATH_MAX]; /* --report FILE, made absolute */
+static struct _pmg_dirid rep_dir; /* its directory */
+static char out_abs[PATH_MAX]; /* learn -o SITES, made absolute */
+static struct _pmg_dirid out_dir; /* its directory */
+
+/* Why a checked open failed: safefile.c's reason, or strerror(). */
+static const char *file_why(int err, unsigned how)
+{
+	const char *w = _pmg_open_why(err, how);
+
+	return w ? w : strerror(-err);
+}
+
+/* @path made absolute into @abs (@n bytes) by its directory's realpath();
+ * 0 or -errno. */
+static int abs_of(const char *path, char *abs, size_t n)
+{
+	const char *base = strrchr(path, '/');
+	char dir[PATH_MAX], real[PATH_MAX];
+
+	base = base ? base + 1 : path;
+	_pmg_dir_of(dir, sizeof(dir), path);
+	if (!realpath(dir, real))
+		return -errno;
+	if ((size_t)snprintf(abs, n, "%s/%s", strcmp(real, "/") ? real : "",
+			     base) >= n)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* The absolute @abs opened in its directory (*@id: recorded the first
+ * time, checked after), checked (safefile.h); its status in *@st if
+ * @st.  The fd or -errno. */
+static int open_in_dir(const char *abs, struct _pmg_dirid *id, int flags,
+		       unsigned how, struct stat *st)
+{
+	const char *base;
+	int dfd = _pmg_dir_open(abs, id, &base), fd;
+
+	if (dfd < 0)
+		return dfd;
+	fd = _pmg_open_checked(dfd, base, flags, 0644, id->uid, how, NULL);
+	close(dfd);
+	if (fd >= 0 && st && fstat(fd, st)) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
 
 /* A datagram socket connected to @path, or -errno. */
 static int syslog_open(const char *path)
@@ -179,12 +242,18 @@ static bool unreachable(const char *file, char *why, size_t n, int depth)
 	struct statvfs vfs;
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph;
-	int fd = open(file, O_RDONLY | O_CLOEXEC), i;
+	/* never waits: a FIFO named as PROG (or as a script's
+	 * interpreter) is no program, exec refuses it */
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), i;
 	bool interp = false;
 	ssize_t r;
 
 	if (fd < 0)
 		return false;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return false;
+	}
 	r = pread(fd, &eh, sizeof(eh), 0);
 	if (r >= 2 && !memcmp(&eh, "#!", 2) && depth == 0) {
 		char line[PATH_MAX + 2], *p, *e;
@@ -369,11 +438,13 @@ static int parse(int argc, char **argv, const char *verb, struct run_opts *o)
 				 "contain", o->mode);
 	if (!strcmp(verb, "learn") && !o->out)
 		return cli_error("learn: -o SITES is required");
-	if (o->allow && (stat(o->allow, &st) || !S_ISREG(st.st_mode)))
+	if (o->allow && (lstat(o->allow, &st) || !S_ISREG(st.st_mode)))
 		return cli_error("run: --allow %s: %s", o->allow,
 				 errno == ENOENT ? strerror(errno)
 				 : S_ISDIR(st.st_mode)
 					 ? "is a directory, not a sites file"
+				 : S_ISLNK(st.st_mode)
+					 ? _pmg_open_why(-ELOOP, 0)
 					 : "not a regular file");
 	o->argi = i;
 	return 0;
@@ -478,34 +549,47 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 	} else if (o->report) {
 		/* each process opens the file by its path (never a number
 		 * a program may reuse): a regular file or a terminal */
-		char abs[PATH_MAX];
-		int fd = open(o->report,
-			      O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK |
-				      O_CLOEXEC | O_NOCTTY,
-			      0644);
+		int fd;
 
+		memset(&rep_dir, 0, sizeof(rep_dir));
+		rc = abs_of(o->report, rep_abs, sizeof(rep_abs));
+		fd = rc ? rc
+			: open_in_dir(rep_abs, &rep_dir,
+				      O_WRONLY | O_CREAT | O_APPEND, PMG_SF_TTY,
+				      NULL);
 		if (fd < 0)
 			return cli_error("run: --report %s: %s", o->report,
-					 strerror(errno));
-		rc = fstat(fd, &st);
+					 file_why(fd, PMG_SF_TTY));
 		close(fd);
-		if (rc || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
-			return cli_error("run: --report %s: not a regular file "
-					 "or a terminal",
-					 o->report);
-		if (!realpath(o->report, abs))
-			return cli_error("run: --report %s: %s", o->report,
-					 strerror(errno));
-		setenv("PMGUARD_RUN_REPORT", abs, 1);
+		setenv("PMGUARD_RUN_REPORT", rep_abs, 1);
 		unsetenv("PMGUARD_REPORT_FD");
 	}
 	if (o->allow) {
-		char abs[PATH_MAX];
+		/* checked here, and passed with its identity and a sum of
+		 * its content: each process reads that file or none
+		 * (start.c) */
+		char abs[PATH_MAX], v[PATH_MAX + 64];
+		struct _pmg_dirid id = { 0 };
+		uint64_t sum = 0;
+		int fd;
 
-		if (!realpath(o->allow, abs))
+		rc = abs_of(o->allow, abs, sizeof(abs));
+		fd = rc ? rc : open_in_dir(abs, &id, O_RDONLY, 0, &st);
+		if (fd >= 0) {
+			rc = _pmg_fd_digest(fd, &sum);
+			close(fd);
+			fd = rc ? rc : 0;
+		}
+		if (fd < 0)
 			return cli_error("run: --allow %s: %s", o->allow,
-					 strerror(errno));
-		setenv("PMGUARD_RUN_ALLOW", abs, 1);
+					 file_why(fd, 0));
+		if ((size_t)snprintf(v, sizeof(v), "%s:%llu:%llu:%016llx", abs,
+				     (unsigned long long)st.st_dev,
+				     (unsigned long long)st.st_ino,
+				     (unsigned long long)sum) >= sizeof(v))
+			return cli_error("run: --allow %s: %s", o->allow,
+					 strerror(ENAMETOOLONG));
+		setenv("PMGUARD_RUN_ALLOW", v, 1);
 	}
 	if (o->writemap)
 		setenv("PMGUARD_RUN_LMDB_WRITEMAP", "1", 1);
@@ -527,15 +611,114 @@ static int by_count(const void *a, const void *b)
 	return strcmp(x->where, y->where);
 }
 
-static int merge(const char *raw, const char *out)
+/*
+ * @out (out_abs, in the directory out_writable() recorded) written whole:
+ * a new file, ".NAME.XXXXXXXX" in that directory (O_EXCL, never through
+ * a link), renamed over the name.  A symbolic link or anything else not
+ * a regular file put at the name meanwhile is refused, never written
+ * through (the rename itself would replace the link, not its target).
+ * The new file keeps the permission bits of the file it replaces.
+ * Returns the open stream or NULL (said); *@dfd and @tmp for
+ * sites_finish().
+ */
+static FILE *sites_new(const char *out, int *dfd, char *tmp, size_t n)
 {
-	FILE *f = fopen(raw, "r"), *o;
-	struct stat fst;
-	int fd;
+	const char *base;
+	unsigned r = (unsigned)getpid() * 2654435761u;
+	struct timespec ts;
+	struct stat st;
+	int fd = -1, i;
+	FILE *o;
+
+	*dfd = _pmg_dir_open(out_abs, &out_dir, &base);
+	if (*dfd < 0) {
+		cli_error("learn: -o %s: %s", out, file_why(*dfd, 0));
+		return NULL;
+	}
+	for (i = 0; i < 100 && fd < 0; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		r ^= (unsigned)ts.tv_nsec + (unsigned)i * 40503u;
+		snprintf(tmp, n, ".%.200s.%08x", base, r);
+		fd = openat(*dfd, tmp,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+				    O_CLOEXEC,
+			    0644);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd >= 0 && !fstatat(*dfd, base, &st, AT_SYMLINK_NOFOLLOW) &&
+	    S_ISREG(st.st_mode))
+		(void)fchmod(fd, st.st_mode & 0777);
+	o = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!o) {
+		cli_error("learn: -o %s: a new file in its directory: %s", out,
+			  strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlinkat(*dfd, tmp, 0);
+		}
+		close(*dfd);
+	}
+	return o;
+}
+
+/* @o written out and renamed over -o's name; 0 or 2 (said). */
+static int sites_finish(const char *out, FILE *o, int dfd, const char *tmp)
+{
+	const char *base = strrchr(out_abs, '/') + 1;
+	struct stat st;
+	int rc = 0;
+
+	if (fflush(o) || fsync(fileno(o)) || ferror(o)) {
+		rc = cli_error("learn: -o %s: %s", out, strerror(errno));
+		fclose(o);
+	} else if (fclose(o)) {
+		rc = cli_error("learn: -o %s: %s", out, strerror(errno));
+	} else if (!fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) &&
+		   !S_ISREG(st.st_mode)) {
+		rc = cli_error("learn: -o %s: %s: the sites are not written",
+			       out,
+			       file_why(S_ISLNK(st.st_mode) ? -ELOOP : -ENODEV,
+					0));
+	} else if (renameat(dfd, tmp, dfd, base)) {
+		rc = cli_error("learn: -o %s: %s", out, strerror(errno));
+	}
+	if (rc)
+		unlinkat(dfd, tmp, 0);
+	close(dfd);
+	return rc;
+}
+
+/* @src with learn.c's escapes (\ooo) undone into @dst (@n bytes). */
+static void unescape(char *dst, size_t n, const char *src)
+{
+	size_t j = 0;
+
+	for (; *src && j + 1 < n; src++) {
+		if (src[0] == '\\' && src[1] >= '0' && src[1] <= '3' &&
+		    src[2] >= '0' && src[2] <= '7' && src[3] >= '0' &&
+		    src[3] <= '7') {
+			dst[j++] = (char)((src[1] - '0') * 64 +
+					  (src[2] - '0') * 8 + (src[3] - '0'));
+			src += 3;
+		} else {
+			dst[j++] = *src;
+		}
+	}
+	dst[j] = 0;
+}
+
+static int merge(int raw, const char *out)
+{
+	int d = dup(raw), dfd;
+	FILE *f = d >= 0 && lseek(d, 0, SEEK_SET) == 0 ? fdopen(d, "r") : NULL;
+	FILE *o;
 	struct site *s = NULL;
 	size_t ns = 0, i;
-	char line[PATH_MAX + 256];
+	char line[PATH_MAX + 256], tmp[256];
 
+	if (!f && d >= 0)
+		close(d);
 	if (f) {
 		while (fgets(line, sizeof(line), f)) {
 			char where[PATH_MAX + 32], sym[256] = "?";
@@ -564,30 +747,23 @@ static int merge(const char *raw, const char *out)
 		fclose(f);
 	}
 	qsort(s, ns, sizeof(*s), by_count);
-	/* never blocks (a FIFO put there meanwhile): a regular file only */
-	fd = open(out, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
-		  0644);
-	if (fd >= 0 && (fstat(fd, &fst) || !S_ISREG(fst.st_mode))) {
-		close(fd);
-		return cli_error("learn: %s: not a regular file", out);
-	}
-	o = fd >= 0 && !ftruncate(fd, 0) ? fdopen(fd, "w") : NULL;
-	if (!o) {
-		if (fd >= 0)
-			close(fd);
-		return cli_error("learn: %s: %s", out, strerror(errno));
-	}
+	o = sites_new(out, &dfd, tmp, sizeof(tmp));
+	if (!o)
+		return 2;
 	fprintf(o, "# pmguard learn: %zu site(s): MODULE+0xOFFSET COUNT "
 		   "SYMBOL\n", ns);
 	for (i = 0; i < ns; i++) {
 		char *plus = strrchr(s[i].where, '+'), sym[PATH_MAX];
 
-		/* dladdr() sees exported symbols only: ask libdw */
+		/* dladdr() sees exported symbols only: ask libdw (the
+		 * module's path unescaped: learn.c writes a blank as \040) */
 		if (!strcmp(s[i].sym, "?") && plus) {
+			char mod[PATH_MAX];
+
 			*plus = 0;
-			if (report_symbol(s[i].where, strtoul(plus + 1, NULL,
-							      16),
-					  sym, sizeof(sym))) {
+			unescape(mod, sizeof(mod), s[i].where);
+			if (report_symbol(mod, strtoul(plus + 1, NULL, 16), sym,
+					  sizeof(sym))) {
 				char *sp = strstr(sym, " at ");
 
 				/* one word: "func+0x12@file.c:34" */
@@ -606,7 +782,8 @@ static int merge(const char *raw, const char *out)
 		fprintf(o, "%s %llu %s\n", s[i].where, s[i].n,
 			s[i].sym ? s[i].sym : "?");
 	}
-	fclose(o);
+	if (sites_finish(out, o, dfd, tmp))
+		return 2;
 	fprintf(stderr, "pmguard learn: %zu site(s) written to %s\n", ns,
 		out);
 	return 0;
@@ -1075,9 +1252,9 @@ static void nothing_said(const struct run_opts *o, const char *verb,
 			 const char *prog, const struct scratch *status)
 {
 	struct stat st;
-	FILE *f;
-
 	char msg[1024];
+	size_t off = 0, len;
+	int fd = -1;
 
 	if (fstat(status->fd, &st) || st.st_size > 0)
 		return;
@@ -1093,10 +1270,33 @@ static void nothing_said(const struct run_opts *o, const char *verb,
 		syslog_say(msg);
 		return;
 	}
-	f = o->report ? fopen(o->report, "ae") : NULL;
-	fputs(msg, f ? f : stderr);
-	if (f)
-		fclose(f);
+	/* the report file again, in the directory it was first opened in,
+	 * never through a link or into a FIFO put there since */
+	if (o->report) {
+		fd = open_in_dir(rep_abs, &rep_dir,
+				 O_WRONLY | O_CREAT | O_APPEND, PMG_SF_TTY,
+				 NULL);
+		if (fd < 0)
+			fprintf(stderr,
+				"pmguard %s: --report %s: %s: the end-of-run "
+				"line goes to stderr\n",
+				verb, rep_abs, file_why(fd, PMG_SF_TTY));
+	}
+	if (fd < 0) {
+		fputs(msg, stderr);
+		return;
+	}
+	len = strlen(msg);
+	while (off < len) {
+		ssize_t w = write(fd, msg + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	close(fd);
 }
 
 int cmd_run(int argc, char **argv)
@@ -1129,27 +1329,40 @@ int cmd_run(int argc, char **argv)
 static int out_writable(const char *out)
 {
 	char dir[PATH_MAX];
+	const char *base;
 	struct stat st;
+	int rc;
 
-	if (!stat(out, &st)) {
+	if (!lstat(out, &st)) {
 		if (S_ISDIR(st.st_mode))
 			return cli_error("learn: -o %s: is a directory", out);
+		/* never written through: name the file itself */
+		if (S_ISLNK(st.st_mode))
+			return cli_error("learn: -o %s: %s", out,
+					 _pmg_open_why(-ELOOP, 0));
 		/* a FIFO would block the open at the end, a device is no
 		 * sites file */
 		if (!S_ISREG(st.st_mode))
 			return cli_error("learn: -o %s: not a regular file",
 					 out);
-		if (access(out, W_OK))
-			return cli_error("learn: -o %s: %s", out,
-					 strerror(errno));
-		return 0;
-	}
-	if (errno != ENOENT)
+	} else if (errno != ENOENT) {
 		return cli_error("learn: -o %s: %s", out, strerror(errno));
+	}
+	/* the new file is renamed over the name: the directory must take
+	 * it; recorded, so that the end writes into this directory */
 	_pmg_dir_of(dir, sizeof(dir), out);
+	rc = abs_of(out, out_abs, sizeof(out_abs));
+	if (rc)
+		return cli_error("learn: -o %s: directory %s: %s", out, dir,
+				 strerror(-rc));
 	if (access(dir, W_OK | X_OK))
 		return cli_error("learn: -o %s: directory %s: %s", out, dir,
 				 strerror(errno));
+	memset(&out_dir, 0, sizeof(out_dir));
+	rc = _pmg_dir_open(out_abs, &out_dir, &base);
+	if (rc < 0)
+		return cli_error("learn: -o %s: %s", out, file_why(rc, 0));
+	close(rc);
 	return 0;
 }
 
@@ -1157,7 +1370,7 @@ int cmd_learn(int argc, char **argv)
 {
 	struct run_opts o;
 	struct scratch raw, status;
-	char lib[PATH_MAX], path[64];
+	char lib[PATH_MAX];
 	int rc = parse(argc, argv, "learn", &o), st = 0;
 
 	if (rc)
@@ -1184,10 +1397,8 @@ int cmd_learn(int argc, char **argv)
 	if (!rc)
 		nothing_said(&o, "learn", argv[o.argi], &status);
 	scratch_end(&status);
-	if (!rc) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", raw.fd);
-		rc = merge(raw.tmp[0] ? raw.tmp : path, o.out);
-	}
+	if (!rc)
+		rc = merge(raw.fd, o.out);
 	scratch_end(&raw);
 	if (rc)
 		return rc;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../internal.h"
+#include "../safefile.h"
 #include "../sites.h"
 #include "run.h"
 
@@ -78,23 +79,49 @@ bool run_spec_parse(const char *spec, char *path, size_t n,
 	return path[0] == '/';
 }
 
-/* The scratch file @spec opened for appending, if it is still that file
- * (never a file of a process that reused the launcher's pid), else -1. */
+/*
+ * The scratch file @spec opened for appending, if it is still that file
+ * (never a file of a process that reused the launcher's pid, never one
+ * put at a temporary file's name), else -1.  The memfd's name,
+ * /proc/PID/fd/N, is a link by nature: it is opened O_PATH first (no
+ * open of a device, no wait on a FIFO), checked, and only that file
+ * opened for writing, through this process's own /proc/self/fd; a
+ * temporary file is opened where it is, never through a symbolic link
+ * (safefile.c).
+ */
 int run_spec_open(const char *spec)
 {
 	unsigned long long dev, ino;
 	char path[PATH_MAX];
-	struct stat st;
-	int fd;
+	struct stat want, st;
+	int fd, pfd;
 
 	if (!run_spec_parse(spec, path, sizeof(path), &dev, &ino))
 		return -1;
+	memset(&want, 0, sizeof(want));
+	want.st_dev = (dev_t)dev;
+	want.st_ino = (ino_t)ino;
+	if (strncmp(path, "/proc/", 6)) {
+		fd = _pmg_open_checked(AT_FDCWD, path, O_WRONLY | O_APPEND, 0,
+				       0, 0, &want);
+		return fd < 0 ? -1 : fd;
+	}
+	pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return -1;
+	if (fstat(pfd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_dev != want.st_dev || st.st_ino != want.st_ino) {
+		close(pfd);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", pfd);
 	fd = open(path,
 		  O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	close(pfd);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) || st.st_dev != (dev_t)dev ||
-	    st.st_ino != (ino_t)ino) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_dev != want.st_dev || st.st_ino != want.st_ino) {
 		close(fd);
 		return -1;
 	}

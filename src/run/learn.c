@@ -18,6 +18,20 @@
 #include "../sites.h"
 #include "run.h"
 
+/* @path as one word: blanks, tabs, newlines and backslashes as \040,
+ * \011, \012, \134 (/proc/mounts' form; sites.c undoes it), so that a
+ * program at "/opt/x y/prog" is one site, not a cut path and a count
+ * that does not parse. */
+static void put_path(FILE *out, const char *path)
+{
+	for (; *path; path++)
+		if (*path == ' ' || *path == '\t' || *path == '\n' ||
+		    *path == '\\')
+			fprintf(out, "\\%03o", (unsigned char)*path);
+		else
+			putc(*path, out);
+}
+
 void run_learn_write(const char *file)
 {
 	int mfd = memfd_create("pmguard-sites", MFD_CLOEXEC);
@@ -63,13 +77,14 @@ void run_learn_write(const char *file)
 			fprintf(out, "# %#lx %llu (in no module)\n", ip, n);
 			continue;
 		}
+		put_path(out, path);
 		if (dladdr((void *)ip, &di) && di.dli_sname)
-			fprintf(out, "%s+%#lx %llu %s+%#lx\n", path,
+			fprintf(out, "+%#lx %llu %s+%#lx\n",
 				(unsigned long)off, n, di.dli_sname,
 				ip - (unsigned long)di.dli_saddr);
 		else
-			fprintf(out, "%s+%#lx %llu ?\n", path,
-				(unsigned long)off, n);
+			fprintf(out, "+%#lx %llu ?\n", (unsigned long)off,
+				n);
 	}
 	fclose(in);
 	fclose(out);

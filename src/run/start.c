@@ -7,7 +7,11 @@
  * the count of writes let through.
  *
  * Environment (set by `pmguard run` / `pmguard learn`):
- *   PMGUARD_RUN_ALLOW=FILE        grant the sites of FILE (sites.c)
+ *   PMGUARD_RUN_ALLOW=PATH:DEV:INO:SUM  grant the sites of PATH
+ *                                 (sites.c), if it is still the file the
+ *                                 launcher checked, with the content it
+ *                                 read (SUM: FNV-1a, hex): else exit 127,
+ *                                 said
  *   PMGUARD_RUN_LEARN=PATH:DEV:INO  append the audit sites to PATH at
  *                                 exit, if it is still that file (the
  *                                 launcher's memfd, /proc/PID/fd/N)
@@ -46,6 +50,7 @@
 
 #include "../internal.h"
 #include "../options.h"
+#include "../safefile.h"
 #include "../sites.h"
 #include "run.h"
 
@@ -203,7 +208,41 @@ __attribute__((constructor)) static void run_init(void)
 	/* keys WD in every thread the program creates (keys.c) */
 	(void)_pmg_keys_reserve(3);
 	if (allow && *allow) {
-		rc = _pmg_sites_load(allow);
+		char spec[PATH_MAX + 48], p[PATH_MAX], *c;
+		unsigned long long d, i, sum = 0;
+		uint64_t got;
+		struct stat want;
+		int end = 0;
+
+		_pmg_strlcpy(spec, allow, sizeof(spec));
+		c = strrchr(spec, ':');
+		if (c)
+			*c++ = 0;
+		if (!c || sscanf(c, "%16llx%n", &sum, &end) != 1 || c[end] ||
+		    !run_spec_parse(spec, p, sizeof(p), &d, &i))
+			fatal("PMGUARD_RUN_ALLOW='%.64s' is not valid: "
+			      "expected /PATH:DEV:INO:SUM",
+			      allow);
+		/* the file pmguard run checked, with the content it read,
+		 * never another put at its name since (safefile.c): a FIFO
+		 * would block, a link or a new file would grant what it
+		 * says */
+		memset(&want, 0, sizeof(want));
+		want.st_dev = (dev_t)d;
+		want.st_ino = (ino_t)i;
+		rc = _pmg_open_checked(AT_FDCWD, p, O_RDONLY, 0, 0, 0, &want);
+		if (rc >= 0 && (_pmg_fd_digest(rc, &got) || got != sum)) {
+			close(rc);
+			rc = -ESTALE;
+		}
+		if (rc < 0)
+			fatal("allow file %s: %s", p,
+			      rc == -ESTALE ? "not the file pmguard run "
+					      "checked (replaced or changed "
+					      "since)"
+			      : _pmg_open_why(rc, 0) ? _pmg_open_why(rc, 0)
+						     : strerror(-rc));
+		rc = _pmg_sites_load(rc, p);
 		if (rc < 0)
 			fatal("%s", pmg_errormsg());
 	}

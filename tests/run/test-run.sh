@@ -790,6 +790,229 @@ $PMEMPROG verify "$T/q2" 50 >"$T/out" 2>&1
 check "N11: pmem-prog, wild mprotect(RW): the 50 records written intact" \
 	[ $? = 0 ]
 
+# ---- the files pmguard opens on the program's behalf (docs/design.md,
+# "Files pmguard opens: threat model"): a symbolic link, a hard link or a
+# FIFO put at the path of a report, sites or allow file is never
+# followed, written through or waited on.  $T/secret stands for a file
+# the user of the run must not have written (root's 0600 file when the
+# suite runs as root); its copy proves it unchanged ----
+mkdir "$T/sec" "$T/lnk"
+printf 'secret line\n' >"$T/sec/secret"
+chmod 600 "$T/sec/secret"
+cp "$T/sec/secret" "$T/secret.orig"
+secret_same() { cmp -s "$T/sec/secret" "$T/secret.orig"; }
+absprog=$(cd "$(dirname "$PMEMPROG")" && pwd)/$(basename "$PMEMPROG")
+rm -f "$T/lnk/r1.rep" "$T/s1"
+# a symbolic link at the report path before the run: refused (exit 2)
+ln -s "$T/sec/secret" "$T/lnk/r1.rep"
+$PMG run --report "$T/lnk/r1.rep" -- $PMEMPROG write "$T/s1" 10 \
+	>"$T/out" 2>&1; rc=$?
+check "report FILE a symlink: refused (rc $rc), the target unchanged" \
+	sh -c "[ $rc = 2 ] && grep -q 'r1.rep.*symbolic link' '$T/out' && \
+	[ ! -e '$T/s1' ] && cmp -s '$T/sec/secret' '$T/secret.orig'"
+[ $rc = 2 ] || diag "$T/out"
+cp "$T/secret.orig" "$T/sec/secret"
+# ... or a hard link to the file (more than one link): refused too
+rm -f "$T/lnk/r2.rep" "$T/s2"
+if ln "$T/sec/secret" "$T/lnk/r2.rep" 2>/dev/null; then
+	$PMG run --report "$T/lnk/r2.rep" -- $PMEMPROG write "$T/s2" 10 \
+		>"$T/out" 2>&1; rc=$?
+	check "report FILE a hard link: refused (rc $rc), the file unchanged" \
+		sh -c "[ $rc = 2 ] && grep -q 'r2.rep.*link' '$T/out' && \
+		cmp -s '$T/sec/secret' '$T/secret.orig'"
+	[ $rc = 2 ] || diag "$T/out"
+	rm -f "$T/lnk/r2.rep"
+else
+	skip "report FILE a hard link" "cannot hard-link here (fs.protected_hardlinks)"
+fi
+cp "$T/secret.orig" "$T/sec/secret"
+# a symbolic link swapped in while PROG runs: the end-of-run line (PROG
+# protects nothing) and a new process's open (pmem-prog's constructor).
+# PROG is Python (dynamically linked: the guest's sh is static), which
+# swaps the name itself, then execs ARGS if any: swap link|fifo|file
+# PATH [TARGET|TEXT] [PROG ARGS...]
+SWAP='import os, sys
+op, path, a = sys.argv[1], sys.argv[2], sys.argv[3:]
+try:
+    os.unlink(path)
+except FileNotFoundError:
+    pass
+if op == "link":
+    os.symlink(a.pop(0), path)
+elif op == "fifo":
+    os.mkfifo(path)
+else:
+    with open(path, "w") as f:
+        f.write(a.pop(0))
+if a:
+    os.execv(a[0], a)'
+if [ -x "$PY" ]; then
+	rm -f "$T/lnk/r3.rep"
+	$PMG run --report "$T/lnk/r3.rep" -- $PY -c "$SWAP" link \
+		"$T/lnk/r3.rep" "$T/sec/secret" >"$T/out" 2>&1; rc=$?
+	check "symlink swapped in for the report: the end-of-run line not through it (rc $rc)" \
+		sh -c "[ $rc = 0 ] && cmp -s '$T/sec/secret' '$T/secret.orig' && \
+		grep -q 'r3.rep.*symbolic link' '$T/out' && \
+		grep -q 'nothing was protected' '$T/out'"
+	secret_same || diag "$T/out"
+	cp "$T/secret.orig" "$T/sec/secret"
+	rm -f "$T/lnk/r4.rep" "$T/s4"
+	$PMG run --mode audit --report "$T/lnk/r4.rep" -- $PY -c "$SWAP" \
+		link "$T/lnk/r4.rep" "$T/sec/secret" "$absprog" write "$T/s4" \
+		10 --plain >"$T/out" 2>&1; rc=$?
+	check "symlink swapped in for the report: a new process does not open it (rc $rc)" \
+		sh -c "[ $rc = 0 ] && cmp -s '$T/sec/secret' '$T/secret.orig' && \
+		grep -q 'r4.rep.*symbolic link' '$T/out' && \
+		grep -q 'audit: stray write' '$T/out'"
+	secret_same || diag "$T/out"
+	cp "$T/secret.orig" "$T/sec/secret"
+else
+	skip "symlink swapped in for the report: the end-of-run line" "no $PY"
+	skip "symlink swapped in for the report: a new process" "no $PY"
+fi
+# ... and in the fault path: the report file deleted and a symlink put
+# there between two stray writes of one process (the library reopens the
+# path): nothing reaches the target, and the process says once, on its
+# stderr, that it stopped reporting to the file
+if [ -x "$PY" ] && $PY -c 'import ctypes; ctypes.CDLL("libpmem.so.1")' \
+	2>/dev/null; then
+	rm -f "$T/s5" "$T/lnk/r5.rep"
+	$PMG run --mode audit --report "$T/lnk/r5.rep" -- $PY -c 'import ctypes, os, sys
+ctypes.CDLL("libpmem.so.1", mode=ctypes.RTLD_GLOBAL)
+pm = ctypes.CDLL(None)
+pm.pmem_map_file.restype = ctypes.c_void_p
+pm.pmem_map_file.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int,
+                             ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
+a = pm.pmem_map_file(sys.argv[1].encode(), 1 << 20, 1, 0o600, None, None)
+ctypes.memmove(a, b"x", 1)
+os.unlink(sys.argv[2]); os.symlink(sys.argv[3], sys.argv[2])
+ctypes.memmove(a + 4096, b"y", 1)
+ctypes.memmove(a + 8192, b"z", 1)' "$T/s5" "$T/lnk/r5.rep" "$T/sec/secret" \
+		>"$T/out" 2>&1; rc=$?
+	c=$(count 'stopped reporting' "$T/out")
+	check "symlink swapped in for the report in the fault path: not followed, said once ($c)" \
+		sh -c "[ $rc = 0 ] && cmp -s '$T/sec/secret' '$T/secret.orig' && \
+		[ '$c' = 1 ] && grep -q 'r5.rep.*symbolic link' '$T/out'"
+	secret_same || diag "$T/out"
+	cp "$T/secret.orig" "$T/sec/secret"
+else
+	skip "symlink swapped in for the report in the fault path" \
+		"no $PY with ctypes and libpmem"
+fi
+# a FIFO put at the report path while PROG runs: pmguard run must not
+# block at the end writing its end-of-run line
+if [ -x "$PY" ]; then
+	rm -f "$T/lnk/r6.rep"
+	timeout 20 $PMG run --report "$T/lnk/r6.rep" -- $PY -c "$SWAP" fifo \
+		"$T/lnk/r6.rep" >"$T/out" 2>&1; rc=$?
+	check "FIFO swapped in for the report: pmguard run ends (rc $rc) and says so" \
+		sh -c "[ $rc = 0 ] && grep -q 'r6.rep.*not a regular file' '$T/out'"
+	[ $rc = 0 ] || diag "$T/out"
+else
+	skip "FIFO swapped in for the report" "no $PY"
+fi
+# learn -o a symbolic link, before the run or put there while PROG runs:
+# the target is never truncated or written
+rm -f "$T/lnk/o1.sites" "$T/s7"
+ln -s "$T/sec/secret" "$T/lnk/o1.sites"
+$PMG learn -o "$T/lnk/o1.sites" -- $PMEMPROG write "$T/s7" 10 --plain \
+	>"$T/out" 2>&1; rc=$?
+check "learn -o SYMLINK: refused before the program runs (rc $rc), target untouched" \
+	sh -c "[ $rc = 2 ] && [ ! -e '$T/s7' ] && \
+	grep -q 'o1.sites.*symbolic link' '$T/out' && \
+	cmp -s '$T/sec/secret' '$T/secret.orig'"
+[ $rc = 2 ] || diag "$T/out"
+cp "$T/secret.orig" "$T/sec/secret"
+if [ -x "$PY" ]; then
+	rm -f "$T/lnk/o2.sites" "$T/s8"
+	$PMG learn -o "$T/lnk/o2.sites" -- $PY -c "$SWAP" link \
+		"$T/lnk/o2.sites" "$T/sec/secret" "$absprog" write "$T/s8" 10 \
+		--plain >"$T/out" 2>&1; rc=$?
+	check "learn -o, a symlink put there while PROG runs: target untouched (rc $rc)" \
+		sh -c "[ $rc = 2 ] && cmp -s '$T/sec/secret' '$T/secret.orig' && \
+		grep -q 'o2.sites.*symbolic link' '$T/out' && \
+		[ -z \"\$(ls -A '$T/lnk' | grep '^\\.o2')\" ]"
+	secret_same || diag "$T/out"
+	cp "$T/secret.orig" "$T/sec/secret"
+else
+	skip "learn -o, a symlink put there while PROG runs" "no $PY"
+fi
+# learn -o over an existing sites file: replaced whole (a new file
+# renamed over it, with the old one's permission bits), never truncated
+# in place
+rm -f "$T/s9"
+printf '# old\n' >"$T/lnk/o3.sites"
+chmod 640 "$T/lnk/o3.sites"
+ln "$T/lnk/o3.sites" "$T/lnk/o3.keep" 2>/dev/null
+$PMG learn -o "$T/lnk/o3.sites" -- $PMEMPROG write "$T/s9" 10 --plain \
+	>"$T/out" 2>&1; rc=$?
+check "learn -o EXISTING: replaced by rename, the old inode untouched (rc $rc)" \
+	sh -c "[ $rc = 0 ] && grep -q 'pmem-prog+0x' '$T/lnk/o3.sites' && \
+	[ \"\$(stat -c %a '$T/lnk/o3.sites')\" = 640 ] && \
+	{ [ ! -e '$T/lnk/o3.keep' ] || [ \"\$(cat '$T/lnk/o3.keep')\" = '# old' ]; }"
+[ $rc = 0 ] || diag "$T/out"
+# --allow a FIFO, or a symlink: refused before the program runs, never
+# a process blocked reading it
+rm -f "$T/lnk/a1" "$T/s10"
+mkfifo "$T/lnk/a1"
+timeout 20 $PMG run --allow "$T/lnk/a1" -- $PMEMPROG write "$T/s10" 10 \
+	>"$T/out" 2>&1; rc=$?
+check "--allow FIFO: refused (rc $rc), nothing blocks" \
+	sh -c "[ $rc = 2 ] && grep -q 'a1.*not a regular file' '$T/out' && \
+	[ ! -e '$T/s10' ]"
+[ $rc = 2 ] || diag "$T/out"
+rm -f "$T/lnk/a2" "$T/s11"
+ln -s "$T/sites" "$T/lnk/a2"
+$PMG run --allow "$T/lnk/a2" -- $PMEMPROG write "$T/s11" 10 \
+	>"$T/out" 2>&1; rc=$?
+check "--allow SYMLINK: refused (rc $rc)" \
+	sh -c "[ $rc = 2 ] && grep -q 'a2.*symbolic link' '$T/out'"
+[ $rc = 2 ] || diag "$T/out"
+# the allow file replaced after pmguard run checked it: a process of the
+# run refuses the new file (it is not the file checked), never reads it
+if [ -x "$PY" ]; then
+	rm -f "$T/lnk/a3" "$T/s12"
+	cp "$T/sites" "$T/lnk/a3"
+	$PMG run --allow "$T/lnk/a3" -- $PY -c "$SWAP" file "$T/lnk/a3" \
+		"/x+0x1
+" "$absprog" write "$T/s12" 10 >"$T/out" 2>&1; rc=$?
+	check "allow file replaced during the run: the process refuses it (rc $rc)" \
+		sh -c "[ $rc = 127 ] && grep -q 'a3.*not the file' '$T/out' && \
+		[ ! -e '$T/s12' ]"
+	[ $rc = 127 ] || diag "$T/out"
+else
+	skip "allow file replaced during the run" "no $PY"
+fi
+
+# PROG a FIFO with execute bits: pmguard run reads PROG's header to see
+# whether ld.so would take the preload; that read must not wait on it
+rm -f "$T/lnk/p1"
+mkfifo -m 755 "$T/lnk/p1"
+timeout 20 $PMG run -- "$T/lnk/p1" >"$T/out" 2>&1; rc=$?
+check "PROG a FIFO: refused, never waited on (rc $rc)" \
+	sh -c "[ $rc = 127 ] && grep -q 'p1' '$T/out'"
+[ $rc = 127 ] || diag "$T/out"
+
+# a program whose path holds a blank: learn records its site, and the
+# allow file it writes lets the --allow run pass
+mkdir "$T/x y"
+cp "$PMEMPROG" "$T/x y/pmem prog"
+rm -f "$T/b1"
+$PMG learn -o "$T/b.sites" -- "$T/x y/pmem prog" write "$T/b1" 100 --plain \
+	>"$T/out" 2>&1; rc=$?
+check "learn, a program path with blanks: exit 0, one site recorded" \
+	sh -c "[ $rc = 0 ] && [ \$(grep -vc '^#' '$T/b.sites') = 1 ] && \
+	grep -q 'pmem\\\\040prog+0x[0-9a-f]* 1 ' '$T/b.sites'"
+diag "$T/b.sites"
+rm -f "$T/b1"
+$PMG run --allow "$T/b.sites" --report "$T/b1.rep" -- "$T/x y/pmem prog" \
+	write "$T/b1" 100 --plain >"$T/out" 2>&1; rc=$?
+$PMEMPROG verify "$T/b1" 100 >>"$T/out" 2>&1; vrc=$?
+check "run --allow, a program path with blanks: the learned store passes (rc $rc)" \
+	sh -c "[ $rc = 0 ] && [ $vrc = 0 ] && ! grep -q stray '$T/b1.rep' && \
+	grep -q '1 write(s) let through' '$T/b1.rep'"
+[ $rc = 0 ] || diag "$T/out" "$T/b1.rep"
+
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]
