@@ -38,9 +38,9 @@
  *
  * Per vCPU.  With one vCPU (info->system.max_vcpus == 1: scripts/vmrun
  * --smp 1) the counters are inline additions emitted into the translated
- * code (fast: the boot costs little more than without the plugin); with
- * more, version 1's inline additions are not per vCPU, so every
- * instruction calls back with its vCPU index instead (exact, slower).
+ * code (no call per instruction: cheap); with more, version 1's inline
+ * additions are not per vCPU, so every instruction calls back with its
+ * vCPU index instead (exact, slower).
  * An instruction that faults and is restarted counts once per attempt.
  *
  * Built without QEMU's header (Debian 12 does not ship it): the
