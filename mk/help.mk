@@ -44,6 +44,9 @@ Tier 2, the guest (QEMU TCG -cpu max: PKU and PKS)
   run-vm-check         the same in the PKU guest                       3 min
   run-servers-check    Knot DNS, Knot Resolver under pmguard run       1 min
   ffi-vm-check         the window edges from Python ctypes, PKU guest  30 s
+  count-check          exact WRPKRU/syscall/instruction counts per
+                       operation (TCG plugin) against tools/tcg/budgets 1 min
+  bench-count          the same counts as a table, no budgets          1 min
   examples-check, examples-vm-check  the examples, host and guest      1 min
   install-check        make install into a root, used from there       30 s
   build-check          the build's dependencies, every configuration

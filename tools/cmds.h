@@ -16,6 +16,7 @@ int cmd_bench_fault(int argc, char **argv);	/* tools/lab/bench.c */
 int cmd_bench_persist(int argc, char **argv);	/* tools/lab/bench_persist.c */
 int cmd_bench_domains(int argc, char **argv);	/* tools/lab/bench_domains.c */
 int cmd_bench_all(int argc, char **argv); /* tools/lab/bench_all.c */
+int cmd_bench_count(int argc, char **argv); /* tools/lab/bench_count.c */
 /* Why the PKU figures cannot be measured here, or NULL on PKU. */
 const char *bench_no_pku_why(void); /* tools/lab/bench.c */
 /* ns per floor pair (two bare WRPKRU), median of @rounds rounds of

@@ -575,6 +575,7 @@ static void bench_usage(FILE *f)
 		   "[--dir DIR]\n"
 		   "       pmguard bench domains [--json] [--domains N] "
 		   "[--pairs N]\n"
+		   "       pmguard bench count [--iters N] [--dir DIR]\n"
 		   "  (pmguard bench NAME --help for each)\n");
 }
 
@@ -598,7 +599,9 @@ int cmd_bench(int argc, char **argv)
 		return cmd_bench_domains(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "all"))
 		return cmd_bench_all(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "count"))
+		return cmd_bench_count(argc - 1, argv + 1);
 	return cli_error("bench: unknown benchmark '%s' (window, persist, "
-			 "fault, domains, all)",
+			 "fault, domains, all, count)",
 			 argv[1]);
 }
