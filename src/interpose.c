@@ -194,13 +194,26 @@ NOSAN PMG_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
 }
 
 /*
- * The moved (or grown in place) pages of a range keep its protection at
- * their new place: they are the caller's now, so they are untagged there.
+ * After mremap(@old, @osz, @nsz) returned @m: in place (@m == @old) the
+ * pages that stay are the same pages at the same addresses and keep their
+ * protection -- a shrink drops only the tail it unmapped, a grow leaves
+ * the range as it was and gives the new tail (which took the protection
+ * of the page before it) to the caller.  Moved, the pages keep the
+ * protection of their range at their new place: they are the caller's
+ * now, so they are untagged there; what the range has outside the moved
+ * span stays protected (unmapped.c splits it).
  */
 static void untag_moved(uintptr_t old, size_t osz, uintptr_t m, size_t nsz)
 {
 	struct _pmg_range r;
 
+	if (m == old) {
+		if (nsz < osz)
+			_pmg_ranges_drop(old + nsz, osz - nsz, "mremap");
+		else if (nsz > osz && !_pmg_reg_find(old + osz - 1, &r))
+			(void)_pmg.prim->untag((void *)(old + osz), nsz - osz);
+		return;
+	}
 	while (_pmg_reg_first_overlap(old, old + osz, &r) == 0) {
 		uintptr_t lo = r.base > old ? r.base : old;
 		uintptr_t hi = r.end < old + osz ? r.end : old + osz;
