@@ -790,7 +790,8 @@ $PMEMPROG verify "$T/q2" 50 >"$T/out" 2>&1
 check "N11: pmem-prog, wild mprotect(RW): the 50 records written intact" \
 	[ $? = 0 ]
 
-# ---- partial unmaps (docs/run.md, "Unmapping part of a mapping") ----
+# ---- partial unmaps and kernel writes into a write window (docs/run.md,
+# "Unmapping part of a mapping; read(2) into it") ----
 # pmem_unmap() of part of a pmem_map_file() mapping: the rest stays
 # protected (the registry splits the range); a plain store into it aborts,
 # the report names its address, every mark is intact
@@ -813,6 +814,20 @@ $PMG run --report "$T/pu.rep" -- $PMEMPROG unmap "$T/pu" halves \
 check "pmem_unmap() of a mapping's first half, then its second: runs to the end, nothing reported" \
 	sh -c "[ $rc = 0 ] && ! grep -q 'stray\\|away from pmguard\\|cannot\\|not protected' '$T/pu.rep'"
 [ $rc = 0 ] || diag "$T/out" "$T/pu.rep"
+# MDB_RESERVE filled by one read(2) inside the write transaction (lazy
+# windows on the mprotect backend, keys on PKU): full length, data right
+if [ ! -x "$LMDBPROG" ]; then
+	skip "lmdb-prog reserve: read(2) into MDB_RESERVE" "no $LMDBPROG"
+else
+	mkdir "$T/rs"
+	head -c 3145728 /dev/urandom >"$T/rs.in"
+	$PMG run --report "$T/rs.rep" -- $LMDBPROG reserve "$T/rs" "$T/rs.in" \
+		>"$T/out" 2>&1; rc=$?
+	check "lmdb-prog: MDB_RESERVE of 3 MiB filled by one read(2): 3145728 bytes read, value intact" \
+		sh -c "[ $rc = 0 ] && grep -q 'read 3145728 of 3145728 bytes' '$T/out' && \
+		grep -q 'reserved value intact' '$T/out'"
+	[ $rc = 0 ] || diag "$T/out" "$T/rs.rep"
+fi
 
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"

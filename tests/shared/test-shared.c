@@ -11,7 +11,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include "tap.h"
 #include "probe.h"
@@ -408,6 +410,167 @@ static void t_file_gone(void)
 	       "stays protected (a stray store aborts), windows write it; "
 	       "closed and the file reopened, the new mapping protected "
 	       "again is protected as the first");
+}
+
+/*
+ * Kernel writes into a lazily windowed range (mprotect backend: a write
+ * window grants each 1 MiB block on its first write fault; the kernel's
+ * copy takes no fault and stopped at the first block not granted, so a
+ * read() came back short): the library's read family grants the
+ * destination inside an open write window first.  3 MiB from a file or a
+ * socket, through each call: full length, the data right.
+ */
+#define RL (3u << 20)
+
+struct rl_feed {
+	int fd;
+	const char *src;
+};
+
+static void *rl_send(void *v)
+{
+	const struct rl_feed *f = v;
+	size_t at = 0;
+	ssize_t n;
+
+	while (at < RL &&
+	       (n = send(f->fd, f->src + at, RL - at, MSG_NOSIGNAL)) > 0)
+		at += (size_t)n;
+	return NULL;
+}
+
+static void t_read_lazy(void)
+{
+	static const char *const how[] = {
+		"read", "pread", "readv", "preadv", "fread", "recv",
+		"recvfrom", "recvmsg", "recvmmsg",
+	};
+	const int rw = PROT_READ | PROT_WRITE;
+	struct pmg_domain *d = NULL;
+	char *m, *src;
+	int fd, ok = 1, i;
+
+	m = mmap(NULL, RL, rw, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	src = malloc(RL);
+	fd = tmpfd();
+	CHECK(ok, m != MAP_FAILED && src && fd >= 0 &&
+		  pmg_domain_new(&d, "rd", 0) == 0 &&
+		  pmg_protect(d, m, RL) == 0);
+	if (!ok) {
+		tap_ok(0, "read family into a lazily windowed range: setup");
+		return;
+	}
+	for (size_t k = 0; k < RL; k++)
+		src[k] = (char)('a' + (k * 7 + k / 4093) % 26);
+	CHECK(ok, write(fd, src, RL) == (ssize_t)RL);
+	for (i = 0; i < (int)(sizeof(how) / sizeof(how[0])); i++) {
+		struct iovec iov[3];
+		struct msghdr mh;
+		struct mmsghdr mm;
+		pthread_t t;
+		struct rl_feed feed;
+		int sv[2] = { -1, -1 }, sock = i >= 5, c = 1;
+		ssize_t got = -1;
+		FILE *f = NULL;
+
+		for (int k = 0; k < 3; k++) {
+			iov[k].iov_base = m + k * (RL / 3);
+			iov[k].iov_len = RL / 3;
+		}
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = iov;
+		mh.msg_iovlen = 3;
+		if (sock) {
+			c = socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0;
+			feed.fd = sv[1];
+			feed.src = src;
+			c = c && !pthread_create(&t, NULL, rl_send, &feed);
+		}
+		if (!strcmp(how[i], "fread"))
+			c = lseek(fd, 0, SEEK_SET) == 0 &&
+			    (f = fdopen(dup(fd), "r")) != NULL;
+		CHECK(ok, c && pmg_write_begin(d) == 0);
+		if (!c)
+			continue;
+		/* the page the destination starts in written first (as
+		 * LMDB writes a page's header): on lazy windows its block is
+		 * granted, the ones after it are not */
+		m[0] = 0;
+		switch (i) {
+		case 0:
+			lseek(fd, 0, SEEK_SET);
+			got = read(fd, m, RL);
+			break;
+		case 1:
+			got = pread(fd, m, RL, 0);
+			break;
+		case 2:
+			lseek(fd, 0, SEEK_SET);
+			got = readv(fd, iov, 3);
+			break;
+		case 3:
+			got = preadv(fd, iov, 3, 0);
+			break;
+		case 4:
+			got = (ssize_t)fread(m, 1, RL, f);
+			break;
+		case 5:
+			got = recv(sv[0], m, RL, MSG_WAITALL);
+			break;
+		case 6:
+			got = recvfrom(sv[0], m, RL, MSG_WAITALL, NULL, NULL);
+			break;
+		case 7:
+			got = recvmsg(sv[0], &mh, MSG_WAITALL);
+			break;
+		case 8:
+			memset(&mm, 0, sizeof(mm));
+			mm.msg_hdr = mh;
+			got = recvmmsg(sv[0], &mm, 1, MSG_WAITALL, NULL) == 1
+				      ? (ssize_t)mm.msg_len : -1;
+			break;
+		}
+		pmg_write_end(d);
+		if (sock) {
+			/* a short receive left the sender blocked: unblock */
+			shutdown(sv[0], SHUT_RDWR);
+			pthread_join(t, NULL);
+			close(sv[0]);
+			close(sv[1]);
+		}
+		if (f)
+			fclose(f);
+		if (got != (ssize_t)RL || memcmp(m, src, RL)) {
+			tap_diag("%s into the windowed 3 MiB: %zd of %u bytes, "
+				 "data %s", how[i], got, RL,
+				 memcmp(m, src, RL) ? "wrong" : "right");
+			ok = 0;
+		}
+		/* fresh for the next call: zeroed, every block given back */
+		pmg_write_begin(d);
+		memset(m, 0, RL);
+		pmg_write_end(d);
+	}
+	/* outside a window the kernel's write is refused as the
+	 * program's own would be: EFAULT, nothing written */
+	lseek(fd, 0, SEEK_SET);
+	errno = 0;
+	if (read(fd, m + 5, 100) != -1 || errno != EFAULT || m[5] != 0) {
+		tap_diag("read into the range outside a window: errno %d, "
+			 "byte %#x", errno, m[5] & 0xff);
+		ok = 0;
+	}
+	tap_ok(ok, "read, pread, readv, preadv, fread, recv, recvfrom, "
+	       "recvmsg, recvmmsg of 3 MiB into a write window on a range "
+	       "(%s, %s windows): full length, data right; outside a "
+	       "window read() fails with EFAULT, nothing written",
+	       pmg_backend_name(pmg_backend()),
+	       pmg_backend() == PMG_BACKEND_PKU ? "keyed" : "lazy");
+	pmg_unprotect(m, RL);
+	pmg_domain_delete(&d);
+	munmap(m, RL);
+	free(src);
+	close(fd);
 }
 
 /*
@@ -991,7 +1154,7 @@ int main(void)
 
 	int rep[2];
 
-	tap_init(26);
+	tap_init(27);
 	pg = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int ok = pmg_domain_new(&dom, "shared", 0) == 0 &&
@@ -1031,6 +1194,7 @@ int main(void)
 	t_unmapped();
 	t_unmapped_pool();
 	t_partial();
+	t_read_lazy();
 	t_file_gone();
 	t_mprotect_over();
 	t_mprotect_whole();
