@@ -796,16 +796,17 @@ check "N11: pmem-prog, wild mprotect(RW): the 50 records written intact" \
 # protected (the registry splits the range); a plain store into it aborts,
 # the report names its address, every mark is intact
 for part in first second middle; do
+	what="$part half"
 	rm -f "$T/pu" "$T/pu.rep"
 	$PMG run --report "$T/pu.rep" -- $PMEMPROG unmap "$T/pu" $part \
 		>"$T/out" 2>&1; rc=$?
 	at=$(sed -n 's/^pmem-prog: stray at \(0x[0-9a-f]*\)$/\1/p' "$T/out")
-	check "pmem_unmap() of the $part of a mapping: a stray store into the rest aborts, reported at its address" \
+	check "pmem_unmap() of the $what of a mapping: a stray store into the rest aborts, reported at its address" \
 		sh -c "[ $rc = 134 ] && [ -n '$at' ] && \
 		grep -q \"strict (aborting): stray write to $at .*'pmem:.*/pu'\" '$T/pu.rep'"
 	[ $rc = 134 ] || diag "$T/out" "$T/pu.rep"
 	$PMEMPROG marks "$T/pu" >"$T/out" 2>&1
-	check "pmem_unmap() of the $part: every mark intact after the abort" \
+	check "pmem_unmap() of the $what: every mark intact after the abort" \
 		[ $? = 0 ]
 done
 rm -f "$T/pu" "$T/pu.rep"
