@@ -31,6 +31,14 @@
  *                                  short; then reads the value back in a
  *                                  read-only transaction, compares it
  *                                  with FILE ("reserved value intact")
+ *   lmdb-prog unmap DIR            one write transaction of 10 records,
+ *                                  then munmap() the second half of the
+ *                                  map (found in /proc/self/maps) and a
+ *                                  plain store into record 0's value in
+ *                                  the first half, the address printed
+ *                                  first ("stray at P");
+ *                                  survived: "the stray store landed",
+ *                                  exit 1
  * Exit 0 fine, 1 wrong data (printed), 2 usage or an LMDB error.
  */
 #define _GNU_SOURCE
@@ -40,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -135,6 +144,60 @@ static int reserve(MDB_env *env, const char *file)
 	return 0;
 }
 
+/* unmap DIR: part of the map taken away, a stray store into the rest */
+static int unmap_half(MDB_env *env, const char *dir)
+{
+	char k[16], v[40], line[4200], want[4200];
+	unsigned long lo, hi;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val key, val;
+	char *map = NULL;
+	size_t len = 0;
+	unsigned i;
+	FILE *f;
+
+	CK(mdb_txn_begin(env, NULL, 0, &txn));
+	CK(mdb_dbi_open(txn, NULL, 0, &dbi));
+	for (i = 0; i < 10; i++) {
+		kv(i, k, v);
+		key.mv_data = k;
+		key.mv_size = strlen(k);
+		val.mv_data = v;
+		val.mv_size = strlen(v);
+		CK(mdb_put(txn, dbi, &key, &val, 0));
+	}
+	CK(mdb_txn_commit(txn));
+	/* the target: record 0's value, in the map (MDB_WRITEMAP) */
+	kv(0, k, v);
+	key.mv_data = k;
+	key.mv_size = strlen(k);
+	CK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+	CK(mdb_get(txn, dbi, &key, &val));
+	mdb_txn_abort(txn);
+	snprintf(want, sizeof(want), "/data.mdb");
+	f = fopen("/proc/self/maps", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 &&
+		    strstr(line, want) && strstr(line, dir) &&
+		    hi - lo > len) {
+			map = (char *)lo;
+			len = hi - lo;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (!map || (char *)val.mv_data < map ||
+	    (char *)val.mv_data >= map + len / 2 ||
+	    munmap(map + len / 2, len / 2))
+		return 2;
+	printf("lmdb-prog: stray at %p\n", val.mv_data);
+	fflush(stdout);
+	*(char *)val.mv_data = 'X';
+	printf("lmdb-prog: the stray store landed\n");
+	return 1;
+}
+
 /* read DIR TXNS THREADS: read-only transaction throughput */
 static int read_bench(MDB_env *env, unsigned txns, unsigned nthr)
 {
@@ -185,7 +248,7 @@ int main(int argc, char **argv)
 	char k[16], v[40];
 	unsigned t, i, n = 0, want;
 
-	if (argc < 4)
+	if (argc < 3)
 		return 2;
 	CK(mdb_env_create(&env));
 	CK(mdb_env_set_mapsize(env, 1ul << 30));
@@ -223,12 +286,14 @@ int main(int argc, char **argv)
 		mdb_env_close(env);
 		return 0;
 	}
+	if (!strcmp(argv[1], "unmap") && argc == 3)
+		return unmap_half(env, argv[2]);
 	if (!strcmp(argv[1], "reserve") && argc == 4)
 		return reserve(env, argv[3]);
 	if (!strcmp(argv[1], "read") && argc == 5)
 		return read_bench(env, (unsigned)atoi(argv[3]),
 				  (unsigned)atoi(argv[4]));
-	if (strcmp(argv[1], "verify"))
+	if (strcmp(argv[1], "verify") || argc < 4)
 		return 2;
 	CK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
 	CK(mdb_dbi_open(txn, NULL, 0, &dbi));
