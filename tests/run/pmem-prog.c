@@ -77,6 +77,7 @@ static int unmap_part(const char *file, const char *part)
 		return 2;
 	}
 	for (u = 0; u < 8; u++) {
+		memset(m, 0, sizeof(m));
 		snprintf(m, sizeof(m), "mark%u", u);
 		pmem_memcpy_persist(p + u * EIGHTH, m, sizeof(m));
 	}
@@ -112,6 +113,7 @@ static int marks(const char *file)
 	if (!p || ml != SIZE)
 		return 2;
 	for (u = 0; u < 8; u++) {
+		memset(m, 0, sizeof(m));
 		snprintf(m, sizeof(m), "mark%u", u);
 		if (memcmp(p + u * EIGHTH, m, sizeof(m)) ||
 		    p[u * EIGHTH + 1000]) {

@@ -805,9 +805,10 @@ for part in first second middle; do
 		sh -c "[ $rc = 134 ] && [ -n '$at' ] && \
 		grep -q \"strict (aborting): stray write to $at .*'pmem:.*/pu'\" '$T/pu.rep'"
 	[ $rc = 134 ] || diag "$T/out" "$T/pu.rep"
-	$PMEMPROG marks "$T/pu" >"$T/out" 2>&1
+	$PMEMPROG marks "$T/pu" >"$T/out" 2>&1; rc=$?
 	check "pmem_unmap() of the $what: every mark intact after the abort" \
-		[ $? = 0 ]
+		[ $rc = 0 ]
+	[ $rc = 0 ] || diag "$T/out"
 done
 rm -f "$T/pu" "$T/pu.rep"
 $PMG run --report "$T/pu.rep" -- $PMEMPROG unmap "$T/pu" halves \
