@@ -346,6 +346,9 @@ PMG_API int pmg_unprotect(void *addr, size_t len)
 	pthread_mutex_lock(&_pmg.lock);
 	if (_pmg_reg_find(base, &r) || r.base != base || r.end != base + len) {
 		rc = 0;
+		/* a range an unmap of part of it split: what is left */
+		if (_pmg_pieces_unprotect(base, base + len, &rc))
+			goto out;
 		if (!_pmg_gone_take(base, base + len))	/* unmapped.c */
 			rc = _pmg_err(-ENOENT, "pmg_unprotect(%p, %zu): no "
 				      "protected range starts there with "

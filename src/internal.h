@@ -209,6 +209,11 @@ int _pmg_lazy_prepare(int id);
 unsigned _pmg_lazy_lower_begin(void); /* AS-safe */
 void _pmg_lazy_lower_end(unsigned ph); /* AS-safe */
 void _pmg_lazy_fork_child(void);
+/* mpwin.c: domains with a lazy write window open (0: nothing to grant
+ * before a kernel write), and the grant of [@a, @a+@n) where a write
+ * window is open on it (interpose.c's read family).  AS-safe. */
+extern unsigned _pmg_lazy_live;
+void _pmg_lazy_pregrant(uintptr_t a, size_t n);
 /* mpwin.c: page windows of the persistence calls (mprotect backend) */
 int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len);
 void _pmg_pw_close(int slot);
@@ -249,6 +254,9 @@ struct _pmg_range {
 	int dom;		/* registry: the domain's number; pool
 				   table: is pmem; quarantine: its slot */
 	uintptr_t alias;	/* pool table: writable alias of base, 0: none */
+	uintptr_t obase, oend;	/* registry: the range pmg_protect()
+				   registered, of which this is what an
+				   unmap of part of it left (unmapped.c) */
 };
 struct _pmg_rcopy {
 	size_t n, cap;
@@ -274,6 +282,11 @@ struct _pmg_rtab {
 int _pmg_rt_insert(struct _pmg_rtab *t, const struct _pmg_range *r);
 int _pmg_rt_remove(struct _pmg_rtab *t, uintptr_t base, uintptr_t end,
 		   struct _pmg_range *out);
+/* Replace the range [@base, @end) with the @np ranges @p (0 to 2, sorted,
+ * inside it) in one publish: a reader sees the range or the pieces,
+ * never neither.  0, -ENOENT, -ENOMEM. */
+int _pmg_rt_split(struct _pmg_rtab *t, uintptr_t base, uintptr_t end,
+		  const struct _pmg_range *p, size_t np);
 /* The number of ranges (the caller's lock held). */
 size_t _pmg_rt_count(const struct _pmg_rtab *t);
 /* Readers: enter, use the copy (n ranges), leave with the slot.  AS-safe. */
@@ -299,6 +312,10 @@ extern unsigned long _pmg_rt_gen;	/* 64 bits: never wraps */
 bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end);
 int _pmg_reg_insert(uintptr_t base, uintptr_t end, int id);
 int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *id);
+/* Cut [@a, @e) out of the registered range @r: what is left on either
+ * side stays registered (its domain, its origin).  The pieces left (0 to
+ * 2), or -ENOENT, -ENOMEM (nothing changed).  Lock held. */
+int _pmg_reg_cut(const struct _pmg_range *r, uintptr_t a, uintptr_t e);
 int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out);
 /* The range holding @addr, or the gap around it (dom 0).  AS-safe. */
 void _pmg_reg_interval(uintptr_t addr, struct _pmg_range *out);
@@ -316,6 +333,14 @@ void _pmg_range_drop(const struct _pmg_range *r, uintptr_t a, size_t n,
 		     const char *what);
 void _pmg_ranges_drop(uintptr_t a, size_t n, const char *what);
 void _pmg_range_drop_unmapped(const struct _pmg_range *r);
+/* pmg_unprotect(@base, @end - @base) of a range unmaps split (lock
+ * held): its pieces given back; true if it had any (*rc: 0 or -errno). */
+bool _pmg_pieces_unprotect(uintptr_t base, uintptr_t end, int *rc);
+/* [@a, @a+@n) of the protected ranges given back (untagged) before the
+ * caller unmaps it, the rest of each range kept (libpmguard-run.so's
+ * pmem_unmap() of part of a mapping).  Takes the lock.  The ranges @d
+ * has left, or -errno. */
+int _pmg_unprotect_part(uintptr_t a, size_t n, const struct pmg_domain *d);
 bool _pmg_all_mapped(uintptr_t base, uintptr_t end);
 bool _pmg_gone_take(uintptr_t base, uintptr_t end);
 void _pmg_gone_forget(uintptr_t base, uintptr_t end);

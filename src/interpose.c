@@ -194,13 +194,26 @@ NOSAN PMG_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
 }
 
 /*
- * The moved (or grown in place) pages of a range keep its protection at
- * their new place: they are the caller's now, so they are untagged there.
+ * After mremap(@old, @osz, @nsz) returned @m: in place (@m == @old) the
+ * pages that stay are the same pages at the same addresses and keep their
+ * protection -- a shrink drops only the tail it unmapped, a grow leaves
+ * the range as it was and gives the new tail (which took the protection
+ * of the page before it) to the caller.  Moved, the pages keep the
+ * protection of their range at their new place: they are the caller's
+ * now, so they are untagged there; what the range has outside the moved
+ * span stays protected (unmapped.c splits it).
  */
 static void untag_moved(uintptr_t old, size_t osz, uintptr_t m, size_t nsz)
 {
 	struct _pmg_range r;
 
+	if (m == old) {
+		if (nsz < osz)
+			_pmg_ranges_drop(old + nsz, osz - nsz, "mremap");
+		else if (nsz > osz && !_pmg_reg_find(old + osz - 1, &r))
+			(void)_pmg.prim->untag((void *)(old + osz), nsz - osz);
+		return;
+	}
 	while (_pmg_reg_first_overlap(old, old + osz, &r) == 0) {
 		uintptr_t lo = r.base > old ? r.base : old;
 		uintptr_t hi = r.end < old + osz ? r.end : old + osz;
@@ -551,6 +564,354 @@ NOSAN PMG_API int madvise(void *addr, size_t len, int advice)
 	}
 	errno = err;
 	return rc;
+}
+
+/*
+ * The calls that have the kernel write into the caller's memory: their
+ * destination is granted first where a lazy write window is open on it
+ * (mpwin.c, _pmg_lazy_pregrant(): a kernel write takes no fault, so the
+ * copy stopped short at the first block not yet granted and read(2)
+ * returned a short count).  One relaxed load when no lazy write window is
+ * open (PKU, eager windows, none open).  The real function, resolved at
+ * load; until then (another constructor's early calls) the raw syscall,
+ * or dlsym() there (fread() and the _chk variants, which have none).
+ * Not seen: raw syscalls, libc's internal reads (getline(), fgets() and
+ * the like fill their FILE's buffer, not the caller's memory), io_uring
+ * and aio (the kernel writes later, from another context), a write in
+ * another process (process_vm_writev() into ours) -- docs/design.md.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#define LIVE() __atomic_load_n(&_pmg_lazy_live, __ATOMIC_RELAXED)
+
+static void grant(const void *buf, size_t n)
+{
+	int e = errno;
+
+	_pmg_lazy_pregrant((uintptr_t)buf, n);
+	errno = e;
+}
+
+static void grant_iov(const struct iovec *iov, long cnt)
+{
+	long i;
+
+	if (!iov || cnt <= 0 || cnt > IOV_MAX)
+		return;
+	for (i = 0; i < cnt; i++)
+		grant(iov[i].iov_base, iov[i].iov_len);
+}
+
+/* What recvmsg() writes: the message header's fields, name, control
+ * data and the buffers. */
+static void grant_msg(struct msghdr *mh)
+{
+	if (!mh)
+		return;
+	grant(mh, sizeof(*mh));
+	if (mh->msg_name)
+		grant(mh->msg_name, mh->msg_namelen);
+	if (mh->msg_control)
+		grant(mh->msg_control, mh->msg_controllen);
+	grant_iov(mh->msg_iov, (long)mh->msg_iovlen);
+}
+
+enum rd_fn {
+	RD_READ, RD_PREAD, RD_PREAD64, RD_READV, RD_PREADV, RD_PREADV64,
+	RD_PREADV2, RD_PREADV64V2, RD_RECV, RD_RECVFROM, RD_RECVMSG,
+	RD_RECVMMSG, RD_FREAD, RD_PVREADV, RD_READ_CHK, RD_PREAD_CHK,
+	RD_PREAD64_CHK, RD_RECV_CHK, RD_RECVFROM_CHK, RD_FREAD_CHK, RD_NR
+};
+static const char *const rd_name[RD_NR] = {
+	"read", "pread", "pread64", "readv", "preadv", "preadv64",
+	"preadv2", "preadv64v2", "recv", "recvfrom", "recvmsg",
+	"recvmmsg", "fread", "process_vm_readv", "__read_chk", "__pread_chk",
+	"__pread64_chk", "__recv_chk", "__recvfrom_chk", "__fread_chk",
+};
+static void *rd_real[RD_NR];
+
+__attribute__((constructor)) static void rd_resolve(void)
+{
+	int i;
+
+	for (i = 0; i < RD_NR; i++)
+		__atomic_store_n(&rd_real[i], dlsym(RTLD_NEXT, rd_name[i]),
+				 __ATOMIC_RELEASE);
+}
+
+/* The real function @i; NULL before rd_resolve() ran (@may_dlsym: ask
+ * dlsym() now -- not AS-safe, so not for the calls a signal handler may
+ * make). */
+static void *rd(enum rd_fn i, bool may_dlsym)
+{
+	void *f = __atomic_load_n(&rd_real[i], __ATOMIC_ACQUIRE);
+
+	if (!f && may_dlsym) {
+		f = dlsym(RTLD_NEXT, rd_name[i]);
+		__atomic_store_n(&rd_real[i], f, __ATOMIC_RELEASE);
+	}
+	return f;
+}
+
+typedef ssize_t (*read_fn)(int, void *, size_t);
+typedef ssize_t (*pread_fn)(int, void *, size_t, off_t);
+typedef ssize_t (*readv_fn)(int, const struct iovec *, int);
+typedef ssize_t (*preadv_fn)(int, const struct iovec *, int, off_t);
+typedef ssize_t (*preadv2_fn)(int, const struct iovec *, int, off_t, int);
+typedef ssize_t (*recv_fn)(int, void *, size_t, int);
+typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, struct sockaddr *,
+			       socklen_t *);
+typedef ssize_t (*recvmsg_fn)(int, struct msghdr *, int);
+typedef int (*recvmmsg_fn)(int, struct mmsghdr *, unsigned, int,
+			   struct timespec *);
+typedef size_t (*fread_fn)(void *, size_t, size_t, FILE *);
+typedef ssize_t (*pvreadv_fn)(pid_t, const struct iovec *, unsigned long,
+			      const struct iovec *, unsigned long,
+			      unsigned long);
+typedef ssize_t (*read_chk_fn)(int, void *, size_t, size_t);
+typedef ssize_t (*pread_chk_fn)(int, void *, size_t, off_t, size_t);
+typedef ssize_t (*recv_chk_fn)(int, void *, size_t, size_t, int);
+typedef ssize_t (*recvfrom_chk_fn)(int, void *, size_t, size_t, int,
+				   struct sockaddr *, socklen_t *);
+typedef size_t (*fread_chk_fn)(void *, size_t, size_t, size_t, FILE *);
+
+NOSAN PMG_API ssize_t read(int fd, void *buf, size_t n)
+{
+	read_fn f = (read_fn)rd(RD_READ, false);
+
+	if (LIVE())
+		grant(buf, n);
+	return f ? f(fd, buf, n) : syscall(SYS_read, fd, buf, n);
+}
+
+NOSAN PMG_API ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	pread_fn f = (pread_fn)rd(RD_PREAD, false);
+
+	if (LIVE())
+		grant(buf, n);
+	return f ? f(fd, buf, n, off) : syscall(SYS_pread64, fd, buf, n, off);
+}
+
+NOSAN PMG_API ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+{
+	pread_fn f = (pread_fn)rd(RD_PREAD64, false);
+
+	if (LIVE())
+		grant(buf, n);
+	return f ? f(fd, buf, n, off) : syscall(SYS_pread64, fd, buf, n, off);
+}
+
+NOSAN PMG_API ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	readv_fn f = (readv_fn)rd(RD_READV, false);
+
+	if (LIVE())
+		grant_iov(iov, cnt);
+	return f ? f(fd, iov, cnt) : syscall(SYS_readv, fd, iov, cnt);
+}
+
+/* preadv(2)'s raw syscall takes the offset in two halves */
+static ssize_t sys_preadv2(int fd, const struct iovec *iov, int cnt,
+			   off_t off, int flags)
+{
+	return syscall(SYS_preadv2, fd, iov, cnt, (unsigned long)off,
+		       (unsigned long)((uint64_t)off >> 32), flags);
+}
+
+NOSAN PMG_API ssize_t preadv(int fd, const struct iovec *iov, int cnt,
+			     off_t off)
+{
+	preadv_fn f = (preadv_fn)rd(RD_PREADV, false);
+
+	if (LIVE())
+		grant_iov(iov, cnt);
+	return f ? f(fd, iov, cnt, off) : sys_preadv2(fd, iov, cnt, off, 0);
+}
+
+NOSAN PMG_API ssize_t preadv64(int fd, const struct iovec *iov, int cnt,
+			       off_t off)
+{
+	preadv_fn f = (preadv_fn)rd(RD_PREADV64, false);
+
+	if (LIVE())
+		grant_iov(iov, cnt);
+	return f ? f(fd, iov, cnt, off) : sys_preadv2(fd, iov, cnt, off, 0);
+}
+
+NOSAN PMG_API ssize_t preadv2(int fd, const struct iovec *iov, int cnt,
+			      off_t off, int flags)
+{
+	preadv2_fn f = (preadv2_fn)rd(RD_PREADV2, false);
+
+	if (LIVE())
+		grant_iov(iov, cnt);
+	return f ? f(fd, iov, cnt, off, flags)
+		 : sys_preadv2(fd, iov, cnt, off, flags);
+}
+
+NOSAN PMG_API ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt,
+				 off_t off, int flags)
+{
+	preadv2_fn f = (preadv2_fn)rd(RD_PREADV64V2, false);
+
+	if (LIVE())
+		grant_iov(iov, cnt);
+	return f ? f(fd, iov, cnt, off, flags)
+		 : sys_preadv2(fd, iov, cnt, off, flags);
+}
+
+NOSAN PMG_API ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	recv_fn f = (recv_fn)rd(RD_RECV, false);
+
+	if (LIVE())
+		grant(buf, n);
+	return f ? f(fd, buf, n, flags)
+		 : syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
+}
+
+NOSAN PMG_API ssize_t recvfrom(int fd, void *buf, size_t n, int flags,
+			       struct sockaddr *from, socklen_t *fromlen)
+{
+	recvfrom_fn f = (recvfrom_fn)rd(RD_RECVFROM, false);
+
+	if (LIVE()) {
+		grant(buf, n);
+		if (fromlen) {
+			grant(fromlen, sizeof(*fromlen));
+			if (from)
+				grant(from, *fromlen);
+		}
+	}
+	return f ? f(fd, buf, n, flags, from, fromlen)
+		 : syscall(SYS_recvfrom, fd, buf, n, flags, from, fromlen);
+}
+
+NOSAN PMG_API ssize_t recvmsg(int fd, struct msghdr *mh, int flags)
+{
+	recvmsg_fn f = (recvmsg_fn)rd(RD_RECVMSG, false);
+
+	if (LIVE())
+		grant_msg(mh);
+	return f ? f(fd, mh, flags) : syscall(SYS_recvmsg, fd, mh, flags);
+}
+
+NOSAN PMG_API int recvmmsg(int fd, struct mmsghdr *v, unsigned vlen, int flags,
+			   struct timespec *tmo)
+{
+	recvmmsg_fn f = (recvmmsg_fn)rd(RD_RECVMMSG, false);
+	unsigned i;
+
+	if (LIVE() && v && vlen <= IOV_MAX) {
+		grant(v, vlen * sizeof(*v));
+		for (i = 0; i < vlen; i++)
+			grant_msg(&v[i].msg_hdr);
+	}
+	return f ? f(fd, v, vlen, flags, tmo)
+		 : (int)syscall(SYS_recvmmsg, fd, v, vlen, flags, tmo);
+}
+
+NOSAN PMG_API size_t fread(void *buf, size_t size, size_t n, FILE *fp)
+{
+	fread_fn f = (fread_fn)rd(RD_FREAD, true);
+
+	if (LIVE() && size && n <= SIZE_MAX / size)
+		grant(buf, size * n);
+	if (!f) {
+		errno = ENOSYS;
+		return 0;
+	}
+	return f(buf, size, n, fp);
+}
+
+NOSAN PMG_API ssize_t process_vm_readv(pid_t pid, const struct iovec *local,
+				       unsigned long nl,
+				       const struct iovec *remote,
+				       unsigned long nr, unsigned long flags)
+{
+	pvreadv_fn f = (pvreadv_fn)rd(RD_PVREADV, false);
+
+	if (LIVE())
+		grant_iov(local, (long)nl); /* ours: the local side */
+	return f ? f(pid, local, nl, remote, nr, flags)
+		 : syscall(SYS_process_vm_readv, pid, local, nl, remote, nr,
+			   flags);
+}
+
+/* _FORTIFY_SOURCE's checked variants (a destination of known size);
+ * glibc declares them only inside its fortified inlines */
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+		       struct sockaddr *from, socklen_t *fromlen);
+size_t __fread_chk(void *buf, size_t buflen, size_t size, size_t n, FILE *fp);
+
+NOSAN PMG_API ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	read_chk_fn f = (read_chk_fn)rd(RD_READ_CHK, true);
+
+	if (LIVE())
+		grant(buf, n < buflen ? n : buflen);
+	return f ? f(fd, buf, n, buflen) : read(fd, buf, n);
+}
+
+NOSAN PMG_API ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off,
+				  size_t buflen)
+{
+	pread_chk_fn f = (pread_chk_fn)rd(RD_PREAD_CHK, true);
+
+	if (LIVE())
+		grant(buf, n < buflen ? n : buflen);
+	return f ? f(fd, buf, n, off, buflen) : pread(fd, buf, n, off);
+}
+
+NOSAN PMG_API ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off,
+				    size_t buflen)
+{
+	pread_chk_fn f = (pread_chk_fn)rd(RD_PREAD64_CHK, true);
+
+	if (LIVE())
+		grant(buf, n < buflen ? n : buflen);
+	return f ? f(fd, buf, n, off, buflen) : pread(fd, buf, n, off);
+}
+
+NOSAN PMG_API ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen,
+				 int flags)
+{
+	recv_chk_fn f = (recv_chk_fn)rd(RD_RECV_CHK, true);
+
+	if (LIVE())
+		grant(buf, n < buflen ? n : buflen);
+	return f ? f(fd, buf, n, buflen, flags) : recv(fd, buf, n, flags);
+}
+
+NOSAN PMG_API ssize_t __recvfrom_chk(int fd, void *buf, size_t n,
+				     size_t buflen, int flags,
+				     struct sockaddr *from,
+				     socklen_t *fromlen)
+{
+	recvfrom_chk_fn f = (recvfrom_chk_fn)rd(RD_RECVFROM_CHK, true);
+
+	if (LIVE())
+		grant(buf, n < buflen ? n : buflen);
+	return f ? f(fd, buf, n, buflen, flags, from, fromlen)
+		 : recvfrom(fd, buf, n, flags, from, fromlen);
+}
+
+NOSAN PMG_API size_t __fread_chk(void *buf, size_t buflen, size_t size,
+				 size_t n, FILE *fp)
+{
+	fread_chk_fn f = (fread_chk_fn)rd(RD_FREAD_CHK, true);
+
+	if (LIVE() && size && n <= SIZE_MAX / size)
+		grant(buf, size * n < buflen ? size * n : buflen);
+	return f ? f(buf, buflen, size, n, fp) : fread(buf, size, n, fp);
 }
 
 #endif /* PMG_SHARED */

@@ -83,6 +83,7 @@ struct lz {
 	unsigned long epoch;
 	unsigned n; /* slots reserved (may exceed LZ_MAX) */
 	int full; /* the whole domain is read-write */
+	int live; /* a write window is open: counted in _pmg_lazy_live */
 	uintptr_t page[LZ_MAX]; /* a block's base; 0: free */
 };
 
@@ -307,6 +308,55 @@ bool _pmg_lazy_grant(int id, uintptr_t page)
 	return true;
 }
 
+unsigned _pmg_lazy_live;
+
+/* @l's domain has no write window open any more. */
+static void lz_unlive(struct lz *l)
+{
+	if (__atomic_exchange_n(&l->live, 0, __ATOMIC_SEQ_CST))
+		__atomic_sub_fetch(&_pmg_lazy_live, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * A kernel write into a lazily windowed range takes no fault: the copy
+ * (copy_to_user()) stops at the first block not yet granted, and read(2)
+ * returns a short count -- not an error -- so a program that trusts a
+ * regular file's read commits stale bytes.  The interposed calls that
+ * write user memory (interpose.c: the read and recv families, fread(),
+ * process_vm_readv()'s local side) grant their destination first, as
+ * the program's own first writes would have been: each block of
+ * [@a, @a+@n) in a range of a domain with a write window open (and the
+ * program's own rights allowing writes), through the fault path's grant.
+ * A window that closes meanwhile makes the write fail or come back short,
+ * as without a window.  AS-safe (a read() in a signal handler): atomics,
+ * mprotect(2), the lock-free registry.
+ */
+void _pmg_lazy_pregrant(uintptr_t a, size_t n)
+{
+	uintptr_t e = a + n, at = a & ~(PMG_PAGE_SIZE - 1);
+	struct _pmg_range r;
+
+	if (!_pmg_lazy || !n ||
+	    !__atomic_load_n(&_pmg_lazy_live, __ATOMIC_RELAXED))
+		return;
+	if (e < a)
+		e = UINTPTR_MAX;
+	while (at < e && !_pmg_reg_first_overlap(at, e, &r)) {
+		uintptr_t p = r.base > at ? r.base : at;
+		uintptr_t hi = r.end < e ? r.end : e;
+		struct lz *l = lz_of(r.dom);
+
+		at = r.end;
+		if (!l || !__atomic_load_n(&l->live, __ATOMIC_SEQ_CST) ||
+		    !__atomic_load_n(&_pmg.dom[r.dom].gw, __ATOMIC_SEQ_CST))
+			continue;
+		for (; p < hi; p = (p & ~(LZ_BLOCK - 1)) + LZ_BLOCK)
+			if (!lazy_has(r.dom, p) &&
+			    _pmg_cap_allows(p, PMG_WRITE))
+				(void)_pmg_lazy_grant(r.dom, p);
+	}
+}
+
 /*
  * A write window opens on @id (lock held, the count already raised) in
  * a thread that blocks SIGSEGV: a signal handler whose sa_mask holds it
@@ -325,6 +375,8 @@ void _pmg_lazy_open(int id)
 
 	if (!_pmg_lazy || !l)
 		return;
+	if (!__atomic_exchange_n(&l->live, 1, __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(&_pmg_lazy_live, 1, __ATOMIC_SEQ_CST);
 	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &set, sizeof(set)))
 		set = ~0ULL; /* cannot tell: take the safe side */
 	if (!(set & (1ULL << (SIGSEGV - 1))))
@@ -403,6 +455,7 @@ void _pmg_lazy_close(int id, bool whole_done)
 
 	if (!_pmg_lazy || !l)
 		return;
+	lz_unlive(l);
 	__atomic_add_fetch(&l->epoch, 1, __ATOMIC_SEQ_CST);
 	n = __atomic_exchange_n(&l->n, 0, __ATOMIC_SEQ_CST);
 	if (n > LZ_MAX)
@@ -449,6 +502,7 @@ void _pmg_lazy_reset(int id)
 
 	if (!_pmg_lazy || !l)
 		return;
+	lz_unlive(l);
 	__atomic_add_fetch(&l->epoch, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&l->n, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&l->full, 0, __ATOMIC_SEQ_CST);

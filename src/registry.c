@@ -77,6 +77,7 @@ bool _pmg_rt_around(const struct _pmg_range *r, size_t n, size_t i,
 	out->end = out->lim = i < n ? r[i].base : UINTPTR_MAX;
 	out->dom = 0;
 	out->alias = 0;
+	out->obase = out->oend = 0;
 	return false;
 }
 
@@ -157,35 +158,72 @@ static void publish(struct _pmg_rtab *t, struct _pmg_range *spare)
 	old->n = now->n;
 }
 
+/* Room for one more range in the copy readers do not use: grown if full,
+ * *@spare then the other copy's new array (for publish()).  0, -ENOMEM. */
+static int rt_grow(struct _pmg_rcopy *w, struct _pmg_range **spare)
+{
+	size_t cap = w->cap ? w->cap * 2 : 16;
+	struct _pmg_range *a;
+
+	*spare = NULL;
+	if (w->n < w->cap)
+		return 0;
+	a = malloc(cap * sizeof(*a));
+	*spare = malloc(cap * sizeof(**spare));
+	if (!a || !*spare) {
+		free(a);
+		free(*spare);
+		*spare = NULL;
+		return -ENOMEM;
+	}
+	if (w->n)
+		memcpy(a, w->r, w->n * sizeof(*a));
+	free(w->r);
+	w->r = a;
+	w->cap = cap;
+	return 0;
+}
+
 int _pmg_rt_insert(struct _pmg_rtab *t, const struct _pmg_range *r)
 {
 	struct _pmg_rcopy *w = &t->c[!t->lr];
-	struct _pmg_range *spare = NULL;
+	struct _pmg_range *spare;
 	size_t i;
 
 	register_tab(t);
 	i = _pmg_rt_search(w->r, w->n, r->base);
 	if (i < w->n && w->r[i].base < r->end)
 		return -EEXIST;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 16;
-		struct _pmg_range *a = malloc(cap * sizeof(*a));
-
-		spare = malloc(cap * sizeof(*spare));
-		if (!a || !spare) {
-			free(a);
-			free(spare);
-			return -ENOMEM;
-		}
-		if (w->n)
-			memcpy(a, w->r, w->n * sizeof(*a));
-		free(w->r);
-		w->r = a;
-		w->cap = cap;
-	}
+	if (rt_grow(w, &spare))
+		return -ENOMEM;
 	memmove(&w->r[i + 1], &w->r[i], (w->n - i) * sizeof(w->r[0]));
 	w->r[i] = *r;
 	w->n++;
+	publish(t, spare);
+	return 0;
+}
+
+int _pmg_rt_split(struct _pmg_rtab *t, uintptr_t base, uintptr_t end,
+		  const struct _pmg_range *p, size_t np)
+{
+	struct _pmg_rcopy *w = &t->c[!t->lr];
+	struct _pmg_range *spare = NULL;
+	size_t i = _pmg_rt_search(w->r, w->n, base);
+
+	if (i >= w->n || w->r[i].base != base || w->r[i].end != end ||
+	    np > 2)
+		return -ENOENT;
+	if (np == 2 && rt_grow(w, &spare))
+		return -ENOMEM;
+	if (np == 2)
+		memmove(&w->r[i + 2], &w->r[i + 1],
+			(w->n - i - 1) * sizeof(w->r[0]));
+	else if (np == 0)
+		memmove(&w->r[i], &w->r[i + 1],
+			(w->n - i - 1) * sizeof(w->r[0]));
+	if (np)
+		memcpy(&w->r[i], p, np * sizeof(*p));
+	w->n = w->n - 1 + np;
 	publish(t, spare);
 	return 0;
 }
@@ -222,9 +260,37 @@ bool _pmg_reg_overlaps(uintptr_t base, uintptr_t end)
 int _pmg_reg_insert(uintptr_t base, uintptr_t end, int id)
 {
 	struct _pmg_range r = {
-		.base = base, .end = end, .lim = end, .dom = id
+		.base = base, .end = end, .lim = end, .dom = id,
+		.obase = base, .oend = end
 	};
 	return _pmg_rt_insert(&reg, &r);
+}
+
+int _pmg_reg_cut(const struct _pmg_range *r, uintptr_t a, uintptr_t e)
+{
+	struct _pmg_range p[2];
+	size_t np = 0;
+	int rc;
+
+	if (a < r->base)
+		a = r->base;
+	if (e > r->end)
+		e = r->end;
+	if (a > r->base) {
+		p[np] = *r;
+		p[np].end = p[np].lim = a;
+		np++;
+	}
+	if (e < r->end) {
+		p[np] = *r;
+		p[np].base = e;
+		np++;
+	}
+	rc = _pmg_rt_split(&reg, r->base, r->end, p, np);
+	if (rc)
+		return rc;
+	_pmg_cap_drop(a, e); /* no longer ours to cap */
+	return (int)np;
 }
 
 int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *id)

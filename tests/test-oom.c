@@ -273,7 +273,7 @@ static const struct {
 	{ "err_buf", false }, /* state.c: a thread's messages */
 	{ "domain_new", false }, /* domain.c: the handle */
 	{ "hook_publish", false }, /* hooks.c: callback, observer */
-	{ "_pmg_rt_insert", false }, /* registry.c: both copies */
+	{ "rt_grow", false }, /* registry.c: both copies, grown by an insert */
 	{ "twin_of", true }, /* window.c: windows per thread */
 	{ "lz_make", true }, /* mpwin.c: lazy write windows */
 	{ "pmg_pool_config_new", false }, /* pool.c */

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -65,18 +66,47 @@ out:
 	pthread_mutex_unlock(&run_lock);
 }
 
-static void map_del(void *addr)
+/*
+ * [@addr, @addr+@len) is about to be unmapped (@len 0: the whole mapping
+ * at @addr, pmem2_map_delete()).  A mapping it covers is unprotected and
+ * its domain deleted; one it covers only part of (pmem_unmap() of part of
+ * a pmem_map_file() mapping) gives that part back and keeps the rest
+ * protected, in its domain, until the rest is unmapped too (the library's
+ * registry splits the range: docs/design.md, "What a program may do to a
+ * protected mapping").
+ */
+static void map_del(void *addr, size_t len)
 {
-	int i;
+	uintptr_t a = (uintptr_t)addr, e = a + PAGE_UP(len);
+	int i, left;
 
+	if (len && (a % PMG_PAGE_SIZE || e < a))
+		return; /* the real call refuses it (EINVAL) */
 	pthread_mutex_lock(&run_lock);
-	for (i = 0; i < MAX_MAPS; i++)
-		if (maps[i].addr == addr) {
-			run_unprotect(addr, maps[i].len, "the pmem mapping");
-			run_data_domain_delete(&maps[i].dom);
-			maps[i].addr = NULL;
-			break;
+	for (i = 0; i < MAX_MAPS; i++) {
+		uintptr_t mb = (uintptr_t)maps[i].addr, me = mb + maps[i].len;
+
+		if (!maps[i].addr || (len ? e <= mb || a >= me : a != mb))
+			continue;
+		if (!len || (a <= mb && e >= me)) {
+			run_unprotect(maps[i].addr, maps[i].len,
+				      "the pmem mapping");
+		} else {
+			left = _pmg_unprotect_part(a > mb ? a : mb,
+						   (e < me ? e : me) -
+							   (a > mb ? a : mb),
+						   maps[i].dom);
+			if (left < 0)
+				run_say("pmem_unmap(%p, %#zx): %s: the "
+					"unmap drops the whole mapping's "
+					"protection\n", addr, len,
+					strerror(-left));
+			if (left != 0)
+				continue;
 		}
+		run_data_domain_delete(&maps[i].dom);
+		maps[i].addr = NULL;
+	}
 	pthread_mutex_unlock(&run_lock);
 }
 
@@ -126,7 +156,7 @@ RUN_API int pmem_unmap(void *addr, size_t len)
 {
 	REAL(pmem_unmap);
 
-	map_del(addr);
+	map_del(addr, len);
 	return real_pmem_unmap(addr, len);
 }
 
@@ -197,7 +227,7 @@ RUN_API int pmem2_map_delete(struct pmem2_map **map)
 	REAL(pmem2_map_get_address);
 
 	if (map && *map)
-		map_del(real_pmem2_map_get_address(*map));
+		map_del(real_pmem2_map_get_address(*map), 0);
 	return real_pmem2_map_delete(map);
 }
 

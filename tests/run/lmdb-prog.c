@@ -23,15 +23,35 @@
  *                                  of all threads (a benchmark)
  *   lmdb-prog verify DIR N         exactly N records, each intact (N
  *                                  "any": as many as there are)
+ *   lmdb-prog reserve DIR FILE     one write transaction: a value of
+ *                                  FILE's size put with MDB_RESERVE and
+ *                                  filled with one read(2) of FILE (the
+ *                                  zero-copy idiom); prints "lmdb-prog:
+ *                                  read N of SIZE bytes", exit 1 if N is
+ *                                  short; then reads the value back in a
+ *                                  read-only transaction, compares it
+ *                                  with FILE ("reserved value intact")
+ *   lmdb-prog unmap DIR            one write transaction of 10 records,
+ *                                  then munmap() the second half of the
+ *                                  map (found in /proc/self/maps) and a
+ *                                  plain store into record 0's value in
+ *                                  the first half, the address printed
+ *                                  first ("stray at P");
+ *                                  survived: "the stray store landed",
+ *                                  exit 1
  * Exit 0 fine, 1 wrong data (printed), 2 usage or an LMDB error.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CK(x) do { int rc_ = (x); if (rc_) { fprintf(stderr, \
 	"lmdb-prog: %s: %s\n", #x, mdb_strerror(rc_)); return 2; } } while (0)
@@ -79,6 +99,103 @@ static void *reader(void *arg)
 			return NULL;
 	}
 	return NULL;
+}
+
+/* reserve DIR FILE: a value filled by read(2) in its write transaction */
+static int reserve(MDB_env *env, const char *file)
+{
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val key = { 3, "big" }, val;
+	struct stat st;
+	ssize_t got;
+	char *want;
+	int fd = open(file, O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &st) || !(want = malloc((size_t)st.st_size)) ||
+	    pread(fd, want, (size_t)st.st_size, 0) != st.st_size) {
+		perror(file);
+		return 2;
+	}
+	CK(mdb_txn_begin(env, NULL, 0, &txn));
+	CK(mdb_dbi_open(txn, NULL, 0, &dbi));
+	val.mv_size = (size_t)st.st_size;
+	val.mv_data = NULL;
+	CK(mdb_put(txn, dbi, &key, &val, MDB_RESERVE));
+	got = read(fd, val.mv_data, val.mv_size);
+	printf("lmdb-prog: read %zd of %zu bytes\n", got, val.mv_size);
+	if (got != (ssize_t)val.mv_size) {
+		mdb_txn_abort(txn);
+		return 1;
+	}
+	CK(mdb_txn_commit(txn));
+	CK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+	CK(mdb_get(txn, dbi, &key, &val));
+	if (val.mv_size != (size_t)st.st_size ||
+	    memcmp(val.mv_data, want, val.mv_size)) {
+		printf("lmdb-prog: reserved value wrong\n");
+		return 1;
+	}
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+	free(want);
+	close(fd);
+	printf("lmdb-prog: reserved value intact\n");
+	return 0;
+}
+
+/* unmap DIR: part of the map taken away, a stray store into the rest */
+static int unmap_half(MDB_env *env, const char *dir)
+{
+	char k[16], v[40], line[4200], want[4200];
+	unsigned long lo, hi;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val key, val;
+	char *map = NULL;
+	size_t len = 0;
+	unsigned i;
+	FILE *f;
+
+	CK(mdb_txn_begin(env, NULL, 0, &txn));
+	CK(mdb_dbi_open(txn, NULL, 0, &dbi));
+	for (i = 0; i < 10; i++) {
+		kv(i, k, v);
+		key.mv_data = k;
+		key.mv_size = strlen(k);
+		val.mv_data = v;
+		val.mv_size = strlen(v);
+		CK(mdb_put(txn, dbi, &key, &val, 0));
+	}
+	CK(mdb_txn_commit(txn));
+	/* the target: record 0's value, in the map (MDB_WRITEMAP) */
+	kv(0, k, v);
+	key.mv_data = k;
+	key.mv_size = strlen(k);
+	CK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+	CK(mdb_get(txn, dbi, &key, &val));
+	mdb_txn_abort(txn);
+	snprintf(want, sizeof(want), "/data.mdb");
+	f = fopen("/proc/self/maps", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 &&
+		    strstr(line, want) && strstr(line, dir) &&
+		    hi - lo > len) {
+			map = (char *)lo;
+			len = hi - lo;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (!map || (char *)val.mv_data < map ||
+	    (char *)val.mv_data >= map + len / 2 ||
+	    munmap(map + len / 2, len / 2))
+		return 2;
+	printf("lmdb-prog: stray at %p\n", val.mv_data);
+	fflush(stdout);
+	*(char *)val.mv_data = 'X';
+	printf("lmdb-prog: the stray store landed\n");
+	return 1;
 }
 
 /* read DIR TXNS THREADS: read-only transaction throughput */
@@ -131,7 +248,7 @@ int main(int argc, char **argv)
 	char k[16], v[40];
 	unsigned t, i, n = 0, want;
 
-	if (argc < 4)
+	if (argc < 3)
 		return 2;
 	CK(mdb_env_create(&env));
 	CK(mdb_env_set_mapsize(env, 1ul << 30));
@@ -169,10 +286,14 @@ int main(int argc, char **argv)
 		mdb_env_close(env);
 		return 0;
 	}
+	if (!strcmp(argv[1], "unmap") && argc == 3)
+		return unmap_half(env, argv[2]);
+	if (!strcmp(argv[1], "reserve") && argc == 4)
+		return reserve(env, argv[3]);
 	if (!strcmp(argv[1], "read") && argc == 5)
 		return read_bench(env, (unsigned)atoi(argv[3]),
 				  (unsigned)atoi(argv[4]));
-	if (strcmp(argv[1], "verify"))
+	if (strcmp(argv[1], "verify") || argc < 4)
 		return 2;
 	CK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
 	CK(mdb_dbi_open(txn, NULL, 0, &dbi));

@@ -16,6 +16,15 @@
  *        --data DATA    then open DATA (append): it gets the lowest free
  *                       descriptor, as a program's own file would
  *   pmem-prog verify FILE K            records 1..K must be intact
+ *   pmem-prog unmap FILE PART          create FILE (4 MiB), a mark
+ *        "mark%u" at the start of each 512 KiB eighth (u: the eighth)
+ *        with pmem_memcpy_persist(), then pmem_unmap() PART of the
+ *        mapping: first (half), second (half), middle (the middle half,
+ *        eighths 2-5) or halves (the first half, then the second: then
+ *        exit 0); then a plain store (no window) 1000 bytes into a
+ *        still-mapped eighth, its address printed first ("stray at P").
+ *        Survived: "the stray store landed", exit 1.
+ *   pmem-prog marks FILE               every mark intact (exit 0)
  * Record i (64 bytes at offset 64 * i): "rec%08d" and i in every byte
  * after it.  Exit 0 fine, 1 a record is wrong (printed), 2 usage/IO.
  */
@@ -53,6 +62,71 @@ static void put(char *dst, const char *r, unsigned long i, unsigned fl)
 		pmem_persist(dst, REC);
 }
 
+#define EIGHTH (SIZE / 8)
+
+static int unmap_part(const char *file, const char *part)
+{
+	size_t ml;
+	int is_pmem;
+	unsigned u, off, n, at;
+	char m[16], *p = pmem_map_file(file, SIZE, PMEM_FILE_CREATE, 0600, &ml,
+				       &is_pmem);
+
+	if (!p || ml != SIZE) {
+		perror(file);
+		return 2;
+	}
+	for (u = 0; u < 8; u++) {
+		memset(m, 0, sizeof(m));
+		snprintf(m, sizeof(m), "mark%u", u);
+		pmem_memcpy_persist(p + u * EIGHTH, m, sizeof(m));
+	}
+	if (!strcmp(part, "first")) {
+		off = 0, n = 4, at = 6;
+	} else if (!strcmp(part, "second")) {
+		off = 4, n = 4, at = 1;
+	} else if (!strcmp(part, "middle")) {
+		off = 2, n = 4, at = 7;
+	} else if (!strcmp(part, "halves")) {
+		pmem_unmap(p, SIZE / 2);
+		pmem_unmap(p + SIZE / 2, SIZE / 2);
+		printf("pmem-prog: both halves unmapped\n");
+		return 0;
+	} else {
+		return 2;
+	}
+	pmem_unmap(p + off * EIGHTH, n * EIGHTH);
+	printf("pmem-prog: stray at %p\n", (void *)(p + at * EIGHTH + 1000));
+	fflush(stdout);
+	p[at * EIGHTH + 1000] = 'X';
+	printf("pmem-prog: the stray store landed\n");
+	return 1;
+}
+
+static int marks(const char *file)
+{
+	size_t ml;
+	int is_pmem, bad = 0;
+	unsigned u;
+	char m[16], *p = pmem_map_file(file, 0, 0, 0, &ml, &is_pmem);
+
+	if (!p || ml != SIZE)
+		return 2;
+	for (u = 0; u < 8; u++) {
+		memset(m, 0, sizeof(m));
+		snprintf(m, sizeof(m), "mark%u", u);
+		if (memcmp(p + u * EIGHTH, m, sizeof(m)) ||
+		    p[u * EIGHTH + 1000]) {
+			printf("pmem-prog: eighth %u changed\n", u);
+			bad = 1;
+		}
+	}
+	pmem_unmap(p, ml);
+	if (!bad)
+		printf("pmem-prog: every mark intact\n");
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	size_t ml;
@@ -61,6 +135,10 @@ int main(int argc, char **argv)
 	unsigned long n, i;
 	unsigned fl = 0;
 
+	if (argc == 4 && !strcmp(argv[1], "unmap"))
+		return unmap_part(argv[2], argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "marks"))
+		return marks(argv[2]);
 	if (argc < 4)
 		return 2;
 	n = strtoul(argv[3], NULL, 0);

@@ -7,13 +7,17 @@
  * and the count at offset 0 with memset_fn + memcpy_fn (--plain: with a
  * plain store, which `pmguard run` must catch).  --flags X: the records
  * with memcpy_fn, memmove_fn and memset_fn in turn, flags X (which may
- * hold bits libpmem2 does not know: it ignores them).  Exit 0 / 2.
+ * hold bits libpmem2 does not know: it ignores them).  --unmap-half:
+ * then munmap() the map's second half and make a plain store into record
+ * 1, its address printed first ("stray at P"); survived: "the stray store
+ * landed", exit 1.  Exit 0 / 2.
  */
 #include <fcntl.h>
 #include <libpmem2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define REC 64
@@ -28,7 +32,7 @@ int main(int argc, char **argv)
 	pmem2_memmove_fn mov;
 	unsigned long n, i;
 	unsigned fl = 0;
-	int a, plain = 0;
+	int a, plain = 0, unmap_half = 0;
 	char *p, r[REC];
 	int fd;
 
@@ -38,6 +42,8 @@ int main(int argc, char **argv)
 	for (a = 3; a < argc; a++) {
 		if (!strcmp(argv[a], "--plain"))
 			plain = 1;
+		else if (!strcmp(argv[a], "--unmap-half"))
+			unmap_half = 1;
 		else if (!strcmp(argv[a], "--flags") && a + 1 < argc)
 			fl = (unsigned)strtoul(argv[++a], NULL, 0);
 		else
@@ -75,6 +81,17 @@ int main(int argc, char **argv)
 		*(volatile unsigned long *)p = n;	/* plain store */
 	else
 		cpy(p, &n, sizeof(n), 0);
+	if (unmap_half) {
+		size_t half = pmem2_map_get_size(map) / 2;
+
+		if (munmap(p + half, half))
+			return 2;
+		printf("pmem2-prog: stray at %p\n", (void *)(p + REC + 20));
+		fflush(stdout);
+		p[REC + 20] = 'X';
+		printf("pmem2-prog: the stray store landed\n");
+		return 1;
+	}
 	pmem2_map_delete(&map);
 	pmem2_config_delete(&cfg);
 	pmem2_source_delete(&src);

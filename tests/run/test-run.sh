@@ -1013,6 +1013,77 @@ check "run --allow, a program path with blanks: the learned store passes (rc $rc
 	grep -q '1 write(s) let through' '$T/b1.rep'"
 [ $rc = 0 ] || diag "$T/out" "$T/b1.rep"
 
+# ---- partial unmaps and kernel writes into a write window (docs/run.md,
+# "Unmapping part of a mapping; read(2) into it") ----
+# pmem_unmap() of part of a pmem_map_file() mapping: the rest stays
+# protected (the registry splits the range); a plain store into it aborts,
+# the report names its address, every mark is intact
+for part in first second middle; do
+	what="$part half"
+	rm -f "$T/pu" "$T/pu.rep"
+	$PMG run --report "$T/pu.rep" -- $PMEMPROG unmap "$T/pu" $part \
+		>"$T/out" 2>&1; rc=$?
+	at=$(sed -n 's/^pmem-prog: stray at \(0x[0-9a-f]*\)$/\1/p' "$T/out")
+	check "pmem_unmap() of the $what of a mapping: a stray store into the rest aborts, reported at its address" \
+		sh -c "[ $rc = 134 ] && [ -n '$at' ] && \
+		grep -q \"strict (aborting): stray write to $at .*'pmem:.*/pu'\" '$T/pu.rep'"
+	[ $rc = 134 ] || diag "$T/out" "$T/pu.rep"
+	$PMEMPROG marks "$T/pu" >"$T/out" 2>&1; rc=$?
+	check "pmem_unmap() of the $what: every mark intact after the abort" \
+		[ $rc = 0 ]
+	[ $rc = 0 ] || diag "$T/out"
+done
+rm -f "$T/pu" "$T/pu.rep"
+$PMG run --report "$T/pu.rep" -- $PMEMPROG unmap "$T/pu" halves \
+	>"$T/out" 2>&1; rc=$?
+check "pmem_unmap() of a mapping's first half, then its second: runs to the end, nothing reported" \
+	sh -c "[ $rc = 0 ] && ! grep -q 'stray\\|away from pmguard\\|cannot\\|not protected' '$T/pu.rep'"
+[ $rc = 0 ] || diag "$T/out" "$T/pu.rep"
+# munmap() of part of a pmem2 mapping and of an LMDB map (the programs'
+# own): the rest stays protected
+PMEM2PROG=${PMEM2PROG:-$O/tests/run/pmem2-prog}
+rm -f "$T/pu2" "$T/pu2.rep"
+$PMEMPROG write "$T/pu2" 10 >/dev/null 2>&1
+$PMG run --report "$T/pu2.rep" -- $PMEM2PROG "$T/pu2" 10 --unmap-half \
+	>"$T/out" 2>&1; rc=$?
+at=$(sed -n 's/^pmem2-prog: stray at \(0x[0-9a-f]*\)$/\1/p' "$T/out")
+check "munmap() of a pmem2 mapping's second half: a stray store into the first aborts, reported at its address" \
+	sh -c "[ $rc = 134 ] && [ -n '$at' ] && \
+	grep -q \"strict (aborting): stray write to $at .*'pmem2:0x\" '$T/pu2.rep'"
+[ $rc = 134 ] || diag "$T/out" "$T/pu2.rep"
+$PMEMPROG verify "$T/pu2" 10 >"$T/out" 2>&1
+check "munmap() of a pmem2 mapping's second half: its 10 records intact" \
+	[ $? = 0 ]
+if [ ! -x "$LMDBPROG" ]; then
+	skip "lmdb-prog unmap: munmap() of half the LMDB map" "no $LMDBPROG"
+else
+	mkdir "$T/lu"
+	$PMG run --report "$T/lu.rep" -- $LMDBPROG unmap "$T/lu" \
+		>"$T/out" 2>&1; rc=$?
+	at=$(sed -n 's/^lmdb-prog: stray at \(0x[0-9a-f]*\)$/\1/p' "$T/out")
+	check "munmap() of the LMDB map's second half: a stray store into a record in the first aborts, reported at its address" \
+		sh -c "[ $rc = 134 ] && [ -n '$at' ] && \
+		grep -q \"strict (aborting): stray write to $at .*'lmdb:.*/lu'\" '$T/lu.rep'"
+	[ $rc = 134 ] || diag "$T/out" "$T/lu.rep"
+	$LMDBPROG verify "$T/lu" 10 >"$T/out" 2>&1
+	check "munmap() of the LMDB map's second half: its 10 records intact" \
+		[ $? = 0 ]
+fi
+# MDB_RESERVE filled by one read(2) inside the write transaction (lazy
+# windows on the mprotect backend, keys on PKU): full length, data right
+if [ ! -x "$LMDBPROG" ]; then
+	skip "lmdb-prog reserve: read(2) into MDB_RESERVE" "no $LMDBPROG"
+else
+	mkdir "$T/rs"
+	head -c 3145728 /dev/urandom >"$T/rs.in"
+	$PMG run --report "$T/rs.rep" -- $LMDBPROG reserve "$T/rs" "$T/rs.in" \
+		>"$T/out" 2>&1; rc=$?
+	check "lmdb-prog: MDB_RESERVE of 3 MiB filled by one read(2): 3145728 bytes read, value intact" \
+		sh -c "[ $rc = 0 ] && grep -q 'read 3145728 of 3145728 bytes' '$T/out' && \
+		grep -q 'reserved value intact' '$T/out'"
+	[ $rc = 0 ] || diag "$T/out" "$T/rs.rep"
+fi
+
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]

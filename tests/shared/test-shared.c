@@ -11,7 +11,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include "tap.h"
 #include "probe.h"
@@ -68,14 +70,14 @@ static char *map_pages(void *at, int n)
 /*
  * munmap(), mremap() and MAP_FIXED mmap() under protected ranges, seen by
  * the interposed calls: the ranges are dropped (lookup NULL, unprotect 0,
- * the domain deletable), the pages still mapped are the caller's again
- * (read-write), memory mapped at their addresses later is never changed
- * by window edges, and the other ranges keep working.
+ * the domain deletable), memory mapped at their addresses later is never
+ * changed by window edges, and the other ranges keep working.  What a
+ * call leaves of a range where it was stays protected (t_partial()).
  */
 static void t_unmapped(void)
 {
 	struct pmg_domain *d = NULL;
-	char *a, *b, *c, *e, *f, *g, *n, src[64] = "data";
+	char *a, *b, *c, *e, *f, *g, *n, *blk, src[64] = "data";
 	int ok = 1;
 
 	CHECK(ok, pmg_domain_new(&d, "unmapped", 0) == 0);
@@ -107,12 +109,16 @@ static void t_unmapped(void)
 	CHECK(ok, !strcmp(b + 8, "data"));
 	CHECK(ok, pmg_unprotect(a, 2 * PAGE) == 0);
 	CHECK(ok, pmg_unprotect(a, 2 * PAGE) == -ENOENT);
-	/* partial munmap: the rest of the range is the caller's again */
+	/* partial munmap: the rest of the range stays protected (split);
+	 * pmg_unprotect() of the whole range gives back what is left */
 	CHECK(ok, munmap(c + PAGE, PAGE) == 0);
-	CHECK(ok, pmg_lookup(c, NULL, NULL) == NULL);
+	CHECK(ok, pmg_lookup(c, NULL, NULL) == d &&
+		  pmg_lookup(c + 2 * PAGE, NULL, NULL) == d);
+	CHECK(ok, pmg_unprotect(c, 3 * PAGE) == 0);
+	CHECK(ok, pmg_lookup(c, NULL, NULL) == NULL &&
+		  pmg_lookup(c + 2 * PAGE, NULL, NULL) == NULL);
 	CHECK(ok, !strcmp(perms_of(c), "rw-p") &&
 		  !strcmp(perms_of(c + 2 * PAGE), "rw-p"));
-	CHECK(ok, pmg_unprotect(c, 3 * PAGE) == 0);
 	/* MAP_FIXED over a range */
 	CHECK(ok, mmap(e, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
 		       MAP_FIXED, -1, 0) == e);
@@ -120,8 +126,13 @@ static void t_unmapped(void)
 	CHECK(ok, pmg_write_begin(d) == 0 && pmg_write_end(d) == 0);
 	CHECK(ok, !strcmp(perms_of(e), "r--p"));	/* as mapped */
 	CHECK(ok, pmg_unprotect(e, PAGE) == 0);
-	/* mremap moves a range: its pages are the caller's at the new place */
+	/* mremap moves a range: its pages are the caller's at the new place
+	 * (the page after it taken: it cannot grow in place) */
+	blk = map_pages(f + 2 * PAGE, 1);
 	g = mremap(f, 2 * PAGE, 3 * PAGE, MREMAP_MAYMOVE);
+	CHECK(ok, g != f);
+	if (blk)
+		munmap(blk, PAGE);
 	CHECK(ok, g != MAP_FAILED);
 	CHECK(ok, pmg_lookup(f, NULL, NULL) == NULL);
 	if (g != MAP_FAILED) {
@@ -140,9 +151,426 @@ static void t_unmapped(void)
 	munmap(b, PAGE);
 	munmap(c, 3 * PAGE);
 	munmap(e, PAGE);
-	tap_ok(ok, "munmap, partial munmap, MAP_FIXED mmap and mremap under "
-	       "protected ranges (interposed): dropped and reported, "
-	       "unprotect 0, domain deleted, new mappings never changed");
+	tap_ok(ok, "munmap, MAP_FIXED mmap and mremap under protected ranges "
+	       "(interposed): dropped and reported, unprotect 0, domain "
+	       "deleted, new mappings never changed; a partial munmap keeps "
+	       "the rest protected until the whole range is unprotected");
+}
+
+/*
+ * Part of a protected range unmapped (munmap(), mremap() shrinking it or
+ * moving part of it away): the registry splits the range, what is still
+ * mapped stays protected -- a stray store there aborts (strict), the
+ * report names its address, the data is intact -- and windows still
+ * write it; pmg_unprotect() of the whole range gives back what is left
+ * (read-write again), then answers -ENOENT.  Both backends.
+ */
+static int pu_rep = -1, pu_rd = -1; /* the report pipe's ends */
+
+static int pu_child(void *v)
+{
+	pmg_set_fault_mode(PMG_FAULT_STRICT);
+	pmg_set_report_fd(pu_rep);
+	*(volatile char *)v = 'Z';
+	return 0;
+}
+
+/* A stray store at @at aborts, is reported at its address, and the
+ * byte there is still @was. */
+static int pu_stray(char *at, char was)
+{
+	char rep[4096], want[32];
+	ssize_t got;
+	int st = tap_child(pu_child, at);
+
+	got = read(pu_rd, rep, sizeof(rep) - 1);
+	rep[got > 0 ? got : 0] = '\0';
+	snprintf(want, sizeof(want), "%p", (void *)at);
+	if (WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && strstr(rep, want) &&
+	    strstr(rep, "stray write") && *at == was)
+		return 1;
+	tap_diag("stray store at %p: status %#x, byte %#x, report: %.300s",
+		 (void *)at, st, *at & 0xff, rep);
+	return 0;
+}
+
+static void t_partial(void)
+{
+	static const struct {
+		const char *name;
+		int off, n; /* pages unmapped, of 8 */
+	} cs[] = {
+		{ "first half", 0, 4 },
+		{ "second half", 4, 4 },
+		{ "middle", 2, 4 },
+	};
+	const int rw = PROT_READ | PROT_WRITE;
+	struct pmg_domain *d = NULL;
+	int fds[2], ok, i, p;
+	char *m, *g, *blk;
+	void *base;
+	size_t len;
+
+	if (pipe(fds) || fcntl(fds[0], F_SETFL, O_NONBLOCK)) {
+		tap_ok(0, "partial unmaps: pipe");
+		return;
+	}
+	pu_rep = fds[1];
+	pu_rd = fds[0];
+	for (i = 0; i < 3; i++) {
+		ok = 1;
+		m = mmap(NULL, 8 * PAGE, rw, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		CHECK(ok, m != MAP_FAILED && pmg_domain_new(&d, "part", 0) == 0);
+		if (!ok) {
+			tap_ok(0, "partial munmap (%s): setup", cs[i].name);
+			continue;
+		}
+		memset(m, 'p', 8 * PAGE);
+		CHECK(ok, pmg_protect(d, m, 8 * PAGE) == 0);
+		CHECK(ok, munmap(m + cs[i].off * PAGE,
+				 (size_t)cs[i].n * PAGE) == 0);
+		for (p = 0; p < 8; p++) {
+			char *at = m + p * PAGE + 100 + p;
+
+			if (p >= cs[i].off && p < cs[i].off + cs[i].n)
+				continue;
+			/* registered as the piece it is in */
+			CHECK(ok, pmg_lookup(at, &base, &len) == d &&
+				  (char *)base == (p < cs[i].off
+						  ? m : m + (cs[i].off +
+							     cs[i].n) * PAGE));
+			CHECK(ok, pu_stray(at, 'p'));
+		}
+		/* a window still writes it */
+		p = cs[i].off ? 0 : 7;
+		CHECK(ok, pmg_write_begin(d) == 0);
+		if (ok)
+			m[p * PAGE + 1] = 'w';
+		pmg_write_end(d);
+		CHECK(ok, m[p * PAGE + 1] == 'w');
+		CHECK(ok, pu_stray(m + p * PAGE + 1, 'w'));
+		/* the domain still holds ranges */
+		CHECK(ok, pmg_domain_delete(&d) == -EBUSY && d);
+		CHECK(ok, pmg_unprotect(m, 8 * PAGE) == 0);
+		CHECK(ok, pmg_unprotect(m, 8 * PAGE) == -ENOENT);
+		p = cs[i].off ? 0 : 7;
+		CHECK(ok, pmg_lookup(m + p * PAGE, NULL, NULL) == NULL &&
+			  !strcmp(perms_of(m + p * PAGE), "rw-s"));
+		if (ok)
+			m[p * PAGE] = 'x'; /* the caller's again */
+		CHECK(ok, pmg_domain_delete(&d) == 0);
+		munmap(m, 8 * PAGE);
+		tap_ok(ok, "munmap() of the %s of a protected range (%s): the "
+		       "rest stays protected (a stray store aborts, reported "
+		       "at its address, data intact), windows write it, "
+		       "pmg_unprotect() of the whole range gives it back",
+		       cs[i].name, pmg_backend_name(pmg_backend()));
+	}
+
+	/* the first half, then the second: nothing left */
+	ok = 1;
+	m = mmap(NULL, 8 * PAGE, rw, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(ok, m != MAP_FAILED && pmg_domain_new(&d, "part", 0) == 0 &&
+		  pmg_protect(d, m, 8 * PAGE) == 0);
+	CHECK(ok, munmap(m, 4 * PAGE) == 0);
+	CHECK(ok, pu_stray(m + 5 * PAGE, 0));
+	CHECK(ok, munmap(m + 4 * PAGE, 4 * PAGE) == 0);
+	CHECK(ok, pmg_lookup(m + 5 * PAGE, NULL, NULL) == NULL);
+	CHECK(ok, pmg_domain_delete(&d) == 0);
+	CHECK(ok, pmg_unprotect(m, 8 * PAGE) == 0);
+	CHECK(ok, pmg_unprotect(m, 8 * PAGE) == -ENOENT);
+	tap_ok(ok, "munmap() of a protected range's first half, then its "
+	       "second: the second half stays protected until it goes, then "
+	       "nothing is left (domain deletable, unprotect 0 once)");
+
+	/* mremap(): shrunk in place, and its second half moved away */
+	ok = 1;
+	m = mmap(NULL, 8 * PAGE, rw, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(ok, m != MAP_FAILED && pmg_domain_new(&d, "part", 0) == 0);
+	if (ok)
+		memset(m, 'p', 8 * PAGE);
+	CHECK(ok, pmg_protect(d, m, 8 * PAGE) == 0);
+	g = m != MAP_FAILED ? mremap(m, 8 * PAGE, 6 * PAGE, 0) : MAP_FAILED;
+	CHECK(ok, g == m);
+	CHECK(ok, pmg_lookup(m + 5 * PAGE, &base, &len) == d && base == m &&
+		  len == 6 * PAGE);
+	CHECK(ok, pu_stray(m + 5 * PAGE, 'p'));
+	/* the page after it taken: the last 3 pages, grown, must move */
+	blk = m != MAP_FAILED ? map_pages(m + 6 * PAGE, 1) : NULL;
+	g = m != MAP_FAILED ? mremap(m + 3 * PAGE, 3 * PAGE, 4 * PAGE,
+				     MREMAP_MAYMOVE) : MAP_FAILED;
+	if (blk)
+		munmap(blk, PAGE);
+	CHECK(ok, g != MAP_FAILED && g != m + 3 * PAGE);
+	CHECK(ok, pmg_lookup(m + 2 * PAGE, &base, &len) == d && base == m &&
+		  len == 3 * PAGE);
+	CHECK(ok, pu_stray(m + 2 * PAGE + 5, 'p'));
+	/* the moved pages are the caller's at their new place */
+	CHECK(ok, g != MAP_FAILED && pmg_lookup(g, NULL, NULL) == NULL &&
+		  !strcmp(perms_of(g), "rw-s"));
+	if (g != MAP_FAILED && pmg_lookup(g, NULL, NULL) == NULL &&
+	    !strcmp(perms_of(g), "rw-s"))
+		g[7] = 'x';
+	CHECK(ok, pmg_unprotect(m, 8 * PAGE) == 0);
+	CHECK(ok, pmg_domain_delete(&d) == 0);
+	if (g != MAP_FAILED)
+		munmap(g, 4 * PAGE);
+	munmap(m, 3 * PAGE);
+	tap_ok(ok, "mremap() shrinking a protected range in place, then "
+	       "moving part of it away: what stays keeps its protection "
+	       "(a stray store aborts), the moved pages are the caller's");
+
+	/* a pool: its second half unmapped by the program */
+	{
+		struct pmg_pool_config *pc = NULL;
+		struct pmg_pool *pl = NULL;
+		char path[64];
+
+		ok = 1;
+		snprintf(path, sizeof(path), "/tmp/pmg-shared-pu-%d.pool",
+			 (int)getpid());
+		unlink(path);
+		CHECK(ok, pmg_pool_config_new(&pc) == 0 &&
+			  pmg_pool_config_set_size(pc, 8 * PAGE) == 0 &&
+			  pmg_pool_create(&pl, path, pc) == 0);
+		m = pl ? pmg_pool_address(pl) : NULL;
+		CHECK(ok, m && pmg_memcpy_persist(m + 10, "pool", 5) ==
+				       m + 10);
+		CHECK(ok, m && munmap(m + 4 * PAGE, 4 * PAGE) == 0);
+		CHECK(ok, m && pu_stray(m + 10, 'p') && !strcmp(m + 10, "pool"));
+		CHECK(ok, m && pmg_memcpy_persist(m + 20, "kept", 5) == m + 20 &&
+			  !strcmp(m + 20, "kept"));
+		CHECK(ok, pmg_pool_close(&pl) == 0);
+		pmg_pool_config_delete(&pc);
+		unlink(path);
+		tap_ok(ok, "a pool whose second half the program unmapped: "
+		       "the first half stays protected (a stray store "
+		       "aborts), copies into it work, the pool closes");
+	}
+	close(fds[0]);
+	close(fds[1]);
+	pu_rep = pu_rd = -1;
+}
+
+/*
+ * The file under a protected mapping deleted, then the mapping closed
+ * and the file reopened: deleting it changes no mapping (the range stays
+ * protected, windows write it, the data stays readable); a new mapping of
+ * the reopened file, protected again, is protected as the first was.
+ */
+static void t_file_gone(void)
+{
+	const int rw = PROT_READ | PROT_WRITE;
+	struct pmg_domain *d = NULL;
+	char path[64], *m = MAP_FAILED;
+	int fd, fds[2], ok = 1;
+
+	snprintf(path, sizeof(path), "/tmp/pmg-shared-fg-%d", (int)getpid());
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK(ok, fd >= 0 && ftruncate(fd, 4 * PAGE) == 0 &&
+		  pipe(fds) == 0 && fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
+	pu_rep = fds[1];
+	pu_rd = fds[0];
+	if (ok)
+		m = mmap(NULL, 4 * PAGE, rw, MAP_SHARED, fd, 0);
+	CHECK(ok, m != MAP_FAILED && pmg_domain_new(&d, "fg", 0) == 0);
+	if (ok)
+		memset(m, 'p', 4 * PAGE);
+	CHECK(ok, pmg_protect(d, m, 4 * PAGE) == 0);
+	close(fd);
+	CHECK(ok, unlink(path) == 0);
+	CHECK(ok, pu_stray(m + 3 * PAGE + 9, 'p'));
+	CHECK(ok, pmg_write_begin(d) == 0);
+	if (ok)
+		m[5] = 'w';
+	pmg_write_end(d);
+	CHECK(ok, m[5] == 'w' && m[6] == 'p');
+	/* closed, the file made again and mapped again */
+	CHECK(ok, pmg_unprotect(m, 4 * PAGE) == 0);
+	if (m != MAP_FAILED)
+		munmap(m, 4 * PAGE);
+	m = MAP_FAILED;
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK(ok, fd >= 0 && ftruncate(fd, 4 * PAGE) == 0);
+	if (ok)
+		m = mmap(NULL, 4 * PAGE, rw, MAP_SHARED, fd, 0);
+	CHECK(ok, m != MAP_FAILED && pmg_protect(d, m, 4 * PAGE) == 0);
+	CHECK(ok, pu_stray(m + 100, 0));
+	CHECK(ok, pmg_unprotect(m, 4 * PAGE) == 0 &&
+		  pmg_domain_delete(&d) == 0);
+	if (m != MAP_FAILED)
+		munmap(m, 4 * PAGE);
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	close(fds[0]);
+	close(fds[1]);
+	pu_rep = pu_rd = -1;
+	tap_ok(ok, "the file under a protected mapping deleted: the range "
+	       "stays protected (a stray store aborts), windows write it; "
+	       "closed and the file reopened, the new mapping protected "
+	       "again is protected as the first");
+}
+
+/*
+ * Kernel writes into a lazily windowed range (mprotect backend: a write
+ * window grants each 1 MiB block on its first write fault; the kernel's
+ * copy takes no fault and stopped at the first block not granted, so a
+ * read() came back short): the library's read family grants the
+ * destination inside an open write window first.  3 MiB from a file or a
+ * socket, through each call: full length, the data right.
+ */
+#define RL (3u << 20)
+
+struct rl_feed {
+	int fd;
+	const char *src;
+};
+
+static void *rl_send(void *v)
+{
+	const struct rl_feed *f = v;
+	size_t at = 0;
+	ssize_t n;
+
+	while (at < RL &&
+	       (n = send(f->fd, f->src + at, RL - at, MSG_NOSIGNAL)) > 0)
+		at += (size_t)n;
+	return NULL;
+}
+
+static void t_read_lazy(void)
+{
+	static const char *const how[] = {
+		"read", "pread", "readv", "preadv", "fread", "recv",
+		"recvfrom", "recvmsg", "recvmmsg",
+	};
+	const int rw = PROT_READ | PROT_WRITE;
+	struct pmg_domain *d = NULL;
+	char *m, *src;
+	int fd, ok = 1, i;
+
+	m = mmap(NULL, RL, rw, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	src = malloc(RL);
+	fd = tmpfd();
+	CHECK(ok, m != MAP_FAILED && src && fd >= 0 &&
+		  pmg_domain_new(&d, "rd", 0) == 0 &&
+		  pmg_protect(d, m, RL) == 0);
+	if (!ok) {
+		tap_ok(0, "read family into a lazily windowed range: setup");
+		return;
+	}
+	for (size_t k = 0; k < RL; k++)
+		src[k] = (char)('a' + (k * 7 + k / 4093) % 26);
+	CHECK(ok, write(fd, src, RL) == (ssize_t)RL);
+	for (i = 0; i < (int)(sizeof(how) / sizeof(how[0])); i++) {
+		struct iovec iov[3];
+		struct msghdr mh;
+		struct mmsghdr mm;
+		pthread_t t;
+		struct rl_feed feed;
+		int sv[2] = { -1, -1 }, sock = i >= 5, c = 1;
+		ssize_t got = -1;
+		FILE *f = NULL;
+
+		for (int k = 0; k < 3; k++) {
+			iov[k].iov_base = m + k * (RL / 3);
+			iov[k].iov_len = RL / 3;
+		}
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = iov;
+		mh.msg_iovlen = 3;
+		if (sock) {
+			c = socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0;
+			feed.fd = sv[1];
+			feed.src = src;
+			c = c && !pthread_create(&t, NULL, rl_send, &feed);
+		}
+		if (!strcmp(how[i], "fread"))
+			c = lseek(fd, 0, SEEK_SET) == 0 &&
+			    (f = fdopen(dup(fd), "r")) != NULL;
+		CHECK(ok, c && pmg_write_begin(d) == 0);
+		if (!c)
+			continue;
+		/* the page the destination starts in written first (as
+		 * LMDB writes a page's header): on lazy windows its block is
+		 * granted, the ones after it are not */
+		m[0] = 0;
+		switch (i) {
+		case 0:
+			lseek(fd, 0, SEEK_SET);
+			got = read(fd, m, RL);
+			break;
+		case 1:
+			got = pread(fd, m, RL, 0);
+			break;
+		case 2:
+			lseek(fd, 0, SEEK_SET);
+			got = readv(fd, iov, 3);
+			break;
+		case 3:
+			got = preadv(fd, iov, 3, 0);
+			break;
+		case 4:
+			got = (ssize_t)fread(m, 1, RL, f);
+			break;
+		case 5:
+			got = recv(sv[0], m, RL, MSG_WAITALL);
+			break;
+		case 6:
+			got = recvfrom(sv[0], m, RL, MSG_WAITALL, NULL, NULL);
+			break;
+		case 7:
+			got = recvmsg(sv[0], &mh, MSG_WAITALL);
+			break;
+		case 8:
+			memset(&mm, 0, sizeof(mm));
+			mm.msg_hdr = mh;
+			got = recvmmsg(sv[0], &mm, 1, MSG_WAITALL, NULL) == 1
+				      ? (ssize_t)mm.msg_len : -1;
+			break;
+		}
+		pmg_write_end(d);
+		if (sock) {
+			/* a short receive left the sender blocked: unblock */
+			shutdown(sv[0], SHUT_RDWR);
+			pthread_join(t, NULL);
+			close(sv[0]);
+			close(sv[1]);
+		}
+		if (f)
+			fclose(f);
+		if (got != (ssize_t)RL || memcmp(m, src, RL)) {
+			tap_diag("%s into the windowed 3 MiB: %zd of %u bytes, "
+				 "data %s", how[i], got, RL,
+				 memcmp(m, src, RL) ? "wrong" : "right");
+			ok = 0;
+		}
+		/* fresh for the next call: zeroed, every block given back */
+		pmg_write_begin(d);
+		memset(m, 0, RL);
+		pmg_write_end(d);
+	}
+	/* outside a window the kernel's write is refused as the
+	 * program's own would be: EFAULT, nothing written */
+	lseek(fd, 0, SEEK_SET);
+	errno = 0;
+	if (read(fd, m + 5, 100) != -1 || errno != EFAULT || m[5] != 0) {
+		tap_diag("read into the range outside a window: errno %d, "
+			 "byte %#x", errno, m[5] & 0xff);
+		ok = 0;
+	}
+	tap_ok(ok, "read, pread, readv, preadv, fread, recv, recvfrom, "
+	       "recvmsg, recvmmsg of 3 MiB into a write window on a range "
+	       "(%s, %s windows): full length, data right; outside a "
+	       "window read() fails with EFAULT, nothing written",
+	       pmg_backend_name(pmg_backend()),
+	       pmg_backend() == PMG_BACKEND_PKU ? "keyed" : "lazy");
+	pmg_unprotect(m, RL);
+	pmg_domain_delete(&d);
+	munmap(m, RL);
+	free(src);
+	close(fd);
 }
 
 /*
@@ -726,7 +1154,7 @@ int main(void)
 
 	int rep[2];
 
-	tap_init(19);
+	tap_init(27);
 	pg = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int ok = pmg_domain_new(&dom, "shared", 0) == 0 &&
@@ -765,6 +1193,9 @@ int main(void)
 	pmg_set_report_fd(2);
 	t_unmapped();
 	t_unmapped_pool();
+	t_partial();
+	t_read_lazy();
+	t_file_gone();
 	t_mprotect_over();
 	t_mprotect_whole();
 	t_quarantine_forget();
