@@ -34,12 +34,12 @@ Tier 1, fast (no root, no QEMU): run after every change
   quick-check          build, version-check, man-check, abi-check,
                        host-check, one closing line                    2 min
     abi-check          exported symbols and struct layouts vs abi/     10 s
-    host-check         every host test, mprotect backend               1-2 min
+    host-check         every host test, mprotect backend               1-1.5 min
     man-check          man pages lint clean, every function documented 5 s
 
-Tier 2, the guest (QEMU TCG -cpu max: PKU and PKS)
-  vm-check             the host tests on the PKU backend               4 min
-  dax-check            pools on ext4 -o dax and device dax (pmem)      2 min
+Tier 2, the rest of make check but the kernels (most boot the QEMU TCG guest, -cpu max: PKU and PKS)
+  vm-check             the host tests on the PKU backend               5 min
+  dax-check            pools on ext4 -o dax and device dax (pmem)      2-3 min
   run-check            pmguard run on LMDB and libpmem programs        2 min
   run-vm-check         the same in the PKU guest                       3 min
   run-servers-check    Knot DNS, Knot Resolver under pmguard run       1 min
@@ -47,10 +47,10 @@ Tier 2, the guest (QEMU TCG -cpu max: PKU and PKS)
   count-check          exact WRPKRU/syscall/instruction counts per
                        operation (TCG plugin) against tools/tcg/budgets 1 min
   bench-count          the same counts as a table, no budgets          1 min
-  examples-check, examples-vm-check  the examples, host and guest      1 min
-  install-check        make install into a root, used from there       30 s
+  examples-check, examples-vm-check  the examples, host and guest      20 s
+  install-check        make install into a root, used from there       10 s
   build-check          the build's dependencies, every configuration
-                       (WITHOUT=libdw lmdb libpmem libpmem2 valgrind)  3 min
+                       (WITHOUT=libdw lmdb libpmem libpmem2 valgrind)  4 min
   version-check        one version everywhere                          1 s
 
 Tier 3, the kernels (root to install linux-source; builds are cached)
