@@ -10,7 +10,7 @@
 #                   (pmguard bench all; docs/performance.md)
 # Variables: CC, CFLAGS, O (build dir), WERROR=0 to allow warnings.
 
-VERSION := 0.2.0
+VERSION := 0.3.0
 SOVER   := 0
 O       ?= build
 CC      ?= cc

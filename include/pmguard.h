@@ -30,9 +30,9 @@ extern "C" {
 #endif
 
 #define PMG_VERSION_MAJOR 0
-#define PMG_VERSION_MINOR 2
+#define PMG_VERSION_MINOR 3
 #define PMG_VERSION_PATCH 0
-#define PMG_VERSION_STRING "0.2.0"
+#define PMG_VERSION_STRING "0.3.0"
 
 /* ---------------------------------------------------------------- setup */
 
@@ -77,7 +77,7 @@ const char *pmg_backend_name(int backend);
  */
 const char *pmg_errormsg(void);
 
-/** Library version string, e.g. "0.2.0".  AS-safe. */
+/** Library version string, e.g. "0.3.0".  AS-safe. */
 const char *pmg_version(void);
 
 /* -------------------------------------------------------------- domains */
