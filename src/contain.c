@@ -73,26 +73,43 @@ static int greg_of(ZydisRegister r)
 {
 	/* not a general-purpose register class to Zydis: no enclosing */
 	if (r == ZYDIS_REGISTER_RIP)
-		return REG_RIP;
+		return PMG_X86_RIP;
 	switch (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64,
 						 r)) {
-	case ZYDIS_REGISTER_RAX: return REG_RAX;
-	case ZYDIS_REGISTER_RCX: return REG_RCX;
-	case ZYDIS_REGISTER_RDX: return REG_RDX;
-	case ZYDIS_REGISTER_RBX: return REG_RBX;
-	case ZYDIS_REGISTER_RSP: return REG_RSP;
-	case ZYDIS_REGISTER_RBP: return REG_RBP;
-	case ZYDIS_REGISTER_RSI: return REG_RSI;
-	case ZYDIS_REGISTER_RDI: return REG_RDI;
-	case ZYDIS_REGISTER_R8: return REG_R8;
-	case ZYDIS_REGISTER_R9: return REG_R9;
-	case ZYDIS_REGISTER_R10: return REG_R10;
-	case ZYDIS_REGISTER_R11: return REG_R11;
-	case ZYDIS_REGISTER_R12: return REG_R12;
-	case ZYDIS_REGISTER_R13: return REG_R13;
-	case ZYDIS_REGISTER_R14: return REG_R14;
-	case ZYDIS_REGISTER_R15: return REG_R15;
-	case ZYDIS_REGISTER_RIP: return REG_RIP;
+	case ZYDIS_REGISTER_RAX:
+		return PMG_X86_RAX;
+	case ZYDIS_REGISTER_RCX:
+		return PMG_X86_RCX;
+	case ZYDIS_REGISTER_RDX:
+		return PMG_X86_RDX;
+	case ZYDIS_REGISTER_RBX:
+		return PMG_X86_RBX;
+	case ZYDIS_REGISTER_RSP:
+		return PMG_X86_RSP;
+	case ZYDIS_REGISTER_RBP:
+		return PMG_X86_RBP;
+	case ZYDIS_REGISTER_RSI:
+		return PMG_X86_RSI;
+	case ZYDIS_REGISTER_RDI:
+		return PMG_X86_RDI;
+	case ZYDIS_REGISTER_R8:
+		return PMG_X86_R8;
+	case ZYDIS_REGISTER_R9:
+		return PMG_X86_R9;
+	case ZYDIS_REGISTER_R10:
+		return PMG_X86_R10;
+	case ZYDIS_REGISTER_R11:
+		return PMG_X86_R11;
+	case ZYDIS_REGISTER_R12:
+		return PMG_X86_R12;
+	case ZYDIS_REGISTER_R13:
+		return PMG_X86_R13;
+	case ZYDIS_REGISTER_R14:
+		return PMG_X86_R14;
+	case ZYDIS_REGISTER_R15:
+		return PMG_X86_R15;
+	case ZYDIS_REGISTER_RIP:
+		return PMG_X86_RIP;
 	default: return -1;
 	}
 }
@@ -110,7 +127,7 @@ static int reg_value(const ucontext_t *uc, ZydisRegister r, uint64_t *v)
 	g = greg_of(r);
 	if (g < 0)
 		return -1;
-	*v = (uint64_t)uc->uc_mcontext.gregs[g];
+	*v = pmg_uc_greg(uc, g);
 	bits = ZydisRegisterGetWidth(ZYDIS_MACHINE_MODE_LONG_64, r);
 	if (bits && bits < 64)
 		*v &= (1ull << bits) - 1;
@@ -218,7 +235,7 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 	ZydisFormatter fmt;
 	ZydisDecodedInstruction in;
 	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
-	uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	uintptr_t ip = pmg_uc_ip(uc);
 	uint8_t code[ZYDIS_MAX_INSTRUCTION_LENGTH];
 	bool direct;
 	size_t ncode = fetch(ip, code, &direct);
@@ -329,7 +346,7 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 		 * incremented by the operand size */
 		if (in.mnemonic == ZYDIS_MNEMONIC_POP &&
 		    o->visibility == ZYDIS_OPERAND_VISIBILITY_EXPLICIT &&
-		    greg_of(o->mem.base) == REG_RSP)
+		    greg_of(o->mem.base) == PMG_X86_RSP)
 			a += len;
 		if ((in.mnemonic == ZYDIS_MNEMONIC_BTS ||
 		     in.mnemonic == ZYDIS_MNEMONIC_BTR ||
@@ -360,9 +377,9 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 		d->wr[d->nwr].base = -1;
 		d->wr[d->nwr].base_kind = PMG_CT_BASE_KEEP;
 		/* push, call, enter, pushf: hidden, through rsp */
-		d->wr[d->nwr].stack =
-			o->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
-			greg_of(o->mem.base) == REG_RSP;
+		d->wr[d->nwr].stack = o->visibility ==
+					      ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+				      greg_of(o->mem.base) == PMG_X86_RSP;
 		if (in.address_width == 64 &&
 		    o->mem.base != ZYDIS_REGISTER_NONE &&
 		    o->mem.base != ZYDIS_REGISTER_RSP &&
@@ -464,8 +481,7 @@ static void contain_strict(const struct pmg_fault *f, const ucontext_t *uc,
 	int fd = _pmg_report_fd();
 	/* no backtrace through a stack in protected memory: the unwinder
 	 * would run off it (a fault in this handler is fatal) */
-	bool stack_ok = _pmg_reg_find((uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
-				      &r) != 0;
+	bool stack_ok = _pmg_reg_find(pmg_uc_sp(uc), &r) != 0;
 
 	_PMG_STAT_INC(contain_strict);
 	_pmg_buf_str(&b, "pmguard: contain: cannot contain '");
@@ -544,7 +560,6 @@ static bool write_denied(const struct _pmg_range *r, uint32_t pkval, bool pku)
 
 /* ---- rep stos / rep movs: a run of iterations at once ---- */
 
-#define X86_EFLAGS_DF 0x400
 #define PMG_PAGE_MASK (~(uintptr_t)(PMG_PAGE_SIZE - 1))
 
 /* May this thread not write @page of range @r now (@pkval: PKU rights)? */
@@ -784,19 +799,19 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 		     const struct _pmg_decoded *d, bool pku, pid_t tid,
 		     bool audit)
 {
-	greg_t *g = uc->uc_mcontext.gregs;
-	uint64_t n = (uint64_t)g[REG_RCX], run, done, s = d->elem;
-	uintptr_t di = (uintptr_t)g[REG_RDI], si = (uintptr_t)g[REG_RSI];
-	bool back = g[REG_EFL] & X86_EFLAGS_DF;
+	greg_t *g = pmg_uc_regs(uc);
+	uint64_t n = (uint64_t)g[PMG_X86_RCX], run, done, s = d->elem;
+	uintptr_t di = (uintptr_t)g[PMG_X86_RDI];
+	uintptr_t si = (uintptr_t)g[PMG_X86_RSI];
+	bool back = pmg_uc_df(uc);
 	uintptr_t lo, hi, slo = 0, pg;
 	/* the redirect scratch buffer is free (no step pending): no 4 KiB
 	 * on a signal stack that may be SIGSTKSZ */
 	uint8_t *buf = scratch;
 	const size_t bufsz = sizeof(scratch);
 
-	if (d->rep == PMG_CT_REP_NONE || !s || !n ||
-	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_WRITE ||
-	    f->addr < di || f->addr - di >= s)
+	if (d->rep == PMG_CT_REP_NONE || !s || !n || pmg_uc_tf(uc) ||
+	    f->acc != PMG_WRITE || f->addr < di || f->addr - di >= s)
 		return false;
 	if (n > ((uintptr_t)1 << 47) / s)
 		n = ((uintptr_t)1 << 47) / s; /* past user space anyway */
@@ -820,7 +835,7 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 	}
 	done = run;
 	if (audit) {
-		uint64_t stosv = (uint64_t)g[REG_RAX];
+		uint64_t stosv = (uint64_t)g[PMG_X86_RAX];
 		uintptr_t a;
 		size_t k;
 
@@ -870,14 +885,15 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 		_PMG_STAT_INC(contained);
 		_pmg_fault_notify(f, tid, PMG_FAULT_CONTAINED);
 		bulk_report(f, tid, d, lo, hi, run,
-			    !_pmg_reg_find((uintptr_t)g[REG_RSP], &r));
+			    !_pmg_reg_find(pmg_uc_sp(uc), &r));
 	}
-	g[REG_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	g[PMG_X86_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
 	if (d->rep == PMG_CT_REP_MOVS)
-		g[REG_RSI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
-	g[REG_RCX] -= (greg_t)done;
-	if (!g[REG_RCX])
-		g[REG_RIP] += d->len;
+		g[PMG_X86_RSI] += back ? -(greg_t)(done * s)
+				       : (greg_t)(done * s);
+	g[PMG_X86_RCX] -= (greg_t)done;
+	if (!g[PMG_X86_RCX])
+		g[PMG_X86_RIP] += d->len;
 	return true;
 }
 
@@ -906,17 +922,17 @@ static bool page_read_denied(const struct _pmg_range *r, uintptr_t page,
 static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
 			  const struct _pmg_decoded *d, bool pku)
 {
-	greg_t *g = uc->uc_mcontext.gregs;
-	uint64_t n = (uint64_t)g[REG_RCX], run, done, s = d->elem;
-	uintptr_t di = (uintptr_t)g[REG_RDI], si = (uintptr_t)g[REG_RSI];
-	bool back = g[REG_EFL] & X86_EFLAGS_DF;
+	greg_t *g = pmg_uc_regs(uc);
+	uint64_t n = (uint64_t)g[PMG_X86_RCX], run, done, s = d->elem;
+	uintptr_t di = (uintptr_t)g[PMG_X86_RDI];
+	uintptr_t si = (uintptr_t)g[PMG_X86_RSI];
+	bool back = pmg_uc_df(uc);
 	uintptr_t lo, hi, dlo, dhi, pg;
 	uint8_t *buf = scratch;
 	const size_t bufsz = sizeof(scratch);
 
-	if (d->rep != PMG_CT_REP_MOVS || !s || !n ||
-	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_READ ||
-	    f->addr < si || f->addr - si >= s)
+	if (d->rep != PMG_CT_REP_MOVS || !s || !n || pmg_uc_tf(uc) ||
+	    f->acc != PMG_READ || f->addr < si || f->addr - si >= s)
 		return false;
 	if (n > ((uintptr_t)1 << 47) / s)
 		n = ((uintptr_t)1 << 47) / s;
@@ -964,11 +980,11 @@ static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
 		}
 	if (!done)
 		return false;
-	g[REG_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
-	g[REG_RSI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
-	g[REG_RCX] -= (greg_t)done;
-	if (!g[REG_RCX])
-		g[REG_RIP] += d->len;
+	g[PMG_X86_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	g[PMG_X86_RSI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	g[PMG_X86_RCX] -= (greg_t)done;
+	if (!g[PMG_X86_RCX])
+		g[PMG_X86_RIP] += d->len;
 	return true;
 }
 
@@ -1219,7 +1235,7 @@ int _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 	pending.ip = f->ip;
 	pending.contain = true;
 	pending.redirect = false;
-	pending.had_tf = uc->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF;
+	pending.had_tf = pmg_uc_tf(uc);
 	pending.nsave = nsave;
 	pending.f = *f;
 	pending.tid = tid;
@@ -1229,8 +1245,7 @@ int _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		struct _pmg_range r;
 
 		/* unwinding through a stack in protected memory: no */
-		pending.stack_protected = !_pmg_reg_find(
-			(uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &r);
+		pending.stack_protected = !_pmg_reg_find(pmg_uc_sp(uc), &r);
 	}
 	pending.npages = 0;
 	pending.mask = 0;
@@ -1268,11 +1283,11 @@ int _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		pending.delta = (uintptr_t)s - ea;
 		pending.base = d.wr[0].base;
 		pending.base_kind = d.wr[0].base_kind;
-		pending.base_orig = uc->uc_mcontext.gregs[pending.base];
-		uc->uc_mcontext.gregs[pending.base] += (greg_t)pending.delta;
+		pending.base_orig = pmg_uc_regs(uc)[pending.base];
+		pmg_uc_regs(uc)[pending.base] += (greg_t)pending.delta;
 		f->new_pkval = f->saved_pkval;
 		_PMG_STAT_INC(contain_redirected);
-		uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
+		pmg_uc_set_tf(uc);
 		return PMG_CT_DONE;
 	}
 	if (pku) {
@@ -1295,7 +1310,7 @@ int _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		copy_out(pending.save[i].old, pending.save[i].addr,
 			 pending.save[i].len, pku);
 	close_keys(pending.rd_mask, cur);
-	uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
+	pmg_uc_set_tf(uc);
 	return PMG_CT_DONE;
 }
 
@@ -1311,7 +1326,7 @@ int _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
  */
 static bool redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
 {
-	greg_t *g = &uc->uc_mcontext.gregs[pending.base];
+	greg_t *g = &pmg_uc_regs(uc)[pending.base];
 	uint8_t *s = (uint8_t *)(pending.ea + pending.delta);
 	unsigned k, i, e;
 	bool ok = true;
@@ -1364,9 +1379,9 @@ void _pmg_contain_end(ucontext_t *uc, bool ran)
 		 * newer bytes), and no write happened to report.
 		 */
 		if (pending.redirect)
-			uc->uc_mcontext.gregs[pending.base] =
+			pmg_uc_regs(uc)[pending.base] =
 				pending.base_kind == PMG_CT_BASE_STEP
-					? uc->uc_mcontext.gregs[pending.base] -
+					? pmg_uc_regs(uc)[pending.base] -
 						  (greg_t)pending.delta
 					: pending.base_orig;
 		return;

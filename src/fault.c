@@ -51,7 +51,6 @@
 #ifndef TRAP_TRACE
 #define TRAP_TRACE 2
 #endif
-#define PF_WRITE 0x2
 
 static struct sigaction old_segv, old_trap, old_bus;
 
@@ -121,7 +120,7 @@ static void step_block(void *ucv)
 		pending.masked = true;
 	}
 #ifdef __x86_64__
-	pending.step_ip = ((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP];
+	pending.step_ip = (greg_t)pmg_uc_ip((ucontext_t *)ucv);
 #endif
 	/* and the step's own trap through, should the program block it
 	 * (a blocked trap kills): its mask is back at the trap */
@@ -210,8 +209,7 @@ static bool stack_unprotected(const ucontext_t *uc)
 {
 	struct _pmg_range r;
 
-	return _pmg_reg_find((uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &r) !=
-	       0;
+	return _pmg_reg_find(pmg_uc_sp(uc), &r) != 0;
 }
 
 static void step_abort(ucontext_t *uc);
@@ -275,9 +273,8 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 	in = true;
 	f.addr = (uintptr_t)si->si_addr;
 #ifdef __x86_64__
-	f.ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-	f.acc = (uc->uc_mcontext.gregs[REG_ERR] & PF_WRITE) ? PMG_WRITE
-							    : PMG_READ;
+	f.ip = pmg_uc_ip(uc);
+	f.acc = pmg_uc_pf_write(uc) ? PMG_WRITE : PMG_READ;
 #else
 	f.ip = 0;
 	f.acc = PMG_WRITE;
@@ -509,8 +506,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		if (!pending.active) {
 			pending.active = true;
 			pending.ip = f.ip;
-			pending.had_tf = uc->uc_mcontext.gregs[REG_EFL] &
-					 X86_EFLAGS_TF;
+			pending.had_tf = pmg_uc_tf(uc);
 			pending.mask = 0;
 			pending.bits = 0;
 			pending.npages = 0;
@@ -522,7 +518,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 			pending.page[pending.npages] = page;
 			pending.dom[pending.npages++] = f.dom;
 		}
-		uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
+		pmg_uc_set_tf(uc);
 		step_block(uc);
 #endif
 		break;
@@ -605,7 +601,7 @@ static void step_finish(ucontext_t *uc, bool ran)
 	had_tf = pending.had_tf;
 #ifdef __x86_64__
 	if (!had_tf)
-		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
+		pmg_uc_clear_tf(uc);
 #endif
 	step_unblock(uc);
 	_pmg_step_release();
@@ -630,7 +626,7 @@ static void step_abort(ucontext_t *uc)
 	if (!_pmg_cur_step || !pending.active || !pending.masked)
 		return;
 #ifdef __x86_64__
-	if (uc->uc_mcontext.gregs[REG_RIP] != pending.step_ip)
+	if ((greg_t)pmg_uc_ip(uc) != pending.step_ip)
 		return;
 #endif
 	hpkru = _pmg.prim->handler_rights();
@@ -655,8 +651,7 @@ static bool step_trap(const siginfo_t *si, const ucontext_t *uc)
 	if (si->si_code == TRAP_TRACE)
 		return true;
 #ifdef __x86_64__
-	return si->si_code == TRAP_BRKPT &&
-	       (uc->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF);
+	return si->si_code == TRAP_BRKPT && pmg_uc_tf(uc);
 #else
 	(void)uc;
 	return false;
