@@ -73,26 +73,43 @@ static int greg_of(ZydisRegister r)
 {
 	/* not a general-purpose register class to Zydis: no enclosing */
 	if (r == ZYDIS_REGISTER_RIP)
-		return REG_RIP;
+		return PMG_X86_RIP;
 	switch (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64,
 						 r)) {
-	case ZYDIS_REGISTER_RAX: return REG_RAX;
-	case ZYDIS_REGISTER_RCX: return REG_RCX;
-	case ZYDIS_REGISTER_RDX: return REG_RDX;
-	case ZYDIS_REGISTER_RBX: return REG_RBX;
-	case ZYDIS_REGISTER_RSP: return REG_RSP;
-	case ZYDIS_REGISTER_RBP: return REG_RBP;
-	case ZYDIS_REGISTER_RSI: return REG_RSI;
-	case ZYDIS_REGISTER_RDI: return REG_RDI;
-	case ZYDIS_REGISTER_R8: return REG_R8;
-	case ZYDIS_REGISTER_R9: return REG_R9;
-	case ZYDIS_REGISTER_R10: return REG_R10;
-	case ZYDIS_REGISTER_R11: return REG_R11;
-	case ZYDIS_REGISTER_R12: return REG_R12;
-	case ZYDIS_REGISTER_R13: return REG_R13;
-	case ZYDIS_REGISTER_R14: return REG_R14;
-	case ZYDIS_REGISTER_R15: return REG_R15;
-	case ZYDIS_REGISTER_RIP: return REG_RIP;
+	case ZYDIS_REGISTER_RAX:
+		return PMG_X86_RAX;
+	case ZYDIS_REGISTER_RCX:
+		return PMG_X86_RCX;
+	case ZYDIS_REGISTER_RDX:
+		return PMG_X86_RDX;
+	case ZYDIS_REGISTER_RBX:
+		return PMG_X86_RBX;
+	case ZYDIS_REGISTER_RSP:
+		return PMG_X86_RSP;
+	case ZYDIS_REGISTER_RBP:
+		return PMG_X86_RBP;
+	case ZYDIS_REGISTER_RSI:
+		return PMG_X86_RSI;
+	case ZYDIS_REGISTER_RDI:
+		return PMG_X86_RDI;
+	case ZYDIS_REGISTER_R8:
+		return PMG_X86_R8;
+	case ZYDIS_REGISTER_R9:
+		return PMG_X86_R9;
+	case ZYDIS_REGISTER_R10:
+		return PMG_X86_R10;
+	case ZYDIS_REGISTER_R11:
+		return PMG_X86_R11;
+	case ZYDIS_REGISTER_R12:
+		return PMG_X86_R12;
+	case ZYDIS_REGISTER_R13:
+		return PMG_X86_R13;
+	case ZYDIS_REGISTER_R14:
+		return PMG_X86_R14;
+	case ZYDIS_REGISTER_R15:
+		return PMG_X86_R15;
+	case ZYDIS_REGISTER_RIP:
+		return PMG_X86_RIP;
 	default: return -1;
 	}
 }
@@ -110,7 +127,7 @@ static int reg_value(const ucontext_t *uc, ZydisRegister r, uint64_t *v)
 	g = greg_of(r);
 	if (g < 0)
 		return -1;
-	*v = (uint64_t)uc->uc_mcontext.gregs[g];
+	*v = pmg_uc_greg(uc, g);
 	bits = ZydisRegisterGetWidth(ZYDIS_MACHINE_MODE_LONG_64, r);
 	if (bits && bits < 64)
 		*v &= (1ull << bits) - 1;
@@ -212,17 +229,252 @@ static size_t fetch(uintptr_t ip, uint8_t *buf, bool *direct)
 	return to_end;
 }
 
-int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
+/*
+ * Fetch and decode the instruction at @ip into @in, @op; its length and
+ * its text into @d.  0, or -1 with d->why.
+ */
+static int decode_insn(uintptr_t ip, ZydisDecodedInstruction *in,
+		       ZydisDecodedOperand *op, struct _pmg_decoded *d)
 {
 	ZydisDecoder dec;
 	ZydisFormatter fmt;
-	ZydisDecodedInstruction in;
-	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
-	uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	uint8_t code[ZYDIS_MAX_INSTRUCTION_LENGTH];
 	bool direct;
 	size_t ncode = fetch(ip, code, &direct);
 	ZyanStatus st;
+
+	if (!ZYAN_SUCCESS(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
+					   ZYDIS_STACK_WIDTH_64))) {
+		d->why = "the instruction could not be decoded";
+		return -1;
+	}
+	st = ZydisDecoderDecodeFull(&dec, code, ncode, in, op);
+	if (st == ZYDIS_STATUS_NO_MORE_DATA && direct &&
+	    ncode < ZYDIS_MAX_INSTRUCTION_LENGTH) {
+		/* fetch()'s fallback: the instruction crosses the page end,
+		 * so the CPU fetched the next page too */
+		memcpy(code, (const void *)ip, ZYDIS_MAX_INSTRUCTION_LENGTH);
+		ncode = ZYDIS_MAX_INSTRUCTION_LENGTH;
+		st = ZydisDecoderDecodeFull(&dec, code, ncode, in, op);
+	}
+	if (!ZYAN_SUCCESS(st)) {
+		d->why = "the instruction could not be decoded";
+		return -1;
+	}
+	d->len = in->length;
+	if (ZYAN_SUCCESS(ZydisFormatterInit(&fmt,
+					    ZYDIS_FORMATTER_STYLE_INTEL))) {
+		ZydisFormatterSetProperty(&fmt,
+				ZYDIS_FORMATTER_PROP_HEX_UPPERCASE, 0);
+		ZydisFormatterSetProperty(&fmt,
+				ZYDIS_FORMATTER_PROP_FORCE_SIZE, 1);
+		if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(
+			    &fmt, in, op, in->operand_count_visible, d->text,
+			    sizeof(d->text), ip, NULL)))
+			memcpy(d->text, "(unformatted)",
+			       sizeof("(unformatted)"));
+	}
+	return 0;
+}
+
+/*
+ * The refusals of one written memory operand (the @nwr-th): why it cannot
+ * be contained, or NULL.  Scatter stores (vector SIB) write one range per
+ * vector element; a masked vector store is taken whole, its size the
+ * vector's.
+ */
+static const char *operand_refused(const ZydisDecodedOperand *o, unsigned nwr)
+{
+	size_t len = o->size / 8;
+
+	if (o->mem.type == ZYDIS_MEMOP_TYPE_VSIB)
+		return "scatter store: one write per vector element";
+	if (o->mem.type != ZYDIS_MEMOP_TYPE_MEM)
+		return "unknown memory operand type";
+	if (len == 0 || len > PMG_CT_MAXLEN)
+		return "written size unknown or over 64 bytes";
+	if (nwr == PMG_CT_MAXWR)
+		return "more than two written memory operands";
+	return NULL;
+}
+
+/*
+ * The operand's address from the interrupted registers: base + index *
+ * scale + displacement (RIP-relative: from the next instruction) in @a,
+ * the fs/gs segment base in @seg.  0, or -1 with d->why.
+ */
+static int operand_ea(const ucontext_t *uc, const ZydisDecodedInstruction *in,
+		      const ZydisDecodedOperand *o, uint64_t *a, uint64_t *seg,
+		      struct _pmg_decoded *d)
+{
+	uint64_t base, index;
+
+	*seg = 0;
+	if (reg_value(uc, o->mem.base, &base) ||
+	    reg_value(uc, o->mem.index, &index)) {
+		d->why = "address register not a general register";
+		return -1;
+	}
+	if (o->mem.base == ZYDIS_REGISTER_RIP)
+		base += in->length;
+	if (o->mem.segment == ZYDIS_REGISTER_FS ||
+	    o->mem.segment == ZYDIS_REGISTER_GS) {
+		unsigned long sb = 0;
+
+		if (syscall(SYS_arch_prctl,
+			    o->mem.segment == ZYDIS_REGISTER_FS ? ARCH_GET_FS
+								: ARCH_GET_GS,
+			    &sb)) {
+			d->why = "fs/gs base unreadable";
+			return -1;
+		}
+		*seg = sb;
+	}
+	*a = base + index * (o->mem.scale ? o->mem.scale : 1) +
+	     (uint64_t)o->mem.disp.value;
+	return 0;
+}
+
+/*
+ * Stack instructions: push, call, pushf, enter write their hidden rsp
+ * operand below the stack pointer; pop [rsp+x] takes its address after
+ * rsp is incremented by the operand size.  @a adjusted.
+ */
+static uint64_t stack_ea(const ZydisDecodedInstruction *in,
+			 const ZydisDecodedOperand *o, uint64_t a, size_t len)
+{
+	if (o->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+	    (o->mem.base == ZYDIS_REGISTER_RSP ||
+	     o->mem.base == ZYDIS_REGISTER_ESP) &&
+	    (in->mnemonic == ZYDIS_MNEMONIC_PUSH ||
+	     in->mnemonic == ZYDIS_MNEMONIC_PUSHFQ ||
+	     in->mnemonic == ZYDIS_MNEMONIC_PUSHF ||
+	     in->mnemonic == ZYDIS_MNEMONIC_CALL ||
+	     in->mnemonic == ZYDIS_MNEMONIC_ENTER))
+		a -= len;
+	if (in->mnemonic == ZYDIS_MNEMONIC_POP &&
+	    o->visibility == ZYDIS_OPERAND_VISIBILITY_EXPLICIT &&
+	    greg_of(o->mem.base) == PMG_X86_RSP)
+		a += len;
+	return a;
+}
+
+/*
+ * bts/btr/btc with a register bit offset (operand @i, 0): bit-string
+ * addressing, the register's signed offset selects a chunk of the
+ * operand's size; @a moved to it.  0, or -1 with d->why.
+ */
+static int bitstring_ea(const ucontext_t *uc, const ZydisDecodedInstruction *in,
+			const ZydisDecodedOperand *op, unsigned i, size_t len,
+			uint64_t *a, struct _pmg_decoded *d)
+{
+	const ZydisDecodedOperand *o = &op[i];
+	uint64_t off;
+	unsigned bits = o->size;
+	unsigned shift = bits == 16 ? 4 : bits == 32 ? 5 : 6;
+	int64_t chunk;
+
+	if (!((in->mnemonic == ZYDIS_MNEMONIC_BTS ||
+	       in->mnemonic == ZYDIS_MNEMONIC_BTR ||
+	       in->mnemonic == ZYDIS_MNEMONIC_BTC) &&
+	      i == 0 && in->operand_count_visible > 1 &&
+	      op[1].type == ZYDIS_OPERAND_TYPE_REGISTER))
+		return 0;
+	if (reg_value(uc, op[1].reg.value, &off) ||
+	    (bits != 16 && bits != 32 && bits != 64)) {
+		d->why = "bit offset register unreadable";
+		return -1;
+	}
+	if (bits < 64 && (off & (1ull << (bits - 1))))
+		off |= ~0ull << bits; /* sign-extend */
+	chunk = (int64_t)off >> shift;
+	*a += (uint64_t)chunk * len;
+	return 0;
+}
+
+/*
+ * rep stos / rep movs (64-bit addressing, the first operand): what the
+ * whole instruction does, for a run of iterations at once (d->rep,
+ * d->elem).
+ */
+static void string_rep(const ZydisDecodedInstruction *in,
+		       const ZydisDecodedOperand *op, unsigned i, size_t len,
+		       struct _pmg_decoded *d)
+{
+	if (!(in->meta.category == ZYDIS_CATEGORY_STRINGOP &&
+	      (in->attributes & ZYDIS_ATTRIB_HAS_REP) &&
+	      in->address_width == 64 && i == 0))
+		return;
+	if (in->mnemonic == ZYDIS_MNEMONIC_STOSB ||
+	    in->mnemonic == ZYDIS_MNEMONIC_STOSW ||
+	    in->mnemonic == ZYDIS_MNEMONIC_STOSD ||
+	    in->mnemonic == ZYDIS_MNEMONIC_STOSQ)
+		d->rep = PMG_CT_REP_STOS;
+	else if ((in->mnemonic == ZYDIS_MNEMONIC_MOVSB ||
+		  in->mnemonic == ZYDIS_MNEMONIC_MOVSW ||
+		  in->mnemonic == ZYDIS_MNEMONIC_MOVSD ||
+		  in->mnemonic == ZYDIS_MNEMONIC_MOVSQ) &&
+		 in->operand_count > 1 &&
+		 op[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		 op[1].mem.segment != ZYDIS_REGISTER_FS &&
+		 op[1].mem.segment != ZYDIS_REGISTER_GS)
+		d->rep = PMG_CT_REP_MOVS;
+	d->elem = (unsigned)len;
+}
+
+/*
+ * Written memory operand @i: its range appended to d->wr (address,
+ * length, the stack flag, whether its base may be moved).  0, or -1 with
+ * d->why.
+ */
+static int decode_operand(const ucontext_t *uc,
+			  const ZydisDecodedInstruction *in,
+			  const ZydisDecodedOperand *op, unsigned i,
+			  struct _pmg_decoded *d)
+{
+	const ZydisDecodedOperand *o = &op[i];
+	struct _pmg_wr *w = &d->wr[d->nwr];
+	uint64_t seg, a;
+	size_t len = o->size / 8;
+
+	d->why = operand_refused(o, d->nwr);
+	if (d->why)
+		return -1;
+	if (operand_ea(uc, in, o, &a, &seg, d))
+		return -1;
+	a = stack_ea(in, o, a, len);
+	if (bitstring_ea(uc, in, op, i, len, &a, d))
+		return -1;
+	if (in->address_width == 32)
+		a &= 0xffffffffull;
+	w->addr = (uintptr_t)(a + seg);
+	w->len = len;
+	w->base = -1;
+	w->base_kind = PMG_CT_BASE_KEEP;
+	/* push, call, enter, pushf: hidden, through rsp */
+	w->stack = o->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+		   greg_of(o->mem.base) == PMG_X86_RSP;
+	if (in->address_width == 64 && o->mem.base != ZYDIS_REGISTER_NONE &&
+	    o->mem.base != ZYDIS_REGISTER_RSP &&
+	    o->mem.base != ZYDIS_REGISTER_RIP &&
+	    ZydisRegisterGetWidth(ZYDIS_MACHINE_MODE_LONG_64, o->mem.base) ==
+		    64)
+		redirectable(in, op, i, w);
+	string_rep(in, op, i, len, d);
+	d->nwr++;
+	return 0;
+}
+
+/*
+ * The decoder: the instruction decoded (decode_insn()), the refusals of
+ * the whole instruction (uncontainable()), then each written memory
+ * operand by its class (decode_operand(): refusals, plain, stack,
+ * bit-string, rep string).
+ */
+int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
+{
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
 	unsigned i;
 
 	d->nwr = 0;
@@ -231,166 +483,18 @@ int _pmg_contain_decode(const ucontext_t *uc, struct _pmg_decoded *d)
 	d->elem = 0;
 	d->why = NULL;
 	memcpy(d->text, "(undecoded)", sizeof("(undecoded)"));
-	if (!ZYAN_SUCCESS(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
-					   ZYDIS_STACK_WIDTH_64))) {
-		d->why = "the instruction could not be decoded";
+	if (decode_insn(pmg_uc_ip(uc), &in, op, d))
 		return -1;
-	}
-	st = ZydisDecoderDecodeFull(&dec, code, ncode, &in, op);
-	if (st == ZYDIS_STATUS_NO_MORE_DATA && direct &&
-	    ncode < ZYDIS_MAX_INSTRUCTION_LENGTH) {
-		/* fetch()'s fallback: the instruction crosses the page end,
-		 * so the CPU fetched the next page too */
-		memcpy(code, (const void *)ip, ZYDIS_MAX_INSTRUCTION_LENGTH);
-		ncode = ZYDIS_MAX_INSTRUCTION_LENGTH;
-		st = ZydisDecoderDecodeFull(&dec, code, ncode, &in, op);
-	}
-	if (!ZYAN_SUCCESS(st)) {
-		d->why = "the instruction could not be decoded";
-		return -1;
-	}
-	d->len = in.length;
-	if (ZYAN_SUCCESS(ZydisFormatterInit(&fmt,
-					    ZYDIS_FORMATTER_STYLE_INTEL))) {
-		ZydisFormatterSetProperty(&fmt,
-				ZYDIS_FORMATTER_PROP_HEX_UPPERCASE, 0);
-		ZydisFormatterSetProperty(&fmt,
-				ZYDIS_FORMATTER_PROP_FORCE_SIZE, 1);
-		if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&fmt, &in,
-				op, in.operand_count_visible, d->text,
-				sizeof(d->text), ip, NULL)))
-			memcpy(d->text, "(unformatted)",
-			       sizeof("(unformatted)"));
-	}
 	if (uncontainable(in.mnemonic)) {
 		d->why = "its written range is not determinable here "
 			 "(xsave/fxsave/movdir64b/enqcmd/clzero)";
 		return -1;
 	}
-	for (i = 0; i < in.operand_count; i++) {
-		const ZydisDecodedOperand *o = &op[i];
-		uint64_t base, index, seg = 0, a;
-		size_t len;
-
-		if (o->type != ZYDIS_OPERAND_TYPE_MEMORY ||
-		    !(o->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
-			continue;
-		if (o->mem.type == ZYDIS_MEMOP_TYPE_VSIB) {
-			d->why = "scatter store: one write per vector element";
+	for (i = 0; i < in.operand_count; i++)
+		if (op[i].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		    (op[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
+		    decode_operand(uc, &in, op, i, d))
 			return -1;
-		}
-		if (o->mem.type != ZYDIS_MEMOP_TYPE_MEM) {
-			d->why = "unknown memory operand type";
-			return -1;
-		}
-		len = o->size / 8;
-		if (len == 0 || len > PMG_CT_MAXLEN) {
-			d->why = "written size unknown or over 64 bytes";
-			return -1;
-		}
-		if (d->nwr == PMG_CT_MAXWR) {
-			d->why = "more than two written memory operands";
-			return -1;
-		}
-		if (reg_value(uc, o->mem.base, &base) ||
-		    reg_value(uc, o->mem.index, &index)) {
-			d->why = "address register not a general register";
-			return -1;
-		}
-		if (o->mem.base == ZYDIS_REGISTER_RIP)
-			base += in.length;
-		if (o->mem.segment == ZYDIS_REGISTER_FS ||
-		    o->mem.segment == ZYDIS_REGISTER_GS) {
-			unsigned long sb = 0;
-
-			if (syscall(SYS_arch_prctl,
-				    o->mem.segment == ZYDIS_REGISTER_FS
-					    ? ARCH_GET_FS : ARCH_GET_GS,
-				    &sb)) {
-				d->why = "fs/gs base unreadable";
-				return -1;
-			}
-			seg = sb;
-		}
-		a = base + index * (o->mem.scale ? o->mem.scale : 1) +
-		    (uint64_t)o->mem.disp.value;
-		/* push, call, pushf, enter: the hidden rsp operand is
-		 * written below the stack pointer */
-		if (o->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
-		    (o->mem.base == ZYDIS_REGISTER_RSP ||
-		     o->mem.base == ZYDIS_REGISTER_ESP) &&
-		    (in.mnemonic == ZYDIS_MNEMONIC_PUSH ||
-		     in.mnemonic == ZYDIS_MNEMONIC_PUSHFQ ||
-		     in.mnemonic == ZYDIS_MNEMONIC_PUSHF ||
-		     in.mnemonic == ZYDIS_MNEMONIC_CALL ||
-		     in.mnemonic == ZYDIS_MNEMONIC_ENTER))
-			a -= len;
-		/* pop [rsp+x]: the address is taken after rsp is
-		 * incremented by the operand size */
-		if (in.mnemonic == ZYDIS_MNEMONIC_POP &&
-		    o->visibility == ZYDIS_OPERAND_VISIBILITY_EXPLICIT &&
-		    greg_of(o->mem.base) == REG_RSP)
-			a += len;
-		if ((in.mnemonic == ZYDIS_MNEMONIC_BTS ||
-		     in.mnemonic == ZYDIS_MNEMONIC_BTR ||
-		     in.mnemonic == ZYDIS_MNEMONIC_BTC) &&
-		    i == 0 && in.operand_count_visible > 1 &&
-		    op[1].type == ZYDIS_OPERAND_TYPE_REGISTER) {
-			/* bit-string addressing: the register's signed
-			 * offset selects a chunk of the operand's size */
-			uint64_t off;
-			unsigned bits = o->size;
-			unsigned shift = bits == 16 ? 4 : bits == 32 ? 5 : 6;
-			int64_t chunk;
-
-			if (reg_value(uc, op[1].reg.value, &off) ||
-			    (bits != 16 && bits != 32 && bits != 64)) {
-				d->why = "bit offset register unreadable";
-				return -1;
-			}
-			if (bits < 64 && (off & (1ull << (bits - 1))))
-				off |= ~0ull << bits; /* sign-extend */
-			chunk = (int64_t)off >> shift;
-			a += (uint64_t)chunk * len;
-		}
-		if (in.address_width == 32)
-			a &= 0xffffffffull;
-		d->wr[d->nwr].addr = (uintptr_t)(a + seg);
-		d->wr[d->nwr].len = len;
-		d->wr[d->nwr].base = -1;
-		d->wr[d->nwr].base_kind = PMG_CT_BASE_KEEP;
-		/* push, call, enter, pushf: hidden, through rsp */
-		d->wr[d->nwr].stack =
-			o->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
-			greg_of(o->mem.base) == REG_RSP;
-		if (in.address_width == 64 &&
-		    o->mem.base != ZYDIS_REGISTER_NONE &&
-		    o->mem.base != ZYDIS_REGISTER_RSP &&
-		    o->mem.base != ZYDIS_REGISTER_RIP &&
-		    ZydisRegisterGetWidth(ZYDIS_MACHINE_MODE_LONG_64,
-					  o->mem.base) == 64)
-			redirectable(&in, op, i, &d->wr[d->nwr]);
-		if (in.meta.category == ZYDIS_CATEGORY_STRINGOP &&
-		    (in.attributes & ZYDIS_ATTRIB_HAS_REP) &&
-		    in.address_width == 64 && i == 0) {
-			if (in.mnemonic == ZYDIS_MNEMONIC_STOSB ||
-			    in.mnemonic == ZYDIS_MNEMONIC_STOSW ||
-			    in.mnemonic == ZYDIS_MNEMONIC_STOSD ||
-			    in.mnemonic == ZYDIS_MNEMONIC_STOSQ)
-				d->rep = PMG_CT_REP_STOS;
-			else if ((in.mnemonic == ZYDIS_MNEMONIC_MOVSB ||
-				  in.mnemonic == ZYDIS_MNEMONIC_MOVSW ||
-				  in.mnemonic == ZYDIS_MNEMONIC_MOVSD ||
-				  in.mnemonic == ZYDIS_MNEMONIC_MOVSQ) &&
-				 in.operand_count > 1 &&
-				 op[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
-				 op[1].mem.segment != ZYDIS_REGISTER_FS &&
-				 op[1].mem.segment != ZYDIS_REGISTER_GS)
-				d->rep = PMG_CT_REP_MOVS;
-			d->elem = (unsigned)len;
-		}
-		d->nwr++;
-	}
 	return 0;
 }
 
@@ -464,8 +568,7 @@ static void contain_strict(const struct pmg_fault *f, const ucontext_t *uc,
 	int fd = _pmg_report_fd();
 	/* no backtrace through a stack in protected memory: the unwinder
 	 * would run off it (a fault in this handler is fatal) */
-	bool stack_ok = _pmg_reg_find((uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
-				      &r) != 0;
+	bool stack_ok = _pmg_reg_find(pmg_uc_sp(uc), &r) != 0;
 
 	_PMG_STAT_INC(contain_strict);
 	_pmg_buf_str(&b, "pmguard: contain: cannot contain '");
@@ -544,7 +647,6 @@ static bool write_denied(const struct _pmg_range *r, uint32_t pkval, bool pku)
 
 /* ---- rep stos / rep movs: a run of iterations at once ---- */
 
-#define X86_EFLAGS_DF 0x400
 #define PMG_PAGE_MASK (~(uintptr_t)(PMG_PAGE_SIZE - 1))
 
 /* May this thread not write @page of range @r now (@pkval: PKU rights)? */
@@ -784,19 +886,19 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 		     const struct _pmg_decoded *d, bool pku, pid_t tid,
 		     bool audit)
 {
-	greg_t *g = uc->uc_mcontext.gregs;
-	uint64_t n = (uint64_t)g[REG_RCX], run, done, s = d->elem;
-	uintptr_t di = (uintptr_t)g[REG_RDI], si = (uintptr_t)g[REG_RSI];
-	bool back = g[REG_EFL] & X86_EFLAGS_DF;
+	greg_t *g = pmg_uc_regs(uc);
+	uint64_t n = (uint64_t)g[PMG_X86_RCX], run, done, s = d->elem;
+	uintptr_t di = (uintptr_t)g[PMG_X86_RDI];
+	uintptr_t si = (uintptr_t)g[PMG_X86_RSI];
+	bool back = pmg_uc_df(uc);
 	uintptr_t lo, hi, slo = 0, pg;
 	/* the redirect scratch buffer is free (no step pending): no 4 KiB
 	 * on a signal stack that may be SIGSTKSZ */
 	uint8_t *buf = scratch;
 	const size_t bufsz = sizeof(scratch);
 
-	if (d->rep == PMG_CT_REP_NONE || !s || !n ||
-	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_WRITE ||
-	    f->addr < di || f->addr - di >= s)
+	if (d->rep == PMG_CT_REP_NONE || !s || !n || pmg_uc_tf(uc) ||
+	    f->acc != PMG_WRITE || f->addr < di || f->addr - di >= s)
 		return false;
 	if (n > ((uintptr_t)1 << 47) / s)
 		n = ((uintptr_t)1 << 47) / s; /* past user space anyway */
@@ -820,7 +922,7 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 	}
 	done = run;
 	if (audit) {
-		uint64_t stosv = (uint64_t)g[REG_RAX];
+		uint64_t stosv = (uint64_t)g[PMG_X86_RAX];
 		uintptr_t a;
 		size_t k;
 
@@ -870,14 +972,15 @@ static bool rep_bulk(const struct pmg_fault *f, ucontext_t *uc,
 		_PMG_STAT_INC(contained);
 		_pmg_fault_notify(f, tid, PMG_FAULT_CONTAINED);
 		bulk_report(f, tid, d, lo, hi, run,
-			    !_pmg_reg_find((uintptr_t)g[REG_RSP], &r));
+			    !_pmg_reg_find(pmg_uc_sp(uc), &r));
 	}
-	g[REG_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	g[PMG_X86_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
 	if (d->rep == PMG_CT_REP_MOVS)
-		g[REG_RSI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
-	g[REG_RCX] -= (greg_t)done;
-	if (!g[REG_RCX])
-		g[REG_RIP] += d->len;
+		g[PMG_X86_RSI] += back ? -(greg_t)(done * s)
+				       : (greg_t)(done * s);
+	g[PMG_X86_RCX] -= (greg_t)done;
+	if (!g[PMG_X86_RCX])
+		g[PMG_X86_RIP] += d->len;
 	return true;
 }
 
@@ -906,17 +1009,17 @@ static bool page_read_denied(const struct _pmg_range *r, uintptr_t page,
 static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
 			  const struct _pmg_decoded *d, bool pku)
 {
-	greg_t *g = uc->uc_mcontext.gregs;
-	uint64_t n = (uint64_t)g[REG_RCX], run, done, s = d->elem;
-	uintptr_t di = (uintptr_t)g[REG_RDI], si = (uintptr_t)g[REG_RSI];
-	bool back = g[REG_EFL] & X86_EFLAGS_DF;
+	greg_t *g = pmg_uc_regs(uc);
+	uint64_t n = (uint64_t)g[PMG_X86_RCX], run, done, s = d->elem;
+	uintptr_t di = (uintptr_t)g[PMG_X86_RDI];
+	uintptr_t si = (uintptr_t)g[PMG_X86_RSI];
+	bool back = pmg_uc_df(uc);
 	uintptr_t lo, hi, dlo, dhi, pg;
 	uint8_t *buf = scratch;
 	const size_t bufsz = sizeof(scratch);
 
-	if (d->rep != PMG_CT_REP_MOVS || !s || !n ||
-	    (g[REG_EFL] & X86_EFLAGS_TF) || f->acc != PMG_READ ||
-	    f->addr < si || f->addr - si >= s)
+	if (d->rep != PMG_CT_REP_MOVS || !s || !n || pmg_uc_tf(uc) ||
+	    f->acc != PMG_READ || f->addr < si || f->addr - si >= s)
 		return false;
 	if (n > ((uintptr_t)1 << 47) / s)
 		n = ((uintptr_t)1 << 47) / s;
@@ -964,11 +1067,11 @@ static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
 		}
 	if (!done)
 		return false;
-	g[REG_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
-	g[REG_RSI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
-	g[REG_RCX] -= (greg_t)done;
-	if (!g[REG_RCX])
-		g[REG_RIP] += d->len;
+	g[PMG_X86_RDI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	g[PMG_X86_RSI] += back ? -(greg_t)(done * s) : (greg_t)(done * s);
+	g[PMG_X86_RCX] -= (greg_t)done;
+	if (!g[PMG_X86_RCX])
+		g[PMG_X86_RIP] += d->len;
 	return true;
 }
 
@@ -1068,6 +1171,239 @@ static uintptr_t own_write(const struct _pmg_decoded *d)
 }
 
 /*
+ * mprotect: another thread closed a window on a page between our grant
+ * and the step, or the restore (page rights are process-wide;
+ * /proc/self/mem cannot write a read-only shared mapping): grant again and
+ * retry; the bytes are saved already.  true: done, retried.
+ */
+static bool begin_regrant(struct pmg_fault *f)
+{
+	uintptr_t pg = f->addr & ~(PMG_PAGE_SIZE - 1);
+	unsigned i;
+
+	for (i = 0; i < pending.npages; i++)
+		if (pending.page[i] == pg)
+			break;
+	if (i == pending.npages)
+		return false;
+	for (i = 0; i < pending.npages; i++)
+		_pmg_fault_protect_page(pending.page[i],
+					PROT_READ | PROT_WRITE);
+	f->new_pkval = f->saved_pkval;
+	_PMG_STAT_INC(contain_regrant);
+	return true;
+}
+
+/*
+ * What the written ranges hold of protected memory: the pieces to save
+ * (pending.save[0..nsave)), the keys (PKU) or the pages (mprotect) to open
+ * for the step.
+ */
+struct ct_plan {
+	unsigned nsave, npages;
+	uint32_t grant; /* PKU: the keys opened for the step */
+	uintptr_t pages[PMG_PENDING_PAGES]; /* mprotect: the pages opened */
+	int pkeys[PMG_PENDING_PAGES]; /* their domains */
+	bool hit; /* the faulting address is in a written range */
+};
+
+/*
+ * One piece [a, next) of written range @i, in protected range @r: saved
+ * if this thread may not write it (a lazy write window's block is granted
+ * instead).  A push or call into it, or a piece too many, falls back to
+ * strict.
+ */
+static void plan_piece(const struct pmg_fault *f, const ucontext_t *uc,
+		       pid_t tid, const struct _pmg_decoded *d, unsigned i,
+		       const struct _pmg_range *r, uintptr_t a, uintptr_t next,
+		       bool pku, struct ct_plan *pl)
+{
+	struct _pmg_save *sv;
+
+	/* a lazy write window's block: granted */
+	if (!write_denied(r, f->saved_pkval, pku) ||
+	    (!pku && _pmg_lazy_grant(r->dom, a)))
+		return;
+	if (d->wr[i].stack)
+		contain_strict(f, uc, tid, d, stack_why);
+	if (pl->nsave == PMG_SAVES)
+		contain_strict(f, uc, tid, d,
+			       "the write spans too many protected ranges");
+	sv = &pending.save[pl->nsave++];
+	sv->addr = a;
+	sv->len = (unsigned)(next - a);
+	sv->dom = r->dom;
+	if (pku)
+		pl->grant |= PMG_PKR_MASK(_pmg_dom_hw(r->dom));
+	if (!pku && pl->npages < PMG_PENDING_PAGES) {
+		pl->pages[pl->npages] = a & ~(PMG_PAGE_SIZE - 1);
+		pl->pkeys[pl->npages++] = r->dom;
+	}
+}
+
+/*
+ * Written range @i, a page at a time, each page cut at the end of its
+ * protected range: its protected pieces planned (plan_piece()).  Ranges
+ * of both kinds (a key, page protection) fall back to strict.
+ */
+static void plan_range(const struct pmg_fault *f, const ucontext_t *uc,
+		       pid_t tid, const struct _pmg_decoded *d, unsigned i,
+		       bool pku, struct ct_plan *pl)
+{
+	uintptr_t a = d->wr[i].addr, end = a + d->wr[i].len;
+
+	if (f->addr >= a && f->addr < end)
+		pl->hit = true;
+	while (a < end) {
+		struct _pmg_range r;
+		uintptr_t next = (a | (PMG_PAGE_SIZE - 1)) + 1;
+
+		if (next > end)
+			next = end;
+		/*
+		 * A protected page not backed (unmapped behind the library's
+		 * back, or past its file's end), other than the faulting
+		 * one: nothing there to save or read.  Left out, as memory
+		 * that is not ours: the step (never the redirect:
+		 * redirect_snap() cannot read it) runs on the real memory and
+		 * the CPU faults there itself, for the program (SIGSEGV or
+		 * SIGBUS), having written nothing.
+		 */
+		if (!_pmg_reg_find(a, &r) && ((a ^ f->addr) < PMG_PAGE_SIZE ||
+					      page_backed(a & PMG_PAGE_MASK))) {
+			if (next > r.end)
+				next = r.end;
+			if (!same_kind(&r, pku))
+				contain_strict(f, uc, tid, d,
+					       "the write spans a domain kept "
+					       "by a key and one kept by page "
+					       "protection (a virtual domain)");
+			plan_piece(f, uc, tid, d, i, &r, a, next, pku, pl);
+		}
+		a = next;
+	}
+}
+
+/*
+ * mprotect, nothing to save: another thread opened a window on these
+ * pages since the fault (rights are process-wide): the write is now
+ * allowed, as any write while a window is open there.  Put the pages at
+ * the current rights and retry.
+ */
+static void begin_reopened(struct pmg_fault *f, const struct _pmg_decoded *d)
+{
+	unsigned i;
+
+	for (i = 0; i < d->nwr; i++) {
+		uintptr_t a = d->wr[i].addr & ~(PMG_PAGE_SIZE - 1);
+		struct _pmg_range r;
+
+		for (; a < d->wr[i].addr + d->wr[i].len; a += PMG_PAGE_SIZE)
+			if (!_pmg_reg_find(a, &r))
+				_pmg_fault_reprotect_page(r.dom, a);
+	}
+	_PMG_STAT_INC(contain_regrant);
+	f->new_pkval = f->saved_pkval;
+}
+
+/* The step's record: a contained step of @f, @nsave pieces saved. */
+static void begin_record(const struct pmg_fault *f, const ucontext_t *uc,
+			 pid_t tid, const struct _pmg_decoded *d,
+			 unsigned nsave, uint32_t rd_mask)
+{
+	struct _pmg_range r;
+
+	pending.active = true;
+	pending.ip = f->ip;
+	pending.contain = true;
+	pending.redirect = false;
+	pending.had_tf = pmg_uc_tf(uc);
+	pending.nsave = nsave;
+	pending.f = *f;
+	pending.tid = tid;
+	pending.dec = *d;
+	pending.count = _pmg_audit_site_hit(f->ip, f->dom);
+	/* unwinding through a stack in protected memory: no */
+	pending.stack_protected = !_pmg_reg_find(pmg_uc_sp(uc), &r);
+	pending.npages = 0;
+	pending.mask = 0;
+	pending.bits = 0;
+	pending.rd_mask = rd_mask;
+}
+
+/*
+ * Redirect: the one written operand's base register is moved so that the
+ * instruction writes a copy of the range in a per-thread scratch buffer
+ * instead; memory is never granted (no other thread can see or race
+ * anything) and the bytes outside protected memory the instruction
+ * changed are copied out after the step (redirect_end()).  The range is
+ * in pending.snap already (redirect_snap()).
+ */
+static void begin_redirect(struct pmg_fault *f, ucontext_t *uc,
+			   const struct _pmg_wr *w, unsigned nsave, bool pku)
+{
+	uintptr_t ea = w->addr;
+	unsigned len = (unsigned)w->len, i;
+	uint8_t *s = scratch + PMG_CT_MAXLEN + (ea & (PMG_CT_MAXLEN - 1));
+	/* PKU: the handler runs with the default register; the bytes
+	 * outside the saved pieces may be in a domain this thread has a
+	 * window on: open every key for the copies */
+	uint32_t all = pku ? ~(uint32_t)PMG_PKR_MASK(0) : 0;
+
+	memcpy(s, pending.snap, len);
+	for (i = 0; i < nsave; i++)
+		memcpy(pending.save[i].old, s + (pending.save[i].addr - ea),
+		       pending.save[i].len);
+	pending.redirect = true;
+	pending.rd_mask = all; /* contain_end's copies, again */
+	pending.mask = 0;
+	pending.ea = ea;
+	pending.len = len;
+	pending.delta = (uintptr_t)s - ea;
+	pending.base = w->base;
+	pending.base_kind = w->base_kind;
+	pending.base_orig = pmg_uc_regs(uc)[pending.base];
+	pmg_uc_regs(uc)[pending.base] += (greg_t)pending.delta;
+	f->new_pkval = f->saved_pkval;
+	_PMG_STAT_INC(contain_redirected);
+	pmg_uc_set_tf(uc);
+}
+
+/*
+ * Save and restore: the protected pieces are opened for the step (PKU:
+ * this thread's keys, in the frame's register; mprotect: the pages, for
+ * every thread) and their bytes saved, to be put back after it.
+ */
+static void begin_grant(struct pmg_fault *f, ucontext_t *uc,
+			const struct ct_plan *pl, bool pku)
+{
+	uint32_t cur;
+	unsigned i;
+
+	if (pku) {
+		/* this thread only: the frame's register */
+		pending.mask = pl->grant;
+		pending.bits = f->saved_pkval & pl->grant;
+		f->new_pkval = f->saved_pkval & ~pl->grant;
+	} else {
+		/* process-wide: the pages are writable during the step */
+		for (i = 0; i < pl->npages; i++) {
+			pending.page[pending.npages] = pl->pages[i];
+			pending.dom[pending.npages++] = pl->pkeys[i];
+			_pmg_fault_protect_page(pl->pages[i],
+						PROT_READ | PROT_WRITE);
+		}
+		f->new_pkval = f->saved_pkval;
+	}
+	cur = open_keys(pending.rd_mask);
+	for (i = 0; i < pl->nsave; i++)
+		copy_out(pending.save[i].old, pending.save[i].addr,
+			 pending.save[i].len, pku);
+	close_keys(pending.rd_mask, cur);
+	pmg_uc_set_tf(uc);
+}
+
+/*
  * A stray access in contain mode.  PMG_CT_DONE when it is a write to be
  * contained (everything set up: saved bytes, rights, trap flag);
  * PMG_CT_READ when the instruction writes no protected byte (a stray
@@ -1079,34 +1415,16 @@ int _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		       pid_t tid, uintptr_t *own)
 {
 	struct _pmg_decoded d;
-	bool pku = reg != NULL, hit = false;
-	uint32_t grant = 0, cur;
-	unsigned i, nsave = 0, npages = 0;
-	uintptr_t pages[PMG_PENDING_PAGES];
-	int pkeys[PMG_PENDING_PAGES];
+	bool pku = reg != NULL;
+	struct ct_plan pl;
+	unsigned i;
 
-	if (pending.active && pending.contain && !pku) {
-		uintptr_t pg = f->addr & ~(PMG_PAGE_SIZE - 1);
-
-		/*
-		 * mprotect: another thread closed a window on a page between
-		 * our grant and the step, or the restore (page rights are
-		 * process-wide; /proc/self/mem cannot write a read-only
-		 * shared mapping): grant again and retry; the bytes are saved
-		 * already.
-		 */
-		for (i = 0; i < pending.npages; i++)
-			if (pending.page[i] == pg)
-				break;
-		if (i < pending.npages) {
-			for (i = 0; i < pending.npages; i++)
-				_pmg_fault_protect_page(pending.page[i],
-							PROT_READ | PROT_WRITE);
-			f->new_pkval = f->saved_pkval;
-			_PMG_STAT_INC(contain_regrant);
-			return PMG_CT_DONE;
-		}
-	}
+	pl.nsave = 0;
+	pl.npages = 0;
+	pl.grant = 0;
+	pl.hit = false;
+	if (pending.active && pending.contain && !pku && begin_regrant(f))
+		return PMG_CT_DONE;
 	if (_pmg_contain_decode(uc, &d))
 		contain_strict(f, uc, tid, &d, d.why);
 	if ((*own = own_write(&d)))
@@ -1115,91 +1433,13 @@ int _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		f->new_pkval = f->saved_pkval;
 		return PMG_CT_DONE;
 	}
-	for (i = 0; i < d.nwr; i++) {
-		uintptr_t a = d.wr[i].addr, end = a + d.wr[i].len;
-
-		if (f->addr >= a && f->addr < end)
-			hit = true;
-		while (a < end) {
-			struct _pmg_range r;
-			uintptr_t next = (a | (PMG_PAGE_SIZE - 1)) + 1;
-
-			if (next > end)
-				next = end;
-			/*
-			 * A protected page not backed (unmapped behind the
-			 * library's back, or past its file's end), other than
-			 * the faulting one: nothing there to save or read.
-			 * Left out, as memory that is not ours: the step
-			 * (never the redirect: redirect_snap() cannot read
-			 * it) runs on the real memory and the CPU faults
-			 * there itself, for the program (SIGSEGV or SIGBUS),
-			 * having written nothing.
-			 */
-			if (!_pmg_reg_find(a, &r) &&
-			    ((a ^ f->addr) < PMG_PAGE_SIZE ||
-			     page_backed(a & PMG_PAGE_MASK))) {
-				if (next > r.end)
-					next = r.end;
-				if (!same_kind(&r, pku))
-					contain_strict(
-						f, uc, tid, &d,
-						"the write spans a domain kept "
-						"by a key and one kept by page "
-						"protection (a virtual domain)");
-				/* a lazy write window's block: granted */
-				if (write_denied(&r, f->saved_pkval, pku) &&
-				    (pku || !_pmg_lazy_grant(r.dom, a))) {
-					struct _pmg_save *sv;
-
-					if (d.wr[i].stack)
-						contain_strict(f, uc, tid, &d,
-							       stack_why);
-					if (nsave == PMG_SAVES)
-						contain_strict(
-							f, uc, tid, &d,
-							"the write spans too many "
-							"protected ranges");
-					sv = &pending.save[nsave++];
-					sv->addr = a;
-					sv->len = (unsigned)(next - a);
-					sv->dom = r.dom;
-					if (pku)
-						grant |= PMG_PKR_MASK(
-							_pmg_dom_hw(r.dom));
-					if (!pku &&
-					    npages < PMG_PENDING_PAGES) {
-						pages[npages] =
-							a &
-							~(PMG_PAGE_SIZE - 1);
-						pkeys[npages++] = r.dom;
-					}
-				}
-			}
-			a = next;
-		}
-	}
-	if (!nsave && !pku && f->acc == PMG_WRITE) {
-		/*
-		 * mprotect: another thread opened a window on these pages
-		 * since the fault (rights are process-wide): the write is
-		 * now allowed, as any write while a window is open there.
-		 * Put the pages at the current rights and retry.
-		 */
-		for (i = 0; i < d.nwr; i++) {
-			uintptr_t a = d.wr[i].addr & ~(PMG_PAGE_SIZE - 1);
-			struct _pmg_range r;
-
-			for (; a < d.wr[i].addr + d.wr[i].len;
-			     a += PMG_PAGE_SIZE)
-				if (!_pmg_reg_find(a, &r))
-					_pmg_fault_reprotect_page(r.dom, a);
-		}
-		_PMG_STAT_INC(contain_regrant);
-		f->new_pkval = f->saved_pkval;
+	for (i = 0; i < d.nwr; i++)
+		plan_range(f, uc, tid, &d, i, pku, &pl);
+	if (!pl.nsave && !pku && f->acc == PMG_WRITE) {
+		begin_reopened(f, &d);
 		return PMG_CT_DONE;
 	}
-	if (!nsave) {
+	if (!pl.nsave) {
 		if (f->acc == PMG_WRITE)
 			contain_strict(f, uc, tid, &d,
 				       "the decoded instruction "
@@ -1207,7 +1447,7 @@ int _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 				       "faulted");
 		return PMG_CT_READ; /* a read: audit lets it through */
 	}
-	if (!hit && f->acc == PMG_WRITE)
+	if (!pl.hit && f->acc == PMG_WRITE)
 		contain_strict(f, uc, tid, &d,
 			       "the faulting address is outside "
 			       "the decoded written range");
@@ -1215,87 +1455,13 @@ int _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
 		contain_strict(f, uc, tid, &d,
 			       "a second write fault inside a "
 			       "contained step");
-	pending.active = true;
-	pending.ip = f->ip;
-	pending.contain = true;
-	pending.redirect = false;
-	pending.had_tf = uc->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF;
-	pending.nsave = nsave;
-	pending.f = *f;
-	pending.tid = tid;
-	pending.dec = d;
-	pending.count = _pmg_audit_site_hit(f->ip, f->dom);
-	{
-		struct _pmg_range r;
-
-		/* unwinding through a stack in protected memory: no */
-		pending.stack_protected = !_pmg_reg_find(
-			(uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &r);
-	}
-	pending.npages = 0;
-	pending.mask = 0;
-	pending.bits = 0;
-	pending.rd_mask = pku ? grant : 0;
+	begin_record(f, uc, tid, &d, pl.nsave, pku ? pl.grant : 0);
 	if (d.nwr == 1 && d.wr[0].base >= 0 &&
-	    redirect_snap(d.wr[0].addr, (unsigned)d.wr[0].len, nsave, pku)) {
-		/*
-		 * Redirect: the one written operand's base register is moved
-		 * so that the instruction writes a copy of the range in a
-		 * per-thread scratch buffer instead; memory is never granted
-		 * (no other thread can see or race anything) and the bytes
-		 * outside protected memory the instruction changed are
-		 * copied out after the step (redirect_end()).
-		 */
-		uintptr_t ea = d.wr[0].addr;
-		unsigned len = (unsigned)d.wr[0].len;
-		uint8_t *s = scratch + PMG_CT_MAXLEN +
-			     (ea & (PMG_CT_MAXLEN - 1));
-		/* PKU: the handler runs with the default register; the bytes
-		 * outside the saved pieces may be in a domain this thread has
-		 * a window on: open every key for the copies */
-		uint32_t all = pku ? ~(uint32_t)PMG_PKR_MASK(0) : 0;
-
-		memcpy(s, pending.snap, len);
-		for (i = 0; i < nsave; i++)
-			memcpy(pending.save[i].old,
-			       s + (pending.save[i].addr - ea),
-			       pending.save[i].len);
-		pending.redirect = true;
-		pending.rd_mask = all; /* contain_end's copies, again */
-		pending.mask = 0;
-		pending.ea = ea;
-		pending.len = len;
-		pending.delta = (uintptr_t)s - ea;
-		pending.base = d.wr[0].base;
-		pending.base_kind = d.wr[0].base_kind;
-		pending.base_orig = uc->uc_mcontext.gregs[pending.base];
-		uc->uc_mcontext.gregs[pending.base] += (greg_t)pending.delta;
-		f->new_pkval = f->saved_pkval;
-		_PMG_STAT_INC(contain_redirected);
-		uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
+	    redirect_snap(d.wr[0].addr, (unsigned)d.wr[0].len, pl.nsave, pku)) {
+		begin_redirect(f, uc, &d.wr[0], pl.nsave, pku);
 		return PMG_CT_DONE;
 	}
-	if (pku) {
-		/* this thread only: the frame's register */
-		pending.mask = grant;
-		pending.bits = f->saved_pkval & grant;
-		f->new_pkval = f->saved_pkval & ~grant;
-	} else {
-		/* process-wide: the pages are writable during the step */
-		for (i = 0; i < npages; i++) {
-			pending.page[pending.npages] = pages[i];
-			pending.dom[pending.npages++] = pkeys[i];
-			_pmg_fault_protect_page(pages[i],
-						PROT_READ | PROT_WRITE);
-		}
-		f->new_pkval = f->saved_pkval;
-	}
-	cur = open_keys(pending.rd_mask);
-	for (i = 0; i < nsave; i++)
-		copy_out(pending.save[i].old, pending.save[i].addr,
-			 pending.save[i].len, pku);
-	close_keys(pending.rd_mask, cur);
-	uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
+	begin_grant(f, uc, &pl, pku);
 	return PMG_CT_DONE;
 }
 
@@ -1311,7 +1477,7 @@ int _pmg_contain_begin(struct pmg_fault *f, ucontext_t *uc, uint32_t *reg,
  */
 static bool redirect_end(ucontext_t *uc, uint8_t now[][PMG_CT_MAXLEN])
 {
-	greg_t *g = &uc->uc_mcontext.gregs[pending.base];
+	greg_t *g = &pmg_uc_regs(uc)[pending.base];
 	uint8_t *s = (uint8_t *)(pending.ea + pending.delta);
 	unsigned k, i, e;
 	bool ok = true;
@@ -1364,9 +1530,9 @@ void _pmg_contain_end(ucontext_t *uc, bool ran)
 		 * newer bytes), and no write happened to report.
 		 */
 		if (pending.redirect)
-			uc->uc_mcontext.gregs[pending.base] =
+			pmg_uc_regs(uc)[pending.base] =
 				pending.base_kind == PMG_CT_BASE_STEP
-					? uc->uc_mcontext.gregs[pending.base] -
+					? pmg_uc_regs(uc)[pending.base] -
 						  (greg_t)pending.delta
 					: pending.base_orig;
 		return;

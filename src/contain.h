@@ -35,8 +35,8 @@ struct _pmg_decoded {
 	struct _pmg_wr {
 		uintptr_t addr;
 		size_t len;
-		/* REG_* of a base register that may be moved to redirect the
-		 * write, or -1: none, rsp, rip, not 64-bit, or moving it
+		/* the base register (PMG_X86_*) that may be moved to redirect
+		 * the write, or -1: none, rsp, rip, not 64-bit, or moving it
 		 * would change something else (it is also the index, a data
 		 * or hidden operand, or another operand's address) */
 		int base;

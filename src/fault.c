@@ -51,7 +51,6 @@
 #ifndef TRAP_TRACE
 #define TRAP_TRACE 2
 #endif
-#define PF_WRITE 0x2
 
 static struct sigaction old_segv, old_trap, old_bus;
 
@@ -121,7 +120,7 @@ static void step_block(void *ucv)
 		pending.masked = true;
 	}
 #ifdef __x86_64__
-	pending.step_ip = ((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP];
+	pending.step_ip = (greg_t)pmg_uc_ip((ucontext_t *)ucv);
 #endif
 	/* and the step's own trap through, should the program block it
 	 * (a blocked trap kills): its mask is back at the trap */
@@ -210,8 +209,7 @@ static bool stack_unprotected(const ucontext_t *uc)
 {
 	struct _pmg_range r;
 
-	return _pmg_reg_find((uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &r) !=
-	       0;
+	return _pmg_reg_find(pmg_uc_sp(uc), &r) != 0;
 }
 
 static void step_abort(ucontext_t *uc);
@@ -249,179 +247,362 @@ static size_t altstack_left(void)
  */
 #define PAGED_FIELD 1
 
-/* The access is retried as it is: the state it faulted on has changed
- * (a domain's key moving, keys.c).  It faults afresh, judged anew. */
-#define RETRY (-1)
+/*
+ * What segv_classify() makes of a SIGSEGV, and what the handler does then:
+ *  SEGV_OURS      a fault of pmguard's, decided: segv_act() carries it out;
+ *  SEGV_NOT_OURS  the program's own (or nothing pmguard knows): chained,
+ *                 with the siginfo the CPU gives without pmguard;
+ *  SEGV_RETRY     the access is retried as it is: the state it faulted on
+ *                 has changed (a domain's key moving, keys.c); it faults
+ *                 afresh, judged anew.
+ */
+enum segv_verdict {
+	SEGV_OURS,
+	SEGV_NOT_OURS,
+	SEGV_RETRY,
+};
 
-static void segv_handler(int sig, siginfo_t *si, void *ucv)
-{
-	int saved_errno = errno;
-	ucontext_t *uc = ucv;
-	const struct _pmg_prim *p = __atomic_load_n(&_pmg.prim,
-						    __ATOMIC_ACQUIRE);
+/*
+ * One SIGSEGV, classified: the fault as the policy sees it (address,
+ * access, domain, key, mode) with the policy's decision (f.action), and
+ * what carrying it out or chaining needs.
+ */
+struct segv_fault {
 	struct pmg_fault f;
-	struct _pmg_range r;
-	uint32_t *reg = NULL, hpkru = 0;
-	uintptr_t page = 0, own = 0;
-	pid_t tid;
-	int key, mode, id = 0, hw = 0, k2;
-	bool allowed, trace, in = false;
+	const struct _pmg_prim *p;
+	/* keyed: the frame's saved register (what sigreturn loads); NULL:
+	 * the domain is kept by page protection */
+	uint32_t *reg;
+	uint32_t hpkru; /* keyed: the rights to put back for a chain */
+	uintptr_t page; /* page protection: the faulting page */
+	uintptr_t own; /* the program's own protection refused it */
+	int mode; /* the fault mode in force */
+	bool allowed; /* --allow: audit, unreported */
+};
 
-	if (!p)
-		goto not_ours;
-	/* no domain's key moves while this handler looks at one (keys.c);
-	 * left on every way out: return, chain, abort (_pmg_fault_die()) */
-	_pmg_keys_enter();
-	in = true;
-	f.addr = (uintptr_t)si->si_addr;
-#ifdef __x86_64__
-	f.ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-	f.acc = (uc->uc_mcontext.gregs[REG_ERR] & PF_WRITE) ? PMG_WRITE
-							    : PMG_READ;
-#else
-	f.ip = 0;
-	f.acc = PMG_WRITE;
-#endif
-	mode = pmg_get_fault_mode();
-	f.mode = (unsigned)mode;
-	f.code = si->si_code;
+/*
+ * A fault on a domain kept by its key (PKU), or on a page tagged with a
+ * key of ours: whose it is (the key the access began with against the
+ * domain's now), the saved register, the handler's rights.  @id, @hw: the
+ * domain the registry found (0: none) and its key; @k2: the fault's key.
+ */
+static enum segv_verdict segv_classify_keyed(struct segv_fault *c,
+					     ucontext_t *uc, siginfo_t *si,
+					     int id, int hw, int k2)
+{
+	struct pmg_fault *f = &c->f;
+
+	if (!id) {
+		/* a page tagged with our key outside every range (moved
+		 * pages the static library did not see): its key's domain */
+		if (k2 <= 0 || k2 >= PMG_NR_KEYS)
+			return SEGV_NOT_OURS;
+		id = __atomic_load_n(&_pmg.keyown[k2], __ATOMIC_ACQUIRE);
+		if (!id)
+			return SEGV_NOT_OURS;
+		hw = k2;
+	} else if (k2 && k2 != hw) {
+		/* the page had another key of ours when the access began:
+		 * retried; not ours, a key of the program's */
+		if (k2 > 0 && k2 < PMG_NR_KEYS &&
+		    __atomic_load_n(&_pmg.keyown[k2], __ATOMIC_ACQUIRE))
+			return SEGV_RETRY;
+		return SEGV_NOT_OURS;
+	} else if (!k2 && si->si_code != SEGV_ACCERR) {
+		return SEGV_NOT_OURS;
+	}
 	/*
-	 * The domain is the address's (the registry), kept as it is now: by
-	 * its key, or by page protection (the mprotect backend; a virtual
-	 * domain on PKU).  The kind of fault says how it was kept when the
-	 * access began: where that differs (the key moved meanwhile), the
-	 * access is retried, or judged as the domain is kept now.
+	 * A page the program itself made unwritable (unreadable) in the
+	 * domain (its own mprotect(), caps.c): the CPU faults there without
+	 * pmguard, whatever the key says (the kernel reports the key when
+	 * both refuse).  The program's fault, as the CPU gives it with the
+	 * page at key 0.
 	 */
-	if (!_pmg_reg_find(f.addr, &r)) {
+	if (!_pmg_cap_allows(f->addr, f->acc)) {
+		c->own = f->addr;
+		return SEGV_NOT_OURS;
+	}
+	c->reg = c->p->saved_reg(uc);
+	if (!c->reg)
+		return SEGV_NOT_OURS;
+	f->saved_pkval = *c->reg;
+	/*
+	 * SEGV_ACCERR on a domain that holds a key: the page protection
+	 * refused it.  If the key lets the access through, that protection
+	 * is the program's (its own mprotect()): not ours.  If not, it is a
+	 * stray access to the domain (it may have begun while the domain was
+	 * still virtual), judged by the key.
+	 */
+	if (!k2 &&
+	    pmg_rights_allow(pmg_pkval_rights(*c->reg, (unsigned)hw), f->acc))
+		return SEGV_NOT_OURS;
+	/*
+	 * The handler starts with every key access-disabled: give it the
+	 * domains' default rights, so that a callback or an observer may
+	 * read a write-disabled domain (the faulting address, say).  Put
+	 * back for a handler we chain to.
+	 */
+	c->hpkru = c->p->handler_rights();
+	/*
+	 * Sync only up to the defaults (no windows): a thread that opened a
+	 * window set its register itself, so a register stricter than the
+	 * defaults is an older thread or a fresh signal context, and neither
+	 * holds the thread's windows.
+	 */
+	f->no_sync = false;
+	f->key = (unsigned)hw;
+	f->dom = id;
+	return SEGV_OURS;
+}
+
+/*
+ * A fault on a domain kept by page protection (the mprotect backend; a
+ * virtual domain on PKU): whose it is, the page, the rights.  @id: the
+ * domain the registry found (0: none); @k2: the fault's key.
+ */
+static enum segv_verdict segv_classify_paged(struct segv_fault *c,
+					     siginfo_t *si, int id, int k2)
+{
+	struct pmg_fault *f = &c->f;
+
+	if (!id)
+		return SEGV_NOT_OURS;
+	/* PKU: a key fault on a domain that holds none now: it had one when
+	 * the access began (a raced move), retried */
+	if (k2 > 0 && k2 < PMG_NR_KEYS &&
+	    __atomic_load_n(&_pmg.keyown[k2], __ATOMIC_ACQUIRE))
+		return SEGV_RETRY;
+	if (si->si_code != SEGV_ACCERR ||
+	    !_pmg_cap_allows(f->addr, f->acc)) /* the program's own */
+		return SEGV_NOT_OURS;
+	c->page = f->addr & ~(PMG_PAGE_SIZE - 1);
+	/* a write window is open on the domain: the page's first write in
+	 * it (mpwin.c); granted, recorded, retried */
+	if (_pmg_lazy_grant(id, c->page))
+		return SEGV_RETRY;
+	/* page permissions are the process-wide rights: never stale */
+	f->saved_pkval = pmg_pkval_update(0, PAGED_FIELD,
+					  _pmg_process_rights(&_pmg.dom[id]));
+	f->no_sync = true;
+	f->key = PAGED_FIELD;
+	f->dom = id;
+	return SEGV_OURS;
+}
+
+/*
+ * Classify the fault: the address, the access, the domain and its key,
+ * whose fault it is, and the policy's decision.  Fills @c.  The domain is
+ * the address's (the registry), kept as it is now: by its key, or by page
+ * protection (the mprotect backend; a virtual domain on PKU).  The kind of
+ * fault says how it was kept when the access began: where that differs
+ * (the key moved meanwhile), the access is retried, or judged as the
+ * domain is kept now.
+ */
+static enum segv_verdict segv_classify(struct segv_fault *c, siginfo_t *si,
+				       ucontext_t *uc)
+{
+	struct pmg_fault *f = &c->f;
+	struct _pmg_range r;
+	enum segv_verdict v;
+	int id = 0, hw = 0, k2;
+
+	f->addr = (uintptr_t)si->si_addr;
+#ifdef __x86_64__
+	f->ip = pmg_uc_ip(uc);
+	f->acc = pmg_uc_pf_write(uc) ? PMG_WRITE : PMG_READ;
+#else
+	f->ip = 0;
+	f->acc = PMG_WRITE;
+#endif
+	c->mode = pmg_get_fault_mode();
+	f->mode = (unsigned)c->mode;
+	f->code = si->si_code;
+	if (!_pmg_reg_find(f->addr, &r)) {
 		id = r.dom;
 		if (__atomic_load_n(&_pmg.dom[id].moving, __ATOMIC_SEQ_CST))
-			goto retry;
+			return SEGV_RETRY;
 		hw = _pmg_dom_hw(id);
 	}
 	k2 = si->si_code == SEGV_PKUERR ? (int)si->si_pkey : 0;
-	if (p->page_keys && (id ? hw != 0 : k2 != 0)) {
-		if (!id) {
-			/* a page tagged with our key outside every range
-			 * (moved pages the static library did not see): its
-			 * key's domain */
-			if (k2 <= 0 || k2 >= PMG_NR_KEYS)
-				goto not_ours;
-			id = __atomic_load_n(&_pmg.keyown[k2],
-					     __ATOMIC_ACQUIRE);
-			if (!id)
-				goto not_ours;
-			hw = k2;
-		} else if (k2 && k2 != hw) {
-			/* the page had another key of ours when the access
-			 * began: retried; not ours, a key of the program's */
-			if (k2 > 0 && k2 < PMG_NR_KEYS &&
-			    __atomic_load_n(&_pmg.keyown[k2], __ATOMIC_ACQUIRE))
-				goto retry;
-			goto not_ours;
-		} else if (!k2 && si->si_code != SEGV_ACCERR) {
-			goto not_ours;
-		}
-		/*
-		 * A page the program itself made unwritable (unreadable) in
-		 * the domain (its own mprotect(), caps.c): the CPU faults
-		 * there without pmguard, whatever the key says (the kernel
-		 * reports the key when both refuse).  The program's fault,
-		 * as the CPU gives it with the page at key 0.
-		 */
-		if (!_pmg_cap_allows(f.addr, f.acc)) {
-			own = f.addr;
-			goto not_ours;
-		}
-		key = hw;
-		reg = p->saved_reg(uc);
-		if (!reg)
-			goto not_ours;
-		f.saved_pkval = *reg;
-		/*
-		 * SEGV_ACCERR on a domain that holds a key: the page
-		 * protection refused it.  If the key lets the access
-		 * through, that protection is the program's (its own
-		 * mprotect()): not ours.  If not, it is a stray access to
-		 * the domain (it may have begun while the domain was still
-		 * virtual), judged by the key.
-		 */
-		if (!k2 &&
-		    pmg_rights_allow(pmg_pkval_rights(*reg, (unsigned)hw),
-				     f.acc))
-			goto not_ours;
-		/*
-		 * The handler starts with every key access-disabled: give it
-		 * the domains' default rights, so that a callback or an
-		 * observer may read a write-disabled domain (the faulting
-		 * address, say).  Put back for a handler we chain to.
-		 */
-		hpkru = p->handler_rights();
-		/*
-		 * Sync only up to the defaults (no windows): a thread that
-		 * opened a window set its register itself, so a register
-		 * stricter than the defaults is an older thread or a fresh
-		 * signal context, and neither holds the thread's windows.
-		 */
-		f.no_sync = false;
-	} else {
-		if (!id)
-			goto not_ours;
-		/* PKU: a key fault on a domain that holds none now: it had
-		 * one when the access began (a raced move), retried */
-		if (k2 > 0 && k2 < PMG_NR_KEYS &&
-		    __atomic_load_n(&_pmg.keyown[k2], __ATOMIC_ACQUIRE))
-			goto retry;
-		if (si->si_code != SEGV_ACCERR ||
-		    !_pmg_cap_allows(f.addr, f.acc)) /* the program's own */
-			goto not_ours;
-		key = PAGED_FIELD;
-		page = f.addr & ~(PMG_PAGE_SIZE - 1);
-		/* a write window is open on the domain: the page's first
-		 * write in it (mpwin.c); granted, recorded, retried */
-		if (_pmg_lazy_grant(id, page))
-			goto retry;
-		/* page permissions are the process-wide rights: never stale */
-		f.saved_pkval = pmg_pkval_update(0, (unsigned)key,
-						 _pmg_process_rights(
-							 &_pmg.dom[id]));
-		f.no_sync = true;
+	if (c->p->page_keys && (id ? hw != 0 : k2 != 0))
+		v = segv_classify_keyed(c, uc, si, id, hw, k2);
+	else
+		v = segv_classify_paged(c, si, id, k2);
+	if (v != SEGV_OURS)
+		return v;
+	c->allowed = _pmg_site_allowed(f->ip); /* --allow: audit, unreported */
+	if (c->allowed) {
+		f->mode = PMG_FAULT_AUDIT;
+		c->mode = PMG_FAULT_AUDIT; /* the write goes through */
 	}
-	f.key = (unsigned)key;
-	f.dom = id;
-	allowed = _pmg_site_allowed(f.ip);	/* --allow: audit, unreported */
-	if (allowed) {
-		f.mode = PMG_FAULT_AUDIT;
-		mode = PMG_FAULT_AUDIT;		/* the write goes through */
-	}
-	_pmg_fault_decide(&_pmg.dom[id].ck, &f);
-	if (f.action == PMG_ACT_NOT_OURS)
-		goto not_ours;
-	/* a grant that outlives this access leaves the thread with rights
-	 * on the key: it must not move to another domain (keys.c) */
-	if (reg &&
-	    (f.action == PMG_ACT_GRANT || f.action == PMG_ACT_RELAX_REPORT ||
-	     f.action == PMG_ACT_RELAX_SILENT))
-		_pmg_key_keep(id);
+	_pmg_fault_decide(&_pmg.dom[f->dom].ck, f);
+	if (f->action == PMG_ACT_NOT_OURS)
+		return SEGV_NOT_OURS;
+	/* a grant that outlives this access leaves the thread with rights on
+	 * the key: it must not move to another domain (keys.c) */
+	if (c->reg &&
+	    (f->action == PMG_ACT_GRANT || f->action == PMG_ACT_RELAX_REPORT ||
+	     f->action == PMG_ACT_RELAX_SILENT))
+		_pmg_key_keep(f->dom);
+	return SEGV_OURS;
+}
 
-	tid = (pid_t)syscall(SYS_gettid);
-	trace = f.action == PMG_ACT_SYNC || f.action == PMG_ACT_GRANT ||
-		f.action == PMG_ACT_RELAX_SILENT ||
-		altstack_left() >= TRACE_STACK;
+/* The strict end: reported, told, the process aborted. */
+__attribute__((noreturn)) static void
+segv_strict(const struct pmg_fault *f, pid_t tid, const char *how, bool trace)
+{
+	_pmg_report_fault(f, tid, how, trace);
+	_pmg_fault_notify(f, tid, PMG_FAULT_STRICT_ABORT);
+	_pmg_fault_die();
+}
+
+#ifdef __x86_64__
+/*
+ * Contain: the step's record claimed, the write undone around a single
+ * step (contain.c).  SEGV_OURS: contain did not take it (a read in a step,
+ * a write it falls back to audit for): go on as audit; SEGV_RETRY: done,
+ * the handler returns; SEGV_NOT_OURS: the program's own protection
+ * refused it.  Contain's strict ends do not return.
+ */
+static enum segv_verdict segv_contain(struct segv_fault *c, ucontext_t *uc,
+				      pid_t tid)
+{
+	struct pmg_fault *f = &c->f;
+
+	if (!_pmg_step_claim(tid))
+		segv_strict(f, tid,
+			    "strict (aborting: no memory for the single step)",
+			    stack_unprotected(uc));
+	if (f->action == PMG_ACT_CONTAIN && f->acc == PMG_WRITE &&
+	    !pending.active && altstack_left() < CONTAIN_STACK)
+		segv_strict(f, tid,
+			    "strict (aborting: contain needs about 7 KiB of "
+			    "signal stack, the alternate stack has less left; "
+			    "no backtrace: it needs stack too)",
+			    false);
+	if (f->action != PMG_ACT_CONTAIN ||
+	    (pending.active && f->acc == PMG_READ))
+		return SEGV_OURS;
+	switch (_pmg_contain_begin(f, uc, c->reg, tid, &c->own)) {
+	case PMG_CT_DONE:
+		/* PKU: this context only; mprotect: pages done */
+		if (c->reg)
+			*c->reg = f->new_pkval;
+		if (pending.active)
+			step_block(uc);
+		else
+			_pmg_step_release(); /* retried */
+		return SEGV_RETRY;
+	case PMG_CT_OWN:
+		/* the CPU faults on the program's own protection: its fault,
+		 * nothing stepped, not one of ours (counted before it was
+		 * known) */
+		if (!pending.active)
+			_pmg_step_release();
+		__atomic_sub_fetch(&_pmg_stats.faults, 1, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&_pmg_stats.strays, 1, __ATOMIC_RELAXED);
+		return SEGV_NOT_OURS;
+	}
+	return SEGV_OURS;
+}
+
+/*
+ * Audit: the access runs once with the rights it needs, single-stepped
+ * (the trap flag); the SIGTRAP puts the rights back (step_finish()).  A
+ * rep stos/movs run is done at once instead (_pmg_rep_audit()):
+ * SEGV_RETRY, the handler returns.
+ */
+static enum segv_verdict segv_audit_step(struct segv_fault *c, ucontext_t *uc,
+					 pid_t tid)
+{
+	struct pmg_fault *f = &c->f;
+
+	/* the decoder needs contain's stack (altstack_left()) */
+	if (!pending.active && altstack_left() >= CONTAIN_STACK &&
+	    _pmg_rep_audit(f, uc, c->reg != NULL, tid, c->mode)) {
+		if (c->reg)
+			*c->reg = f->saved_pkval;
+		return SEGV_RETRY;
+	}
+	if (!pending.active) {
+		pending.active = true;
+		pending.ip = f->ip;
+		pending.had_tf = pmg_uc_tf(uc);
+		pending.mask = 0;
+		pending.bits = 0;
+		pending.npages = 0;
+	}
+	if (c->reg) {
+		pending.mask |= PMG_PKR_MASK(f->key);
+		pending.bits |= f->saved_pkval & PMG_PKR_MASK(f->key);
+	} else if (pending.npages < PMG_PENDING_PAGES) {
+		pending.page[pending.npages] = c->page;
+		pending.dom[pending.npages++] = f->dom;
+	}
+	pmg_uc_set_tf(uc);
+	step_block(uc);
+	return SEGV_OURS;
+}
+#endif
+
+/* Audit and contain: the access stepped once, or contained. */
+static enum segv_verdict segv_step(struct segv_fault *c, ucontext_t *uc,
+				   pid_t tid, bool trace)
+{
+	struct pmg_fault *f = &c->f;
+	enum segv_verdict v = SEGV_OURS;
+	uint64_t n;
+
+#ifdef __x86_64__
+	v = segv_contain(c, uc, tid);
+	if (v != SEGV_OURS)
+		return v;
+#endif
+	n = c->allowed ? 0 : _pmg_audit_site_hit(f->ip, f->dom);
+	if (!c->allowed)
+		_pmg_report_fault(f, tid,
+				  trace || n != 1 ? "audit"
+						  : "audit (no backtrace: "
+						    "little signal stack left)",
+				  n == 1 && trace && stack_unprotected(uc));
+	_PMG_STAT_INC(audited);
+	_pmg_fault_notify(f, tid, PMG_FAULT_AUDITED);
+#ifdef __x86_64__
+	v = segv_audit_step(c, uc, tid);
+#endif
+	return v;
+}
+
+/*
+ * Act on the decision, on the frame: told, reported, counted; a step set
+ * up (audit, contain) or the process aborted (strict); then the new rights
+ * for the interrupted context (the saved register, or the page).
+ * SEGV_NOT_OURS: contain found the program's own protection.
+ */
+static enum segv_verdict segv_act(struct segv_fault *c, ucontext_t *uc)
+{
+	struct pmg_fault *f = &c->f;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	bool trace = f->action == PMG_ACT_SYNC || f->action == PMG_ACT_GRANT ||
+		     f->action == PMG_ACT_RELAX_SILENT ||
+		     altstack_left() >= TRACE_STACK;
+	enum segv_verdict v;
+
 	_PMG_STAT_INC(faults);
-	if (f.action != PMG_ACT_SYNC)
+	if (f->action != PMG_ACT_SYNC)
 		_PMG_STAT_INC(strays);
 
-	switch (f.action) {
+	switch (f->action) {
 	case PMG_ACT_SYNC:
 		_PMG_STAT_INC(synced);
-		_pmg_fault_notify(&f, tid, PMG_FAULT_SYNCED);
+		_pmg_fault_notify(f, tid, PMG_FAULT_SYNCED);
 		break;
 	case PMG_ACT_GRANT:
 		_PMG_STAT_INC(granted);
-		_pmg_fault_notify(&f, tid, PMG_FAULT_GRANTED);
+		_pmg_fault_notify(f, tid, PMG_FAULT_GRANTED);
 		break;
 	case PMG_ACT_RELAX_REPORT:
-		_pmg_report_fault(&f, tid,
+		_pmg_report_fault(f, tid,
 				  trace ? "relaxed (reported once per domain, "
 					  "access allowed)"
 					: "relaxed (reported once per domain, "
@@ -431,124 +612,66 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv)
 		/* fall through */
 	case PMG_ACT_RELAX_SILENT:
 		_PMG_STAT_INC(relaxed);
-		_pmg_fault_notify(&f, tid,
-				  f.action == PMG_ACT_RELAX_REPORT
+		_pmg_fault_notify(f, tid,
+				  f->action == PMG_ACT_RELAX_REPORT
 					  ? PMG_FAULT_RELAXED_REPORTED
 					  : PMG_FAULT_RELAXED_SILENT);
 		break;
 	case PMG_ACT_CONTAIN:
-	case PMG_ACT_AUDIT: {
-		uint64_t n;
-
-#ifdef __x86_64__
-		if (!_pmg_step_claim(tid)) {
-			_pmg_report_fault(&f, tid,
-					  "strict (aborting: no "
-					  "memory for the single step)",
-					  stack_unprotected(uc));
-			_pmg_fault_notify(&f, tid, PMG_FAULT_STRICT_ABORT);
-			_pmg_fault_die();
-		}
-		if (f.action == PMG_ACT_CONTAIN && f.acc == PMG_WRITE &&
-		    !pending.active && altstack_left() < CONTAIN_STACK) {
-			_pmg_report_fault(&f, tid,
-					  "strict (aborting: contain needs "
-					  "about 7 KiB of signal stack, the "
-					  "alternate stack has less left; no "
-					  "backtrace: it needs stack too)",
-					  false);
-			_pmg_fault_notify(&f, tid, PMG_FAULT_STRICT_ABORT);
-			_pmg_fault_die();
-		}
-		if (f.action == PMG_ACT_CONTAIN &&
-		    !(pending.active && f.acc == PMG_READ))
-			switch (_pmg_contain_begin(&f, uc, reg, tid, &own)) {
-			case PMG_CT_DONE:
-				/* PKU: this context only; mprotect: pages
-				 * done */
-				if (reg)
-					*reg = f.new_pkval;
-				if (pending.active)
-					step_block(uc);
-				else
-					_pmg_step_release(); /* retried */
-				goto out;
-			case PMG_CT_OWN:
-				/* the CPU faults on the program's own
-				 * protection: its fault, nothing stepped,
-				 * not one of ours (counted above before it
-				 * was known) */
-				if (!pending.active)
-					_pmg_step_release();
-				__atomic_sub_fetch(&_pmg_stats.faults, 1,
-						   __ATOMIC_RELAXED);
-				__atomic_sub_fetch(&_pmg_stats.strays, 1,
-						   __ATOMIC_RELAXED);
-				goto not_ours;
-			}
-#endif
-		n = allowed ? 0 : _pmg_audit_site_hit(f.ip, f.dom);
-		if (!allowed)
-			_pmg_report_fault(&f, tid,
-					  trace || n != 1
-						  ? "audit"
-						  : "audit (no backtrace: "
-						    "little signal stack left)",
-					  n == 1 && trace &&
-						  stack_unprotected(uc));
-		_PMG_STAT_INC(audited);
-		_pmg_fault_notify(&f, tid, PMG_FAULT_AUDITED);
-#ifdef __x86_64__
-		/* the decoder needs contain's stack (altstack_left()) */
-		if (!pending.active && altstack_left() >= CONTAIN_STACK &&
-		    _pmg_rep_audit(&f, uc, reg != NULL, tid, mode)) {
-			if (reg)
-				*reg = f.saved_pkval;
-			goto out;
-		}
-		if (!pending.active) {
-			pending.active = true;
-			pending.ip = f.ip;
-			pending.had_tf = uc->uc_mcontext.gregs[REG_EFL] &
-					 X86_EFLAGS_TF;
-			pending.mask = 0;
-			pending.bits = 0;
-			pending.npages = 0;
-		}
-		if (reg) {
-			pending.mask |= PMG_PKR_MASK(key);
-			pending.bits |= f.saved_pkval & PMG_PKR_MASK(key);
-		} else if (pending.npages < PMG_PENDING_PAGES) {
-			pending.page[pending.npages] = page;
-			pending.dom[pending.npages++] = f.dom;
-		}
-		uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
-		step_block(uc);
-#endif
+	case PMG_ACT_AUDIT:
+		v = segv_step(c, uc, tid, trace);
+		if (v != SEGV_OURS)
+			return v;
 		break;
-	}
 	default:
-		_pmg_report_fault(&f, tid,
-				  trace ? "strict (aborting)"
-					: "strict (aborting; no backtrace: "
-					  "little signal stack left)",
-				  trace && stack_unprotected(uc));
-		_pmg_fault_notify(&f, tid, PMG_FAULT_STRICT_ABORT);
-		_pmg_fault_die();
+		segv_strict(f, tid,
+			    trace ? "strict (aborting)"
+				  : "strict (aborting; no backtrace: "
+				    "little signal stack left)",
+			    trace && stack_unprotected(uc));
 	}
 	/* Carry out the new rights for the interrupted context. */
-	if (reg)
-		*reg = f.new_pkval;
-	else if (page) {
-		unsigned rights = pmg_pkval_rights(f.new_pkval, f.key);
+	if (c->reg)
+		*c->reg = f->new_pkval;
+	else if (c->page) {
+		unsigned rights = pmg_pkval_rights(f->new_pkval, f->key);
 
 		/* lazy windows: the next write window's close re-arms it */
 		if (rights == PMG_RIGHTS_RW)
-			_pmg_lazy_note(f.dom, page);
-		_pmg_fault_protect_page(page, _pmg_prot_of(rights));
+			_pmg_lazy_note(f->dom, c->page);
+		_pmg_fault_protect_page(c->page, _pmg_prot_of(rights));
 	}
-retry:
-out:
+	return SEGV_OURS;
+}
+
+static void segv_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	ucontext_t *uc = ucv;
+	struct segv_fault c;
+	bool in = false;
+
+	c.p = __atomic_load_n(&_pmg.prim, __ATOMIC_ACQUIRE);
+	c.reg = NULL;
+	c.hpkru = 0;
+	c.page = 0;
+	c.own = 0;
+	if (!c.p)
+		goto not_ours;
+	/* no domain's key moves while this handler looks at one (keys.c);
+	 * left on every way out: return, chain, abort (_pmg_fault_die()) */
+	_pmg_keys_enter();
+	in = true;
+	switch (segv_classify(&c, si, uc)) {
+	case SEGV_OURS:
+		if (segv_act(&c, uc) == SEGV_NOT_OURS)
+			goto not_ours;
+		break;
+	case SEGV_NOT_OURS:
+		goto not_ours;
+	case SEGV_RETRY:
+		break;
+	}
 	_pmg_keys_leave();
 	errno = saved_errno;
 	return;
@@ -558,13 +681,13 @@ not_ours:
 		step_abort(uc);
 		_pmg_keys_leave();
 	}
-	if (reg)
-		p->rights_restore(hpkru);
+	if (c.reg)
+		c.p->rights_restore(c.hpkru);
 	/* the program's own protection refused the access: the siginfo the
 	 * CPU gives without pmguard (page protection, key 0) */
-	if (own) {
+	if (c.own) {
 		si->si_code = SEGV_ACCERR;
-		si->si_addr = (void *)own;
+		si->si_addr = (void *)c.own;
 #ifdef si_pkey
 		si->si_pkey = 0;
 #endif
@@ -605,7 +728,7 @@ static void step_finish(ucontext_t *uc, bool ran)
 	had_tf = pending.had_tf;
 #ifdef __x86_64__
 	if (!had_tf)
-		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
+		pmg_uc_clear_tf(uc);
 #endif
 	step_unblock(uc);
 	_pmg_step_release();
@@ -630,7 +753,7 @@ static void step_abort(ucontext_t *uc)
 	if (!_pmg_cur_step || !pending.active || !pending.masked)
 		return;
 #ifdef __x86_64__
-	if (uc->uc_mcontext.gregs[REG_RIP] != pending.step_ip)
+	if ((greg_t)pmg_uc_ip(uc) != pending.step_ip)
 		return;
 #endif
 	hpkru = _pmg.prim->handler_rights();
@@ -655,8 +778,7 @@ static bool step_trap(const siginfo_t *si, const ucontext_t *uc)
 	if (si->si_code == TRAP_TRACE)
 		return true;
 #ifdef __x86_64__
-	return si->si_code == TRAP_BRKPT &&
-	       (uc->uc_mcontext.gregs[REG_EFL] & X86_EFLAGS_TF);
+	return si->si_code == TRAP_BRKPT && pmg_uc_tf(uc);
 #else
 	(void)uc;
 	return false;

@@ -2,7 +2,7 @@
 /*
  * The persistence layer's internal header (never installed): the contract
  * between persist_cfg.c (the pick of the calls' CPU paths, the eADR
- * check), persist.c (the libpmem-style calls), persist_x86.c (the
+ * check), persist.c (the libpmem-style calls), arch/x86/persist_x86.c (the
  * CPU-specific loops) and the pools, which read the configuration (the
  * pool table the calls check addresses against is pool.h's).  The
  * PMGUARD_* variables that steer the pick are parsed by options.c.
@@ -63,7 +63,7 @@ void _pmg_persist_opts_reset(void);
 /* eADR from @dir (normally /sys/bus/nd/devices): 1, 0, -errno. */
 int _pmg_auto_flush_at(const char *dir);
 
-/* ---- persist_x86.c */
+/* ---- arch/x86/persist_x86.c */
 void _pmg_flush_clwb(const void *addr, size_t len);
 void _pmg_flush_clflushopt(const void *addr, size_t len);
 void _pmg_flush_clflush(const void *addr, size_t len);

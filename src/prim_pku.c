@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arch/x86/ucontext.h"
 #include "internal.h"
 
 #ifndef SYS_pkey_mprotect
@@ -151,7 +152,7 @@ uint32_t _pmg_pku_all_readable(void)
  */
 static uint32_t *pku_saved_reg(ucontext_t *uc)
 {
-	unsigned char *fx = (unsigned char *)uc->uc_mcontext.fpregs;
+	unsigned char *fx = pmg_uc_xsave(uc);
 	uint32_t magic1, xstate_size;
 	uint64_t xfeatures, bv;
 	struct _pmg_cpu cpu;

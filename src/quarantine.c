@@ -18,6 +18,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "arch/x86/ucontext.h"
 #include "pool.h"
 #include "procfs.h"
 
@@ -383,8 +384,8 @@ void _pmg_pool_quarantine_fault(int sig, int si_code, uintptr_t a,
 	if (ucv) {
 		const ucontext_t *uc = ucv;
 
-		ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-		write = uc->uc_mcontext.gregs[REG_ERR] & 2;
+		ip = pmg_uc_ip(uc);
+		write = pmg_uc_pf_write(uc);
 	}
 #endif
 	strict = pmg_get_fault_mode() == PMG_FAULT_STRICT;

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 #include <ucontext.h>
 
+#include "arch/x86/ucontext.h"
 #include "contain.h"
 #include "policy.h"
 
@@ -54,7 +55,7 @@ struct _pmg_step {
 	struct _pmg_decoded dec;
 	/* redirect: the write went to scratch, memory was never granted */
 	bool redirect;
-	int base; /* REG_* moved by delta */
+	int base; /* PMG_X86_* register moved by delta */
 	int base_kind;
 	greg_t base_orig;
 	uintptr_t delta, ea; /* scratch = ea + delta */
@@ -69,9 +70,6 @@ struct _pmg_step {
 	uint8_t scratch[4 * PMG_CT_MAXLEN]
 		__attribute__((aligned(PMG_CT_MAXLEN)));
 };
-
-/* EFLAGS.TF: the single step's trap after one instruction. */
-#define X86_EFLAGS_TF 0x100
 
 /* The calling thread's record while it is in a step (NULL: none). */
 extern __thread struct _pmg_step *_pmg_cur_step

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "persist.h"
+#include "../../persist.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
