@@ -15,7 +15,7 @@
  * window's close leaves the pages a lazy window holds (lazy_keep()); the
  * fault path's answer for a page (_pmg_pw_prot()) asks both tables.  They
  * were two files, lazywin.c and pagewin.c, each calling the other (a
- * cycle in the object graph, issue 23 item 3); one file keeps the rules
+ * cycle in the object graph); one file keeps the rules
  * between the two tables in one read and both tables static.  Last, the
  * page protection of a domain kept by it, on either backend
  * (_pmg_paged_set()).

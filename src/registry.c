@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The protected-range registry (the seeds' pgmap / devmap_protected()) and
+ * The protected-range registry (V8's pgmap / devmap_protected()) and
  * the table machinery pooltab.c's pool table shares: a sorted array of
  * non-overlapping [base, end) ranges, searched in O(log n).
  *

@@ -13,8 +13,8 @@
  * and the kmap analogs that find a window's domain by address.
  *
  * Windows opened in a fresh context: a signal handler starts with the
- * kernel's default PKRU, not with the rights of the code it interrupted (the seeds give each exception a fresh
- * PKS state the same way).  If that code held a window, this thread's
+ * kernel's default PKRU, not with the rights of the code it interrupted
+ * (V8 gives each exception a fresh PKS state the same way).  If that code held a window, this thread's
  * counts say "open" while the handler's register says "closed".  The
  * inline edge notices the mismatch and comes here: the handler gets its own
  * window, and the close that matches it puts the handler's previous rights

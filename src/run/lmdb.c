@@ -234,7 +234,7 @@ RUN_API int mdb_env_set_mapsize(MDB_env *env, size_t size)
 }
 
 /*
- * Per-transaction state, O(1) and without a lock (issue 22): a write
+ * Per-transaction state, O(1) and without a lock: a write
  * transaction and the ones nested in it live on the thread that began
  * them (LMDB's writer mutex is owned by that thread), so each thread
  * keeps a stack of its own write transactions.  Read-only transactions

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * An LMDB reader thread started before mdb_env_open() that blocks every
- * signal, then reads (issue 21, N7).  Under `pmguard run` on PKU it died
+ * signal, then reads.  Under `pmguard run` on PKU it died
  * on its first read (the lazy rights sync is a SIGSEGV it cannot take);
  * the run library's constructor now reserves write-disabled keys before
  * the program starts threads.  Prints TAP; exit 0 on success.

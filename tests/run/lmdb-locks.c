@@ -2,7 +2,7 @@
 /*
  * lmdb-locks DIR MAXW: the LMDB adapter of `pmguard run` takes no lock on a
  * read-only transaction's path, and none per write transaction once it
- * knows the environment (issue 22: LMDB's readers are lock-free by design;
+ * knows the environment (LMDB's readers are lock-free by design;
  * per-transaction state O(1); no mdb_env_info() per transaction, which the
  * adapter calls only under its lock).  No pmguard header.
  *

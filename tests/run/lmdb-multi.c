@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * lmdb-multi: several LMDB environments (MDB_WRITEMAP) in one process,
- * for the `pmguard run` tests of one domain per environment (issue 24).
+ * for the `pmguard run` tests of one domain per environment.
  * No pmguard header.
  *
  *   lmdb-multi DIR N [--stray I] [--verify]

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """signals.py SCENARIO PMGUARD [PY]: `pmguard run` as PROG's parent is
-transparent for signals and job control (issue 21, third pass).  Exit 0:
+transparent for signals and job control.  Exit 0:
 as without pmguard; 1: not (says why on stdout); 77: cannot apply here.
 
   forward-alrm, forward-rtmin  a signal outside the common few, sent to

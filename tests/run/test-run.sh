@@ -112,7 +112,7 @@ else
 fi
 grep -q -- '-> .*wild' "$T/sym" || diag "$T/sym"
 
-# ---- issue 22: no lock of the adapter on a read-only transaction's path
+# ---- no lock of the adapter on a read-only transaction's path
 # (1 and 2 threads), none per write transaction once the environment is
 # known (PKU: at most 1 in 200; mprotect: the library's window lock, 2 per
 # transaction, by design); counted by lmdb-locks' own pthread_mutex_lock ----
@@ -129,7 +129,7 @@ else
 	diag "$T/out"
 fi
 
-# ---- one domain per LMDB environment (issue 24): a write transaction on
+# ---- one domain per LMDB environment: a write transaction on
 # one environment leaves the others protected, in every fault mode; 20
 # environments, more than the hardware keys: virtual domains on PKU ----
 mkdir "$T/mu0"
@@ -187,9 +187,9 @@ for mode in strict contain; do
 		sh -c "! grep -q 'env 00: record k' '$T/vout'"
 done
 
-# ---- a reader thread older than the environment, all signals blocked
-# (issue 21, N7): on PKU it died on its first read before the run library
-# reserved write-disabled keys in its constructor ----
+# ---- a reader thread older than the environment, all signals blocked:
+# on PKU it died on its first read before the run library reserved
+# write-disabled keys in its constructor ----
 $PMG run -- $LMDBEARLY "$T/early" >"$T/out" 2>&1; rc=$?
 check "lmdb-early: a reader started before mdb_env_open, signals blocked, reads" \
 	sh -c "[ $rc = 0 ] && grep -q '^ok 1 ' '$T/out'"
@@ -387,7 +387,7 @@ LD_PRELOAD=$WILD WILD_AFTER=50 $PMG run --allow "$T/sites" \
 check "run --allow SITES + wild write: the wild write still aborts" \
 	sh -c "[ $rc = 134 ] && grep -q 'libwild.so+0x' '$T/l2.rep'"
 
-# ---- reliability (issue 21) ----
+# ---- reliability ----
 # N10: pmem_memcpy/memmove/memset and the pmem2 functions with a flag bit
 # libpmem does not know (it ignores it): the records are written
 rm -f "$T/f1"
@@ -521,7 +521,7 @@ else
 	skip "N15: not said" "no $PY"
 fi
 
-# ---- third hostile pass (issue 21): pmguard run as PROG's parent ----
+# ---- pmguard run as PROG's parent ----
 # signals and job control as without pmguard (tests/run/signals.py)
 if [ -x "$PY" ]; then
 	for s in forward-alrm forward-rtmin self-stop tstp parent \

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # test-servers.sh [BUILD_DIR] - two real, unmodified servers under
-# `pmguard run` on loopback (docs/run.md, issue 25): Knot DNS (knotd,
+# `pmguard run` on loopback (docs/run.md): Knot DNS (knotd,
 # authoritative for a generated zone of > 10,000 records; its LMDB
 # journal, timers, catalog and configuration databases) and Knot Resolver
 # (kresd, forwarding to knotd; its LMDB record cache), both Debian 12's.

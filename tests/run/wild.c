@@ -13,7 +13,7 @@
  * commit instead, while the program's write transaction (and its window
  * on its own thread) is open.  With WILD_MPROTECT=1 it first makes the
  * target's page read-write with mprotect(), as a program that manages
- * its mapping's protection itself would (issue 21, N11 under pmguard run).
+ * its mapping's protection itself would.
  * It prints "wild: N writes done" to stderr afterwards (a strict run never
  * gets there).  WILD_AFTER unset: the library does nothing.
  * With WILD_TRIGGER=PATH instead (LMDB, for a server that runs on), a
