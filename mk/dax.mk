@@ -9,7 +9,7 @@
 #
 # Targets:
 #   dax-bins   $(O)/dax/dax-test (dynamic, as the VM binaries), and those
-#   dax-check  scripts/dax-check: boots the guest with two pmem regions
+#   dax-check  guest/dax-check: boots the guest with two pmem regions
 #              (guest/vmrun --pmem), ext4 -o dax on /dev/pmem0 and the
 #              second region's namespace switched to device dax; runs
 #              tests/dax/suite.sh there; last line `dax: N passed, N
@@ -25,4 +25,4 @@ $(O)/dax/dax-test: tests/dax/dax-test.c $(STATIC)
 		$(LDLIBS)
 
 dax-check: dax-bins
-	O=$(O) scripts/dax-check
+	O=$(O) guest/dax-check

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# suite.sh - the dax suite inside the PKU guest (scripts/dax-check puts it
+# suite.sh - the dax suite inside the PKU guest (guest/dax-check puts it
 # at /bin/dax-suite.sh and boots with two pmem regions, /dev/pmem0 and
 # /dev/pmem1, via guest/vmrun --pmem).
 #
