@@ -242,11 +242,16 @@ static char *reserve_at(char *a, size_t n)
  * Map @p->maplen bytes of @fd at @p->offset, aligned to @p->align, with
  * the guard (pool_guard_len(), pool.h) reserved directly above it.  An
  * aligned place is found with a PROT_NONE reservation of the mapping, its
- * alignment slack and the guard; all of it but the guard is given back
- * before the file is mapped there: the library never maps with MAP_FIXED
- * over memory it does not own at that moment (a failed MAP_FIXED mmap
- * unmaps what was there, and another thread's mmap can take the hole).
- * If other threads keep taking the place, a new one is found.
+ * alignment slack and the guard, which is given back before the file is
+ * mapped there: the library never maps with MAP_FIXED over memory it does
+ * not own at that moment (a failed MAP_FIXED mmap unmaps what was there,
+ * and another thread's mmap can take the hole).  The guard is reserved
+ * again right after the mapping, not kept: where the kernel takes the
+ * address as a hint (MAP_SYNC on a kernel whose MAP_SHARED_VALIDATE
+ * refuses MAP_FIXED_NOREPLACE, map_at()), it looks for a 2 MiB-aligned
+ * place for a DAX file with room for the alignment past the end, and a
+ * reservation there makes it go elsewhere.  If other threads keep taking
+ * the place (or the guard's), a new one is found.
  */
 static int map_pool(struct pmg_pool *p, const char *path, char *a)
 {
@@ -277,21 +282,20 @@ static int map_pool(struct pmg_pool *p, const char *path, char *a)
 					"address space: %s", path, resv,
 					strerror(errno));
 		a = (char *)(((uintptr_t)r + p->align - 1) & ~(p->align - 1));
-		g = a + p->maplen;
-		/* all but the guard back: the slack on either side, the
-		 * mapping's place */
-		if (a > r)
-			munmap(r, (size_t)(a - r));
-		munmap(a, p->maplen);
-		if (r + resv > g + guard)
-			munmap(g + guard, (size_t)(r + resv - (g + guard)));
+		munmap(r, resv);
 		m = map_at(p, a);
 		if (m != MAP_FAILED) {
-			p->addr = m;
-			return 0;
+			g = reserve_at(m + p->maplen, guard);
+			if (g != MAP_FAILED) {
+				p->addr = m;
+				return 0;
+			}
+			/* another thread's mapping took the guard's place */
+			e = errno;
+			munmap(m, p->maplen);
+		} else {
+			e = errno;
 		}
-		e = errno;
-		munmap(g, guard);
 		if (e != EEXIST)
 			break;
 	}
