@@ -30,6 +30,10 @@
  * header through the alias, no fault, strict mode included.  The gap
  * below the alias is at least the pool's own size (at least 2 MiB, at
  * most 1 GiB): an overrun past the pool's end by up to that faults in it.
+ * That gap guards this pool only: a larger pool placed later right below
+ * the reservation would have the alias within its own size past its end.
+ * Every pool's own guard above its mapping (pool_guard_len(), pool.h)
+ * keeps that place for it.
  * Address space only (PROT_NONE, MAP_NORESERVE).  No alias
  * (the calls fall back to page windows) if it cannot be mapped, or with
  * PMGUARD_POOL_ALIAS=0.

@@ -222,24 +222,49 @@ static char *map_at(struct pmg_pool *p, char *a)
 	return m;
 }
 
+/* Reserve [@a, @a+@n) PROT_NONE where nothing is mapped: @a or MAP_FAILED. */
+static char *reserve_at(char *a, size_t n)
+{
+	char *r = mmap(a, n, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+			       MAP_FIXED_NOREPLACE,
+		       -1, 0);
+
+	if (r != MAP_FAILED && r != a) { /* a kernel that takes a hint */
+		munmap(r, n);
+		errno = EEXIST;
+		return MAP_FAILED;
+	}
+	return r;
+}
+
 /*
- * Map @p->maplen bytes of @fd at @p->offset, aligned to @p->align.  An
- * aligned place is found with a PROT_NONE reservation, which is given back
- * before the file is mapped there: the library never maps with MAP_FIXED
- * over memory it does not own at that moment (a failed MAP_FIXED mmap
- * unmaps what was there, and another thread's mmap can take the hole).
- * If other threads keep taking the place, a new one is found.
+ * Map @p->maplen bytes of @fd at @p->offset, aligned to @p->align, with
+ * the guard (pool_guard_len(), pool.h) reserved directly above it.  An
+ * aligned place is found with a PROT_NONE reservation of the mapping, its
+ * alignment slack and the guard, which is given back before the file is
+ * mapped there: the library never maps with MAP_FIXED over memory it does
+ * not own at that moment (a failed MAP_FIXED mmap unmaps what was there,
+ * and another thread's mmap can take the hole).  The guard is reserved
+ * again right after the mapping, not kept: where the kernel takes the
+ * address as a hint (MAP_SYNC on a kernel whose MAP_SHARED_VALIDATE
+ * refuses MAP_FIXED_NOREPLACE, map_at()), it looks for a 2 MiB-aligned
+ * place for a DAX file with room for the alignment past the end, and a
+ * reservation there makes it go elsewhere.  If other threads keep taking
+ * the place (or the guard's), a new one is found.
  */
 static int map_pool(struct pmg_pool *p, const char *path, char *a)
 {
-	size_t resv = p->maplen + p->align;
+	size_t guard = pool_guard_len(p);
+	size_t resv = p->maplen + p->align + guard;
 	int tries, e = 0, flags;
-	char *r, *m;
+	char *r, *m, *g;
 
 	if (a) {
-		/* a reopen, over our own reservation (_pmg_pool_quar_take()), with the
-		 * flags that worked before: a refused MAP_SYNC would leave a
-		 * hole, not retried there */
+		/* a reopen, over our own reservation (_pmg_pool_quar_take():
+		 * the mapping's place and the guard), with the flags that
+		 * worked before: a refused MAP_SYNC would leave a hole, not
+		 * retried there */
 		flags = p->map_sync ? MAP_SHARED_VALIDATE | MAP_SYNC
 				    : MAP_SHARED;
 		m = mmap(a, p->maplen, PROT_READ | PROT_WRITE,
@@ -248,6 +273,7 @@ static int map_pool(struct pmg_pool *p, const char *path, char *a)
 			p->addr = m;
 			return 0;
 		}
+		munmap(a + p->maplen, guard);
 	}
 	for (tries = 0; tries < 64; tries++) {
 		r = _pmg_pool_reserve(resv);
@@ -259,21 +285,34 @@ static int map_pool(struct pmg_pool *p, const char *path, char *a)
 		munmap(r, resv);
 		m = map_at(p, a);
 		if (m != MAP_FAILED) {
-			p->addr = m;
-			return 0;
+			g = reserve_at(m + p->maplen, guard);
+			if (g != MAP_FAILED) {
+				p->addr = m;
+				return 0;
+			}
+			/* another thread's mapping took the guard's place */
+			e = errno;
+			munmap(m, p->maplen);
+		} else {
+			e = errno;
 		}
-		e = errno;
 		if (e != EEXIST)
 			break;
 	}
 	if (e == EEXIST && !p->devdax) {
-		/* alignment is only a help for files: take any place */
+		/* alignment is only a help for files: take any place that
+		 * has room for the guard above it */
 		m = map_at(p, NULL);
 		if (m != MAP_FAILED) {
-			p->addr = m;
-			return 0;
+			if (reserve_at(m + p->maplen, guard) != MAP_FAILED) {
+				p->addr = m;
+				return 0;
+			}
+			e = errno;
+			munmap(m, p->maplen);
+		} else {
+			e = errno;
 		}
-		e = errno;
 	}
 	return _pmg_err(-e, "%s: mmap of %zu bytes at offset %zu: %s", path,
 			p->maplen, p->offset, strerror(e));
@@ -338,7 +377,7 @@ err_dom:
 err_unmap:
 	pthread_mutex_unlock(&_pmg_pool_lock);
 	_pmg_pool_unmap_alias(p);
-	munmap(p->addr, p->maplen);
+	munmap(p->addr, pool_place_len(p)); /* the mapping and its guard */
 	p->addr = NULL;
 	return rc;
 }
@@ -433,7 +472,7 @@ static int pool_teardown(struct pmg_pool *p)
 {
 	char msg[PMG_ERRMSG_MAX];
 	int rc = 0;
-	bool ours;
+	bool ours, guard;
 
 	uintptr_t qa[2] = { 0, 0 };
 	size_t qn[2] = { 0, 0 };
@@ -454,12 +493,21 @@ static int pool_teardown(struct pmg_pool *p)
 	if (ours &&
 	    !_pmg_pool_maps_are((uintptr_t)p->addr, p->maplen, p->ino, true))
 		ours = false; /* replaced behind our back: not ours */
+	/* the guard above the mapping: ours while it is still our
+	 * reservation (the program may have unmapped it too) */
+	guard = _pmg_pool_maps_are((uintptr_t)p->addr + p->maplen,
+				   pool_guard_len(p), 0, true);
 	if (ours && !rc && make_none(p->addr, p->maplen)) {
+		/* the pool's whole place, guard included (a reopen takes
+		 * back the same layout), or the mapping alone */
 		qa[0] = (uintptr_t)p->addr;
-		qn[0] = p->maplen;
+		qn[0] = guard ? pool_place_len(p) : p->maplen;
+		guard = false;
 	} else if (ours && munmap(p->addr, p->maplen) && !rc) {
 		rc = _pmg_err(-errno, "munmap: %s", strerror(errno));
 	}
+	if (guard)
+		munmap(p->addr + p->maplen, pool_guard_len(p));
 	if (p->alias && make_none(p->alias, p->maplen)) {
 		qa[1] = (uintptr_t)p->alias_resv;
 		qn[1] = alias_resv_len(p);

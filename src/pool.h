@@ -85,6 +85,27 @@ static inline size_t alias_gap(const struct pmg_pool *p)
 	       p->maplen > ALIAS_GAP_MAX ? ALIAS_GAP_MAX : p->maplen;
 }
 
+/*
+ * The guard above every pool's mapping (both backends, with or without an
+ * alias): alias_gap() of PROT_NONE reservation directly past the
+ * mapping's end, part of the pool's own place (map_pool(), kept with it
+ * in the quarantine and released with it).  Whatever is placed later --
+ * another pool's alias behind a gap sized by that smaller pool, another
+ * pool's mapping, the program's own memory -- lies at least the pool's
+ * own size (2 MiB to 1 GiB) past its end: an overrun by up to that
+ * faults before it reaches anything writable.
+ */
+static inline size_t pool_guard_len(const struct pmg_pool *p)
+{
+	return alias_gap(p);
+}
+
+/* The pool's place: its mapping and the guard above it. */
+static inline size_t pool_place_len(const struct pmg_pool *p)
+{
+	return p->maplen + pool_guard_len(p);
+}
+
 /* The alias's reservation: the alias, its alignment slack and a gap on
  * either side (alias.c). */
 static inline size_t alias_resv_len(const struct pmg_pool *p)

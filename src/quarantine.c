@@ -264,19 +264,22 @@ char *_pmg_pool_quar_take(struct pmg_pool *p, bool alias, char **alias_resv)
 	for (j = 0; j < quar_count; j++) {
 		unsigned q = (quar_head + j) % QUAR_CAP;
 
-		/* the whole layout back (the pool's place and its
-		 * alias's reservation, gaps included), or nothing */
+		/* the whole layout back (the pool's place, the guard above
+		 * its mapping included, and its alias's reservation, gaps
+		 * included), or nothing */
 		if (!quar[q].n[0] || !same_file(&quar[q].id, &p->id) ||
 		    quar[q].ino != p->ino ||
 		    quar[q].dev != p->dev || quar[q].offset != p->offset ||
-		    quar[q].n[0] != p->maplen || quar[q].b[0] % p->align ||
+		    quar[q].n[0] != pool_place_len(p) ||
+		    quar[q].b[0] % p->align ||
 		    (alias && quar[q].n[1] != alen))
 			continue;
 		(void)_pmg_rt_remove(&qtab, quar[q].b[0], 0, NULL);
 		quar_bytes -= quar[q].n[0];
 		quar[q].n[0] = 0;
 		/* still our reservation: else not ours to map over */
-		if (_pmg_pool_maps_are(quar[q].b[0], p->maplen, 0, false)) {
+		if (_pmg_pool_maps_are(quar[q].b[0], pool_place_len(p), 0,
+				       false)) {
 			a = (char *)quar[q].b[0];
 			p->map_sync = quar[q].map_sync;
 		}

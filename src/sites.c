@@ -259,10 +259,11 @@ uint64_t _pmg_sites_hits(void)
 
 /* ---- the sites file ---- */
 
-/* @s with the escapes `pmguard learn` writes (\040 blank, \011 tab,
- * \012 newline, \134 backslash: /proc/mounts' form, so that a path with
- * blanks stays one word) undone in place; a backslash not followed by
- * three octal digits stays as it is. */
+/* @s with the escapes `pmguard learn` writes (\ooo for every blank of
+ * the C locale's isspace(), every byte that is not printable ASCII and
+ * the backslash: /proc/mounts' form, so that a path stays one word)
+ * undone in place; a backslash not followed by three octal digits stays
+ * as it is. */
 static void unescape(char *s)
 {
 	char *d = s;
@@ -299,7 +300,9 @@ int _pmg_sites_load(int fd, const char *file)
 		struct site *nw;
 
 		lineno++;
-		p[strcspn(p, " \t\n")] = 0;
+		/* a word ends at any blank isspace() knows (learn escapes
+		 * them all in a path), as the merge's sscanf("%s") reads it */
+		p[strcspn(p, " \t\n\v\f\r")] = 0;
 		if (!*p || *p == '#')
 			continue;
 		plus = strrchr(p, '+');

@@ -10,7 +10,15 @@
  * included.  Aliases now lie at a distance from every pool: at least the
  * pool's own size (at least 2 MiB, at most 1 GiB) from its own pool, at
  * least 2 MiB from any other, with nothing but PROT_NONE reservation in
- * between.  Both backends (PKU in the guest: no alias, the same faults).
+ * between.  And whatever is placed after a pool -- another pool, the
+ * alias of a smaller pool behind the smaller gap that pool's size gives
+ * it, the program's own memory -- lies at least the pool's own size past
+ * its end: every pool reserves a PROT_NONE guard of that size above its
+ * mapping.  Checked on a layout the program shapes with holes of its own
+ * (a 1 MiB pool's alias at the top of a hole, an 8 MiB pool placed right
+ * under it used to have that alias 6 MiB past its end) and on random
+ * layouts of program mmaps and munmaps and pool creates and closes.
+ * Both backends (PKU in the guest: no alias, the same faults).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -45,15 +53,19 @@ static const struct {
 #define NCLS (sizeof(cls) / sizeof(cls[0]))
 
 static char dir[256];
+/* the size classes' pools, then the two of t_near() */
+#define NPL (NCLS + 2)
+static unsigned npl = NCLS;
 static struct {
 	struct pmg_pool *p;
+	const char *what;
 	char path[PATH_MAX];
 	uintptr_t b, e;		/* the mapping: base, page-rounded end */
 	size_t size;
 	ino_t ino;
 	uint64_t sum;		/* FNV-1a of the file */
 	uint64_t head;		/* of all but its last 64 bytes */
-} pl[NCLS];
+} pl[NPL];
 
 static size_t page_round(size_t n)
 {
@@ -130,7 +142,7 @@ static int pool_of(const struct mapping *m)
 {
 	unsigned i;
 
-	for (i = 0; m && m->ino && i < NCLS; i++)
+	for (i = 0; m && m->ino && i < npl; i++)
 		if (pl[i].p && m->ino == (unsigned long long)pl[i].ino)
 			return (int)i;
 	return -1;
@@ -273,7 +285,7 @@ static void t_probe(unsigned k)
 	CHECK(ok, WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(ok, pres->tried > 0 && pres->faulted == pres->tried);
 	CHECK(ok, pres->landed_pool == 0 && pres->wrong_addr == 0);
-	for (j = 0; j < NCLS; j++)
+	for (j = 0; j < npl; j++)
 		CHECK(ok, !pl[j].p || file_sum(pl[j].path, pl[j].size) ==
 					      pl[j].sum);
 	if (!ok || pres->foreign)
@@ -288,7 +300,7 @@ static void t_probe(unsigned k)
 			 (unsigned long)(pres->first_landed - pl[k].e));
 	tap_ok(ok, "pool of %s: a store at each of the %lu pages up to %zu KiB "
 	       "past its end faults at its address; no pool's file changed",
-	       cls[k].what, pres->tried,
+	       pl[k].what, pres->tried,
 	       own_gap(pl[k].e - pl[k].b) >> 10);
 }
 
@@ -373,13 +385,260 @@ static void t_linear(unsigned k)
 	       cls[k].what, (unsigned long)(pl[k].e - pl[k].b - pl[k].size));
 }
 
+/* -------------------------------------- what is placed after a pool */
+
+/* Pool @k of @size bytes (file "@name.pool"), a header and its last
+ * bytes written and summed; 0, or -1 (said). */
+static int pool_make(unsigned k, size_t size, const char *name,
+		     const char *what)
+{
+	struct pmg_pool_config *c = NULL;
+	struct stat st;
+	char *a;
+
+	snprintf(pl[k].path, sizeof(pl[k].path), "%s/%s.pool", dir, name);
+	unlink(pl[k].path);
+	pl[k].size = size;
+	pl[k].what = what;
+	if (pmg_pool_config_new(&c) || pmg_pool_config_set_size(c, size) ||
+	    pmg_pool_create(&pl[k].p, pl[k].path, c) ||
+	    stat(pl[k].path, &st)) {
+		tap_diag("create %s: %s", pl[k].path, pmg_errormsg());
+		pl[k].p = NULL;
+	}
+	pmg_pool_config_delete(&c);
+	if (!pl[k].p)
+		return -1;
+	pl[k].ino = st.st_ino;
+	a = pmg_pool_address(pl[k].p);
+	pl[k].b = (uintptr_t)a;
+	pl[k].e = pl[k].b + page_round(size);
+	pmg_memset_persist(a, 'H', 64);
+	pmg_memset_persist(a + size - 64, 'T', 64);
+	pl[k].sum = file_sum(pl[k].path, size);
+	pl[k].head = file_sum(pl[k].path, size - 64);
+	return 0;
+}
+
+/*
+ * The program's own memory with two holes shaped so that a 1 MiB pool's
+ * alias reservation takes the top of the lower hole and its mapping the
+ * upper one (too small for the reservation); an 8 MiB pool created next
+ * fits under that alias's 2 MiB gap, not its own size from it: without
+ * a guard of its own above it, a store 6 MiB past its end rewrote the
+ * 1 MiB pool's file with no fault.  Each pool: a store at every page up
+ * to its own size (at least 2 MiB) past its end faults, no file changes.
+ */
+static void t_near(void)
+{
+	size_t zs = 64 * MIB, bsz = MIB, asz = 8 * MIB;
+	unsigned b = NCLS, a = NCLS + 1;
+	char *z, *top, *h1, *h2, *h2e;
+
+	z = mmap(NULL, zs, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (z == MAP_FAILED) {
+		tap_ok(0, "64 MiB of the program's own memory: %s",
+		       strerror(errno));
+		tap_ok(0, "64 MiB of the program's own memory");
+		return;
+	}
+	top = z + zs;
+	/* the upper hole: the 1 MiB pool fits, its alias reservation
+	 * (1 MiB, a page, two 2 MiB gaps) does not */
+	h1 = top - bsz - 64 * KIB;
+	munmap(h1, (size_t)(top - h1));
+	/* the lower one, under a page of the program's: that reservation
+	 * and 12 MiB more */
+	h2e = h1 - 4096;
+	h2 = h2e - (bsz + 4096 + 4 * MIB) - 12 * MIB;
+	munmap(h2, (size_t)(h2e - h2));
+	npl = NPL;
+	pool_make(b, bsz, "near-1m", "1 MiB, created first in holes the "
+		  "program left");
+	pool_make(a, asz, "near-8m", "8 MiB, created next in what is left");
+	read_maps();
+	if (pl[a].p && pl[b].p)
+		tap_diag("holes %p-%p and %p-%p; 1 MiB pool at %#lx, 8 MiB "
+			 "pool at %#lx-%#lx", (void *)h2, (void *)h2e,
+			 (void *)h1, (void *)top, (unsigned long)pl[b].b,
+			 (unsigned long)pl[a].b, (unsigned long)pl[a].e);
+	if (pl[b].p)
+		t_probe(b);
+	else
+		tap_ok(0, "pool of %s: created", pl[b].what);
+	if (pl[a].p)
+		t_probe(a);
+	else
+		tap_ok(0, "pool of %s: created", pl[a].what);
+	pmg_pool_close(&pl[a].p);
+	pmg_pool_close(&pl[b].p);
+	npl = NCLS;
+	unlink(pl[a].path);
+	unlink(pl[b].path);
+	/* the program's own, what is left of it (the holes hold the
+	 * closed pools' quarantine now) */
+	munmap(z, (size_t)(h2 - z));
+	munmap(h2e, (size_t)(h1 - h2e));
+}
+
+/*
+ * Random layouts: program mmaps and munmaps and pool creates and closes
+ * (a fixed xorshift sequence per seed, not the libc's random()); after
+ * every step no mapping of a pool file (an alias, another pool) lies
+ * within any open pool's own size (2 MiB to 1 GiB) past its end.
+ */
+#define FZ_NP 24
+#define FZ_NM 64
+#define FZ_BYTES (96 * MIB) /* open pools' files at most (a guest's tmpfs) */
+static uint64_t fz_rng;
+
+static unsigned fz_rand(unsigned n)
+{
+	fz_rng ^= fz_rng << 13;
+	fz_rng ^= fz_rng >> 7;
+	fz_rng ^= fz_rng << 17;
+	return (unsigned)(fz_rng % n);
+}
+
+/* 1 if the promise holds for every open pool of @fp, else 0 (said). */
+static int fuzz_layout_ok(struct pmg_pool **fp, const size_t *fsz,
+			  unsigned long seed, unsigned step)
+{
+	char line[PATH_MAX + 128];
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long lo[MAXM], hi[MAXM];
+	char perms[MAXM][8];
+	int n = 0, j, ok = 1;
+	unsigned i;
+
+	while (f && fgets(line, sizeof(line), f) && n < MAXM) {
+		unsigned long l, h;
+
+		if (sscanf(line, "%lx-%lx %7s", &l, &h, perms[n]) == 3 &&
+		    strstr(line, dir)) {
+			lo[n] = l;
+			hi[n++] = h;
+		}
+	}
+	if (f)
+		fclose(f);
+	for (i = 0; i < FZ_NP; i++) {
+		uintptr_t e;
+		size_t lim;
+
+		if (!fp[i])
+			continue;
+		e = (uintptr_t)pmg_pool_address(fp[i]) + page_round(fsz[i]);
+		lim = own_gap(page_round(fsz[i]));
+		for (j = 0; j < n; j++) {
+			if (lo[j] >= e + lim || hi[j] <= e)
+				continue;
+			tap_diag("seed %lu step %u: pool of %zu bytes ends at "
+				 "%#lx; a pool file mapped %s at %#lx-%#lx, "
+				 "%#lx past its end (less than %zu KiB)",
+				 seed, step, fsz[i], (unsigned long)e,
+				 perms[j], lo[j], hi[j],
+				 (unsigned long)(lo[j] - e), lim >> 10);
+			ok = 0;
+		}
+	}
+	return ok;
+}
+
+static void t_fuzz(unsigned long seed, unsigned steps)
+{
+	struct pmg_pool *fp[FZ_NP] = { NULL };
+	size_t fsz[FZ_NP] = { 0 }, msz[FZ_NM] = { 0 };
+	void *m[FZ_NM] = { NULL };
+	char path[PATH_MAX];
+	unsigned s, i, pools = 0, fails = 0;
+	size_t open_bytes = 0;
+	int ok = 1;
+
+	fz_rng = 0x9e3779b97f4a7c15ull * (seed + 1);
+	for (s = 0; s < steps && ok; s++) {
+		if (fz_rand(4) == 0) {
+			i = fz_rand(FZ_NM);
+			if (m[i]) {
+				munmap(m[i], msz[i]);
+				m[i] = NULL;
+				continue;
+			}
+			msz[i] = ((size_t)fz_rand(4096) + 1) << 12;
+			m[i] = mmap(NULL, msz[i], PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (m[i] == MAP_FAILED)
+				m[i] = NULL;
+			continue;
+		}
+		i = fz_rand(FZ_NP);
+		snprintf(path, sizeof(path), "%s/fuzz-%u.pool", dir, i);
+		if (fp[i]) {
+			pmg_pool_close(&fp[i]);
+			unlink(path);
+			open_bytes -= fsz[i];
+		} else {
+			struct pmg_pool_config *c = NULL;
+			unsigned r = fz_rand(3);
+			int rc;
+			size_t sz = r == 0 ? ((size_t)fz_rand(512) + 1) << 12 :
+				    r == 1 ? ((size_t)fz_rand(64) + 1) << 20 :
+					     (size_t)fz_rand(8 << 20) + 1;
+
+			if (open_bytes + sz > FZ_BYTES)
+				continue;	/* no room: a step without a change */
+			unlink(path);
+			rc = pmg_pool_config_new(&c);
+			if (!rc)
+				rc = pmg_pool_config_set_size(c, sz);
+			if (!rc)
+				rc = pmg_pool_create(&fp[i], path, c);
+			if (rc == -ENOSPC) {
+				/* a small filesystem (fs-DAX in the
+				 * guest): a step without a change */
+				fp[i] = NULL;
+				unlink(path);
+			} else if (rc) {
+				tap_diag("seed %lu step %u: create %s: %s",
+					 seed, s, path, pmg_errormsg());
+				fp[i] = NULL;
+				fails++;
+			} else {
+				fsz[i] = sz;
+				open_bytes += sz;
+				pools++;
+			}
+			pmg_pool_config_delete(&c);
+		}
+		ok = fuzz_layout_ok(fp, fsz, seed, s);
+	}
+	for (i = 0; i < FZ_NP; i++) {
+		snprintf(path, sizeof(path), "%s/fuzz-%u.pool", dir, i);
+		pmg_pool_close(&fp[i]);
+		unlink(path);
+	}
+	for (i = 0; i < FZ_NM; i++)
+		if (m[i])
+			munmap(m[i], msz[i]);
+	CHECK(ok, fails == 0 && pools > 0);
+	tap_ok(ok, "random layout, seed %lu: %u steps (%u pools created), "
+	       "after each no pool file mapped within an open pool's own "
+	       "size past its end", seed, s, pools);
+}
+
+static const unsigned long fuzz_seeds[] = { 1, 2, 3, 4, 5, 6, 7, 8,
+					    9, 10 };
+#define FUZZ_STEPS 200
+#define NFUZZ (sizeof(fuzz_seeds) / sizeof(fuzz_seeds[0]))
+
 int main(void)
 {
 	char disk[256], shm[256];
 	struct pmg_pool_config *c = NULL;
 	unsigned k;
 
-	tap_init(1 + 2 * NCLS);
+	tap_init((int)(1 + 2 * NCLS + 2 + NFUZZ));
 	if (probe_dirs(dir, sizeof(dir), disk, shm, sizeof(disk)))
 		tap_skip_all("no temporary directory");
 	pres = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
@@ -392,6 +651,7 @@ int main(void)
 		snprintf(pl[k].path, sizeof(pl[k].path), "%s/overrun-%u.pool",
 			 dir, k);
 		pl[k].size = cls[k].size;
+		pl[k].what = cls[k].what;
 		if (pmg_pool_config_new(&c) ||
 		    pmg_pool_config_set_size(c, cls[k].size) ||
 		    pmg_pool_create(&pl[k].p, pl[k].path, c) ||
@@ -425,6 +685,9 @@ int main(void)
 	}
 	for (k = 0; k < NCLS; k++)
 		pmg_pool_close(&pl[k].p);
+	t_near();
+	for (k = 0; k < NFUZZ; k++)
+		t_fuzz(fuzz_seeds[k], FUZZ_STEPS);
 	probe_dirs_remove(disk, shm);
 	return tap_done();
 }

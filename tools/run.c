@@ -583,6 +583,14 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 		if (fd < 0)
 			return cli_error("run: --allow %s: %s", o->allow,
 					 file_why(fd, 0));
+		/* whoever may write the list chooses the stores that pass:
+		 * writable by group or others, it is nobody's list */
+		if (st.st_mode & 022)
+			return cli_error("run: --allow %s: writable by %s "
+					 "(mode %04o): refused (chmod go-w)",
+					 o->allow,
+					 st.st_mode & 002 ? "others" : "group",
+					 (unsigned)(st.st_mode & 07777));
 		if ((size_t)snprintf(v, sizeof(v), "%s:%llu:%llu:%016llx", abs,
 				     (unsigned long long)st.st_dev,
 				     (unsigned long long)st.st_ino,
@@ -617,7 +625,9 @@ static int by_count(const void *a, const void *b)
  * a link), renamed over the name.  A symbolic link or anything else not
  * a regular file put at the name meanwhile is refused, never written
  * through (the rename itself would replace the link, not its target).
- * The new file keeps the permission bits of the file it replaces.
+ * The new file is 0644 less the umask, or, where it replaces a file
+ * of this process's user, that file's permission bits less group's and
+ * others' write.
  * Returns the open stream or NULL (said); *@dfd and @tmp for
  * sites_finish().
  */
@@ -646,9 +656,13 @@ static FILE *sites_new(const char *out, int *dfd, char *tmp, size_t n)
 		if (fd < 0 && errno != EEXIST)
 			break;
 	}
+	/* the old file's permission bits only when it is this user's
+	 * own (another user may have put it there, in a sticky /tmp, with
+	 * the bits of their choice); never writable by group or others,
+	 * whose-ever it was: `run --allow` refuses such a list */
 	if (fd >= 0 && !fstatat(*dfd, base, &st, AT_SYMLINK_NOFOLLOW) &&
-	    S_ISREG(st.st_mode))
-		(void)fchmod(fd, st.st_mode & 0777);
+	    S_ISREG(st.st_mode) && st.st_uid == geteuid())
+		(void)fchmod(fd, st.st_mode & 0755);
 	o = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!o) {
 		cli_error("learn: -o %s: a new file in its directory: %s", out,
@@ -756,7 +770,9 @@ static int merge(int raw, const char *out)
 		char *plus = strrchr(s[i].where, '+'), sym[PATH_MAX];
 
 		/* dladdr() sees exported symbols only: ask libdw (the
-		 * module's path unescaped: learn.c writes a blank as \040) */
+		 * module's path unescaped: learn.c writes every blank,
+		 * every byte not printable ASCII and the backslash as
+		 * \ooo, so that sscanf("%s") above reads it as one word) */
 		if (!strcmp(s[i].sym, "?") && plus) {
 			char mod[PATH_MAX];
 

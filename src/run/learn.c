@@ -18,18 +18,23 @@
 #include "../sites.h"
 #include "run.h"
 
-/* @path as one word: blanks, tabs, newlines and backslashes as \040,
- * \011, \012, \134 (/proc/mounts' form; sites.c undoes it), so that a
- * program at "/opt/x y/prog" is one site, not a cut path and a count
- * that does not parse. */
+/* @path as one word: every byte that isspace() holds a blank in the C
+ * locale (blank, \t, \n, \v, \f, \r), every byte that is not printable
+ * ASCII (controls, DEL, non-ASCII) and the backslash as \ooo
+ * (/proc/mounts' form; sites.c and the merge in tools/run.c undo it), so
+ * that a program at "/opt/x y/prog" is one site, not a cut path and a
+ * count that does not parse.  Decided on the byte, never by the
+ * program's locale. */
 static void put_path(FILE *out, const char *path)
 {
-	for (; *path; path++)
-		if (*path == ' ' || *path == '\t' || *path == '\n' ||
-		    *path == '\\')
-			fprintf(out, "\\%03o", (unsigned char)*path);
+	for (; *path; path++) {
+		unsigned char c = (unsigned char)*path;
+
+		if (c <= ' ' || c >= 0x7f || c == '\\')
+			fprintf(out, "\\%03o", c);
 		else
-			putc(*path, out);
+			putc(c, out);
+	}
 }
 
 void run_learn_write(const char *file)

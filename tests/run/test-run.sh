@@ -1084,6 +1084,81 @@ else
 	[ $rc = 0 ] || diag "$T/out" "$T/rs.rep"
 fi
 
+# ---- learn: program paths with any blank or non-ASCII byte; the mode of
+# the allow list learn -o writes and run --allow accepts
+# a PROG under a directory whose name holds \v, \f, \r or a non-ASCII
+# byte: learn records its one site as one word, and run --allow with that
+# list lets the write through (nothing stray)
+for c in '\013' '\014' '\015' '\303\251'; do
+	d="$T/lp/x$(printf "$c")y" lbl=$(printf '%s' "$c" | tr '\\' ' ')
+	mkdir -p "$d" && cp "$PMEMPROG" "$d/prog"
+	rm -f "$T/lp.b" "$T/lp.sites" "$T/lp.rep"
+	$PMG learn -o "$T/lp.sites" -- "$d/prog" write "$T/lp.b" 100 --plain \
+		>"$T/out" 2>&1; rc=$?
+	check "learn: PROG's directory holds byte(s)$lbl (octal): 1 site recorded, its path escaped as \\ooo" \
+		sh -c "[ $rc = 0 ] && grep -q '1 site(s) written' '$T/out' && \
+		grep -q '^[^#].*/x\\\\[0-7][0-7][0-7].*y/prog+0x' '$T/lp.sites'"
+	[ $rc = 0 ] || diag "$T/out"
+	rm -f "$T/lp.b"
+	$PMG run --allow "$T/lp.sites" --report "$T/lp.rep" -- "$d/prog" \
+		write "$T/lp.b" 100 --plain >"$T/out" 2>&1; rc=$?
+	check "run --allow with that list: PROG in that directory runs through, nothing stray" \
+		sh -c "[ $rc = 0 ] && ! grep -q stray '$T/lp.rep'"
+	[ $rc = 0 ] || diag "$T/out" "$T/lp.rep"
+done
+rm -rf "$T/lp" "$T/lp.b" "$T/lp.sites" "$T/lp.rep"
+# an allow list writable by group or others is refused, whoever owns it
+printf '# pmguard learn: 0 site(s)\n' >"$T/gw.sites"
+for m in 0664 0646; do
+	chmod $m "$T/gw.sites"
+	rm -f "$T/gw.b"
+	$PMG run --allow "$T/gw.sites" -- $PMEMPROG write "$T/gw.b" 10 --plain \
+		>"$T/out" 2>&1; rc=$?
+	check "run --allow of a list of mode $m (writable by another user): refused before PROG ran" \
+		sh -c "[ $rc = 2 ] && [ ! -e '$T/gw.b' ] && \
+		grep -q 'writable by .*mode $m.*refused' '$T/out'"
+	[ $rc = 2 ] || diag "$T/out"
+done
+rm -f "$T/gw.sites" "$T/gw.b"
+# root's learn -o over a list another user put, mode 0666, in a sticky
+# directory: the new list is root's, not writable by that user, and
+# run --allow takes it; a list of root's own keeps its bits less
+# group's and others' write
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
+	mkdir -p "$T/st" && chmod 1777 "$T/st" && chmod 711 "$T"
+	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+		"umask 0; printf '' >'$T/st/app.sites'; chmod 0666 '$T/st/app.sites'"
+	$PMG learn -o "$T/st/app.sites" -- $PMEMPROG write "$T/st/p1" 100 \
+		--plain >"$T/out" 2>&1; rc=$?
+	mode=$(stat -c '%u %a' "$T/st/app.sites")
+	check "root's learn -o over another user's 0666 list: root's, mode 644 (was '$mode')" \
+		sh -c "[ $rc = 0 ] && [ '$mode' = '0 644' ]"
+	[ $rc = 0 ] || diag "$T/out"
+	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+		"echo '# edited' >>'$T/st/app.sites'" 2>/dev/null
+	check "that user cannot append to root's new list" \
+		sh -c "! grep -q edited '$T/st/app.sites'"
+	rm -f "$T/st/p1"
+	$PMG run --allow "$T/st/app.sites" -- $PMEMPROG write "$T/st/p1" 100 \
+		--plain >"$T/out" 2>&1; rc=$?
+	check "root's run --allow with the new list: PROG runs through" \
+		[ $rc = 0 ]
+	[ $rc = 0 ] || diag "$T/out"
+	chmod 0660 "$T/st/app.sites"
+	$PMG learn -o "$T/st/app.sites" -- $PMEMPROG write "$T/st/p1" 100 \
+		--plain >"$T/out" 2>&1; rc=$?
+	mode=$(stat -c '%u %a' "$T/st/app.sites")
+	check "root's learn -o over its own 0660 list: mode 640 (was '$mode')" \
+		sh -c "[ $rc = 0 ] && [ '$mode' = '0 640' ]"
+	rm -rf "$T/st"
+else
+	skip "root's learn -o over another user's 0666 list: mode 644" \
+		"not root (setpriv to another user)"
+	skip "that user cannot append to root's new list" "not root"
+	skip "root's run --allow with the new list" "not root"
+	skip "root's learn -o over its own 0660 list: mode 640" "not root"
+fi
+
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
 [ $failed = 0 ]

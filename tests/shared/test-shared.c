@@ -952,12 +952,16 @@ static void t_hostile(void)
 		  pmg_pool_create(&p, path, c) == 0);
 	a = pmg_pool_address(p);
 	CHECK(ok, pmg_pool_close(&p) == 0);
-	/* a protected range of the program's right after it */
-	m = a ? mmap(a + 4 * PAGE, PAGE, rw, MAP_SHARED | MAP_ANONYMOUS |
-		     MAP_FIXED_NOREPLACE, -1, 0) : MAP_FAILED;
-	CHECK(ok, m == a + 4 * PAGE && pmg_protect(d, m, PAGE) == 0);
+	/* a protected range of the program's right after its place: the
+	 * 4 pages and the 2 MiB guard above them (docs/pool.md, "Mapping"),
+	 * quarantined with them */
+	m = a ? mmap(a + 4 * PAGE + (2 << 20), PAGE, rw,
+		     MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)
+	      : MAP_FAILED;
+	CHECK(ok, m == a + 4 * PAGE + (2 << 20) &&
+		  pmg_protect(d, m, PAGE) == 0);
 	/* one munmap over both, the place taken by the program */
-	CHECK(ok, a && munmap(a, 5 * PAGE) == 0);
+	CHECK(ok, a && munmap(a, 5 * PAGE + (2 << 20)) == 0);
 	n = a ? mmap(a, 4 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
 		     MAP_FIXED_NOREPLACE, -1, 0) : MAP_FAILED;
 	CHECK(ok, n == a);
