@@ -10,6 +10,7 @@
  * (poolfile.c).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 
 #include "persist.h"
 #include "pool.h"
+#include "procfs.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -448,6 +450,40 @@ static bool make_none(void *a, size_t n)
 	return false;
 }
 
+/*
+ * What is left of a pool the program unmapped part of (or mapped over):
+ * each piece still mapped from the pool's file is made a PROT_NONE
+ * reservation in place and kept, never handed back read-write.  A stale
+ * store into it faults instead of landing in the file, and no mapping
+ * keeps the file (and so its lock) open after the close.  The pieces are
+ * not quarantined (a reopen cannot take back a layout with holes) and
+ * stay reserved until the process ends (docs/pool.md).
+ */
+static void seal_rest(const struct pmg_pool *p)
+{
+	uintptr_t lo[32], hi[32], a = (uintptr_t)p->addr, e = a + p->maplen;
+	unsigned n = 0, i;
+	struct _pmg_map m;
+	FILE *f = _pmg_maps_open();
+
+	if (!f)
+		return;
+	while (n < 32 && _pmg_maps_next(f, &m)) {
+		if (m.hi <= a || m.lo >= e || m.ino != p->ino ||
+		    m.perms[3] != 's')
+			continue;
+		lo[n] = m.lo < a ? a : m.lo;
+		hi[n] = m.hi > e ? e : m.hi;
+		n++;
+	}
+	fclose(f);
+	for (i = 0; i < n; i++)
+		if (!make_none((void *)lo[i], hi[i] - lo[i]))
+			_pmg_err(-ENOMEM, "pool '%s': the rest of its mapping "
+				 "at %#lx could not be sealed", p->name,
+				 (unsigned long)lo[i]);
+}
+
 /* Undo pool_finish(): unregister, unprotect, unmap.  First error. */
 /*
  * Is a protected pool's mapping still the library's?  Not if its range was
@@ -493,6 +529,8 @@ static int pool_teardown(struct pmg_pool *p)
 	if (ours &&
 	    !_pmg_pool_maps_are((uintptr_t)p->addr, p->maplen, p->ino, true))
 		ours = false; /* replaced behind our back: not ours */
+	if (!ours && p->dom)
+		seal_rest(p); /* part of it unmapped: the rest sealed */
 	/* the guard above the mapping: ours while it is still our
 	 * reservation (the program may have unmapped it too) */
 	guard = _pmg_pool_maps_are((uintptr_t)p->addr + p->maplen,
