@@ -626,9 +626,16 @@ fi
 # a process of the run that drops privileges cannot open the report file
 # (root's, 0644): it runs protected and reports on stderr, said, rather
 # than being killed (exit 127) for a report file
+# (the run library from a copy in $T/suid, which the dropped user can
+# reach: a build tree under root's 0700 home cannot be preloaded after
+# the drop, whatever pmguard does; an installed one, /usr/lib/pmguard/,
+# can)
 if [ "$(id -u)" = 0 ] && [ -x "$PY" ] && [ -d "$T/suid" ]; then
 	rm -f "$T/suid/d1"
-	$PMG run --report "$T/d.rep" -- $PY -c 'import os, subprocess, sys
+	cp "$RUNLIB" "$T/suid/libpmguard-run.so"
+	chmod 755 "$T/suid/libpmguard-run.so"
+	$PMG run --lib "$T/suid/libpmguard-run.so" --report "$T/d.rep" -- \
+		$PY -c 'import os, subprocess, sys
 os.setgid(65534); os.setuid(65534)
 r = subprocess.run(sys.argv[1:]).returncode
 sys.exit(128 - r if r < 0 else r)' "$PMEMPROG" write \
