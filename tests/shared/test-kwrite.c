@@ -22,12 +22,13 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
-#include <netinet/in.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 
 #include <pmguard.h>
 
@@ -213,23 +214,26 @@ static void t_recv_args(void)
 	unsigned vlen = 1100, i;
 	struct mmsghdr *mm = calloc(vlen, sizeof(*mm));
 	struct iovec *iov = calloc(vlen, sizeof(*iov));
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t al = sizeof(a);
+	/* datagrams between two bound AF_UNIX sockets (abstract names):
+	 * the receiver gets the sender's address; no network needed */
+	struct sockaddr_un a = { .sun_family = AF_UNIX }, b = a;
+	socklen_t al = offsetof(struct sockaddr_un, sun_path) + 20;
 	int sv[2] = { -1, -1 }, in[2] = { -1, -1 }, r = -1, r2 = -1, e = 0;
 	ssize_t rf = -1, rm = -1;
 	char buf[64];
 	struct timespec *tmo;
-	struct sockaddr_in *from;
+	struct sockaddr_un *from;
 	socklen_t *fl;
 	struct msghdr *mh;
 	int ok = m && mm && iov && !pmg_domain_new(&d, "kwr", 0) &&
 		 !pmg_protect(d, m, 4 * MB) &&
 		 !socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) &&
-		 (in[0] = socket(AF_INET, SOCK_DGRAM, 0)) >= 0 &&
-		 (in[1] = socket(AF_INET, SOCK_DGRAM, 0)) >= 0 &&
-		 !bind(in[0], (struct sockaddr *)&a, sizeof(a)) &&
-		 !getsockname(in[0], (struct sockaddr *)&a, &al);
+		 (in[0] = socket(AF_UNIX, SOCK_DGRAM, 0)) >= 0 &&
+		 (in[1] = socket(AF_UNIX, SOCK_DGRAM, 0)) >= 0 &&
+		 snprintf(a.sun_path + 1, 19, "pmg-kw-r%d", (int)getpid()) > 0 &&
+		 snprintf(b.sun_path + 1, 19, "pmg-kw-s%d", (int)getpid()) > 0 &&
+		 !bind(in[0], (struct sockaddr *)&a, al) &&
+		 !bind(in[1], (struct sockaddr *)&b, al);
 
 	if (!ok) {
 		tap_ok(0, "recvmmsg, fortified recvfrom, recvmsg: setup");
@@ -260,7 +264,7 @@ static void t_recv_args(void)
 	tmo->tv_nsec = 0;
 	pmg_write_end(d);
 	pmg_write_begin(d);
-	r2 = recvmmsg(sv[0], mm, 1, 0, tmo);
+	r2 = recvmmsg(sv[0], mm, 1, MSG_DONTWAIT, tmo);
 	e = errno;
 	pmg_write_end(d);
 	if (r2 != 1 || mm[0].msg_len != 500) {
@@ -270,19 +274,19 @@ static void t_recv_args(void)
 	}
 	/* the fortified recvfrom(): the peer's address and its length
 	 * (both written by the kernel) in blocks 2 and 3 */
-	from = (struct sockaddr_in *)(m + 2 * MB + 4096);
+	from = (struct sockaddr_un *)(m + 2 * MB + 4096);
 	fl = (socklen_t *)(m + 3 * MB + 8);
 	pmg_write_begin(d);
 	*fl = sizeof(*from); /* (a store: block 3 granted; then lowered) */
 	pmg_write_end(d);
-	sendto(in[1], "hello", 6, 0, (struct sockaddr *)&a, sizeof(a));
+	sendto(in[1], "hello", 6, 0, (struct sockaddr *)&a, al);
 	pmg_write_begin(d);
-	rf = __recvfrom_chk(in[0], buf, sizeof(buf), sizeof(buf), 0,
+	rf = __recvfrom_chk(in[0], buf, sizeof(buf), sizeof(buf), MSG_DONTWAIT,
 			    (struct sockaddr *)from, fl);
 	e = errno;
 	pmg_write_end(d);
-	if (rf != 6 || strcmp(buf, "hello") || from->sin_family != AF_INET ||
-	    *fl != sizeof(*from)) {
+	if (rf != 6 || strcmp(buf, "hello") || from->sun_family != AF_UNIX ||
+	    *fl != al || memcmp(from->sun_path, b.sun_path, 20)) {
 		tap_diag("__recvfrom_chk with its source address in the "
 			 "window: %zd (errno %d)", rf, rf < 0 ? e : 0);
 		ok = 0;
@@ -291,11 +295,11 @@ static void t_recv_args(void)
 	 * the domain (the kernel writes msg_namelen, msg_controllen,
 	 * msg_flags back) */
 	mh = (struct msghdr *)(m + 3 * MB + 4096);
-	sendto(in[1], "world", 6, 0, (struct sockaddr *)&a, sizeof(a));
+	sendto(in[1], "world", 6, 0, (struct sockaddr *)&a, al);
 	pmg_write_begin(d);
 	memset(mh, 0, sizeof(*mh));
 	mh->msg_name = m + 3 * MB + 2 * MB / 8;
-	mh->msg_namelen = sizeof(struct sockaddr_in);
+	mh->msg_namelen = sizeof(struct sockaddr_un);
 	mh->msg_control = m + 3 * MB + 3 * MB / 8;
 	mh->msg_controllen = 256;
 	iov[0].iov_base = m + 3 * MB + 4 * MB / 8;
@@ -304,11 +308,11 @@ static void t_recv_args(void)
 	mh->msg_iovlen = 1;
 	pmg_write_end(d); /* every block given back */
 	pmg_write_begin(d);
-	rm = recvmsg(in[0], mh, 0);
+	rm = recvmsg(in[0], mh, MSG_DONTWAIT);
 	e = errno;
 	pmg_write_end(d);
 	if (rm != 6 || strcmp(iov[0].iov_base, "world") ||
-	    ((struct sockaddr_in *)mh->msg_name)->sin_family != AF_INET) {
+	    ((struct sockaddr_un *)mh->msg_name)->sun_family != AF_UNIX) {
 		tap_diag("recvmsg with its header, name and control in the "
 			 "window: %zd (errno %d)", rm, rm < 0 ? e : 0);
 		ok = 0;
