@@ -210,10 +210,12 @@ unsigned _pmg_lazy_lower_begin(void); /* AS-safe */
 void _pmg_lazy_lower_end(unsigned ph); /* AS-safe */
 void _pmg_lazy_fork_child(void);
 /* mpwin.c: domains with a lazy write window open (0: nothing to grant
- * before a kernel write), and the grant of [@a, @a+@n) where a write
- * window is open on it (interpose.c's read family).  AS-safe. */
+ * before a kernel access), and the grant of [@a, @a+@n) where a write
+ * window is open on it (interpose.c's read family; _src: the write
+ * family's source, where the domain's pages are unreadable).  AS-safe. */
 extern unsigned _pmg_lazy_live;
 void _pmg_lazy_pregrant(uintptr_t a, size_t n);
+void _pmg_lazy_pregrant_src(uintptr_t a, size_t n);
 /* mpwin.c: page windows of the persistence calls (mprotect backend) */
 int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len);
 void _pmg_pw_close(int slot);

@@ -623,13 +623,20 @@ enum rd_fn {
 	RD_READ, RD_PREAD, RD_PREAD64, RD_READV, RD_PREADV, RD_PREADV64,
 	RD_PREADV2, RD_PREADV64V2, RD_RECV, RD_RECVFROM, RD_RECVMSG,
 	RD_RECVMMSG, RD_FREAD, RD_PVREADV, RD_READ_CHK, RD_PREAD_CHK,
-	RD_PREAD64_CHK, RD_RECV_CHK, RD_RECVFROM_CHK, RD_FREAD_CHK, RD_NR
+	RD_PREAD64_CHK, RD_RECV_CHK, RD_RECVFROM_CHK, RD_FREAD_CHK,
+	RD_FREAD_UNLOCKED, WR_WRITE, WR_PWRITE, WR_PWRITE64, WR_WRITEV,
+	WR_PWRITEV, WR_PWRITEV64, WR_PWRITEV2, WR_PWRITEV64V2, WR_SEND,
+	WR_SENDTO, WR_SENDMSG, WR_SENDMMSG, WR_FWRITE, WR_FWRITE_UNLOCKED,
+	WR_PVWRITEV, RD_NR
 };
 static const char *const rd_name[RD_NR] = {
 	"read", "pread", "pread64", "readv", "preadv", "preadv64",
 	"preadv2", "preadv64v2", "recv", "recvfrom", "recvmsg",
 	"recvmmsg", "fread", "process_vm_readv", "__read_chk", "__pread_chk",
 	"__pread64_chk", "__recv_chk", "__recvfrom_chk", "__fread_chk",
+	"fread_unlocked", "write", "pwrite", "pwrite64", "writev", "pwritev",
+	"pwritev64", "pwritev2", "pwritev64v2", "send", "sendto", "sendmsg",
+	"sendmmsg", "fwrite", "fwrite_unlocked", "process_vm_writev",
 };
 static void *rd_real[RD_NR];
 
@@ -806,10 +813,15 @@ NOSAN PMG_API int recvmmsg(int fd, struct mmsghdr *v, unsigned vlen, int flags,
 	recvmmsg_fn f = (recvmmsg_fn)rd(RD_RECVMMSG, false);
 	unsigned i;
 
-	if (LIVE() && v && vlen <= IOV_MAX) {
-		grant(v, vlen * sizeof(*v));
-		for (i = 0; i < vlen; i++)
+	if (LIVE() && v) {
+		/* the kernel takes at most UIO_MAXIOV (IOV_MAX) entries */
+		unsigned n = vlen < IOV_MAX ? vlen : IOV_MAX;
+
+		grant(v, n * sizeof(*v));
+		for (i = 0; i < n; i++)
 			grant_msg(&v[i].msg_hdr);
+		if (tmo) /* the time left, written back */
+			grant(tmo, sizeof(*tmo));
 	}
 	return f ? f(fd, v, vlen, flags, tmo)
 		 : (int)syscall(SYS_recvmmsg, fd, v, vlen, flags, tmo);
@@ -818,6 +830,23 @@ NOSAN PMG_API int recvmmsg(int fd, struct mmsghdr *v, unsigned vlen, int flags,
 NOSAN PMG_API size_t fread(void *buf, size_t size, size_t n, FILE *fp)
 {
 	fread_fn f = (fread_fn)rd(RD_FREAD, true);
+
+	if (LIVE() && size && n <= SIZE_MAX / size)
+		grant(buf, size * n);
+	if (!f) {
+		errno = ENOSYS;
+		return 0;
+	}
+	return f(buf, size, n, fp);
+}
+
+/* glibc's fread_unlocked() of more than its buffer reads straight into
+ * the caller's memory, as fread() (the name in parentheses: stdio.h may
+ * make it a macro) */
+NOSAN PMG_API size_t(fread_unlocked)(void *buf, size_t size, size_t n,
+				     FILE *fp)
+{
+	fread_fn f = (fread_fn)rd(RD_FREAD_UNLOCKED, true);
 
 	if (LIVE() && size && n <= SIZE_MAX / size)
 		grant(buf, size * n);
@@ -898,8 +927,14 @@ NOSAN PMG_API ssize_t __recvfrom_chk(int fd, void *buf, size_t n,
 {
 	recvfrom_chk_fn f = (recvfrom_chk_fn)rd(RD_RECVFROM_CHK, true);
 
-	if (LIVE())
+	if (LIVE()) {
 		grant(buf, n < buflen ? n : buflen);
+		if (fromlen) { /* as recvfrom() */
+			grant(fromlen, sizeof(*fromlen));
+			if (from)
+				grant(from, *fromlen);
+		}
+	}
 	return f ? f(fd, buf, n, buflen, flags, from, fromlen)
 		 : recvfrom(fd, buf, n, flags, from, fromlen);
 }
@@ -912,6 +947,240 @@ NOSAN PMG_API size_t __fread_chk(void *buf, size_t buflen, size_t size,
 	if (LIVE() && size && n <= SIZE_MAX / size)
 		grant(buf, size * n < buflen ? size * n : buflen);
 	return f ? f(buf, buflen, size, n, fp) : fread(buf, size, n, fp);
+}
+
+/*
+ * The mirror: the calls that have the kernel READ the caller's memory
+ * (their source).  A no-access domain's pages are unreadable until a
+ * load faults inside its write window; the kernel's read takes no fault
+ * and stops short (or fails with EFAULT) at the first block not yet
+ * granted.  Its blocks there are granted first (mpwin.c,
+ * _pmg_lazy_pregrant_src(): only where a write window is open on a
+ * domain whose pages are unreadable now).  Not seen: vmsplice(2) (the
+ * kernel takes the pages later, from the pipe's reader), raw syscalls,
+ * io_uring and aio, as for the read family.
+ */
+static void grant_src(const void *buf, size_t n)
+{
+	int e = errno;
+
+	_pmg_lazy_pregrant_src((uintptr_t)buf, n);
+	errno = e;
+}
+
+static void grant_src_iov(const struct iovec *iov, long cnt)
+{
+	long i;
+
+	if (!iov || cnt <= 0)
+		return;
+	if (cnt > IOV_MAX) /* the kernel refuses more (EINVAL) */
+		return;
+	grant_src(iov, (size_t)cnt * sizeof(*iov));
+	for (i = 0; i < cnt; i++)
+		grant_src(iov[i].iov_base, iov[i].iov_len);
+}
+
+/* What sendmsg() reads: the header, its name, control data, buffers. */
+static void grant_src_msg(const struct msghdr *mh)
+{
+	if (!mh)
+		return;
+	grant_src(mh, sizeof(*mh));
+	if (mh->msg_name)
+		grant_src(mh->msg_name, mh->msg_namelen);
+	if (mh->msg_control)
+		grant_src(mh->msg_control, mh->msg_controllen);
+	grant_src_iov(mh->msg_iov, (long)mh->msg_iovlen);
+}
+
+typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
+typedef ssize_t (*send_fn)(int, const void *, size_t, int);
+typedef ssize_t (*sendto_fn)(int, const void *, size_t, int,
+			     const struct sockaddr *, socklen_t);
+typedef ssize_t (*sendmsg_fn)(int, const struct msghdr *, int);
+typedef int (*sendmmsg_fn)(int, struct mmsghdr *, unsigned, int);
+typedef size_t (*fwrite_fn)(const void *, size_t, size_t, FILE *);
+
+NOSAN PMG_API ssize_t write(int fd, const void *buf, size_t n)
+{
+	write_fn f = (write_fn)rd(WR_WRITE, false);
+
+	if (LIVE())
+		grant_src(buf, n);
+	return f ? f(fd, buf, n) : syscall(SYS_write, fd, buf, n);
+}
+
+NOSAN PMG_API ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	pwrite_fn f = (pwrite_fn)rd(WR_PWRITE, false);
+
+	if (LIVE())
+		grant_src(buf, n);
+	return f ? f(fd, buf, n, off) : syscall(SYS_pwrite64, fd, buf, n, off);
+}
+
+NOSAN PMG_API ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+{
+	pwrite_fn f = (pwrite_fn)rd(WR_PWRITE64, false);
+
+	if (LIVE())
+		grant_src(buf, n);
+	return f ? f(fd, buf, n, off) : syscall(SYS_pwrite64, fd, buf, n, off);
+}
+
+NOSAN PMG_API ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	readv_fn f = (readv_fn)rd(WR_WRITEV, false);
+
+	if (LIVE())
+		grant_src_iov(iov, cnt);
+	return f ? f(fd, iov, cnt) : syscall(SYS_writev, fd, iov, cnt);
+}
+
+static ssize_t sys_pwritev2(int fd, const struct iovec *iov, int cnt,
+			    off_t off, int flags)
+{
+	return syscall(SYS_pwritev2, fd, iov, cnt, (unsigned long)off,
+		       (unsigned long)((uint64_t)off >> 32), flags);
+}
+
+NOSAN PMG_API ssize_t pwritev(int fd, const struct iovec *iov, int cnt,
+			      off_t off)
+{
+	preadv_fn f = (preadv_fn)rd(WR_PWRITEV, false);
+
+	if (LIVE())
+		grant_src_iov(iov, cnt);
+	return f ? f(fd, iov, cnt, off) : sys_pwritev2(fd, iov, cnt, off, 0);
+}
+
+NOSAN PMG_API ssize_t pwritev64(int fd, const struct iovec *iov, int cnt,
+				off_t off)
+{
+	preadv_fn f = (preadv_fn)rd(WR_PWRITEV64, false);
+
+	if (LIVE())
+		grant_src_iov(iov, cnt);
+	return f ? f(fd, iov, cnt, off) : sys_pwritev2(fd, iov, cnt, off, 0);
+}
+
+NOSAN PMG_API ssize_t pwritev2(int fd, const struct iovec *iov, int cnt,
+			       off_t off, int flags)
+{
+	preadv2_fn f = (preadv2_fn)rd(WR_PWRITEV2, false);
+
+	if (LIVE())
+		grant_src_iov(iov, cnt);
+	return f ? f(fd, iov, cnt, off, flags)
+		 : sys_pwritev2(fd, iov, cnt, off, flags);
+}
+
+NOSAN PMG_API ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt,
+				  off_t off, int flags)
+{
+	preadv2_fn f = (preadv2_fn)rd(WR_PWRITEV64V2, false);
+
+	if (LIVE())
+		grant_src_iov(iov, cnt);
+	return f ? f(fd, iov, cnt, off, flags)
+		 : sys_pwritev2(fd, iov, cnt, off, flags);
+}
+
+NOSAN PMG_API ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	send_fn f = (send_fn)rd(WR_SEND, false);
+
+	if (LIVE())
+		grant_src(buf, n);
+	return f ? f(fd, buf, n, flags)
+		 : syscall(SYS_sendto, fd, buf, n, flags, NULL, 0);
+}
+
+NOSAN PMG_API ssize_t sendto(int fd, const void *buf, size_t n, int flags,
+			     const struct sockaddr *to, socklen_t tolen)
+{
+	sendto_fn f = (sendto_fn)rd(WR_SENDTO, false);
+
+	if (LIVE()) {
+		grant_src(buf, n);
+		if (to)
+			grant_src(to, tolen);
+	}
+	return f ? f(fd, buf, n, flags, to, tolen)
+		 : syscall(SYS_sendto, fd, buf, n, flags, to, tolen);
+}
+
+NOSAN PMG_API ssize_t sendmsg(int fd, const struct msghdr *mh, int flags)
+{
+	sendmsg_fn f = (sendmsg_fn)rd(WR_SENDMSG, false);
+
+	if (LIVE())
+		grant_src_msg(mh);
+	return f ? f(fd, mh, flags) : syscall(SYS_sendmsg, fd, mh, flags);
+}
+
+NOSAN PMG_API int sendmmsg(int fd, struct mmsghdr *v, unsigned vlen,
+			   int flags)
+{
+	sendmmsg_fn f = (sendmmsg_fn)rd(WR_SENDMMSG, false);
+	unsigned i;
+
+	if (LIVE() && v) {
+		/* the kernel takes at most UIO_MAXIOV entries, and writes
+		 * each one's msg_len back */
+		unsigned n = vlen < IOV_MAX ? vlen : IOV_MAX;
+
+		grant(v, n * sizeof(*v));
+		for (i = 0; i < n; i++)
+			grant_src_msg(&v[i].msg_hdr);
+	}
+	return f ? f(fd, v, vlen, flags)
+		 : (int)syscall(SYS_sendmmsg, fd, v, vlen, flags);
+}
+
+/* glibc's fwrite() of more than its buffer hands the caller's memory to
+ * write(2) itself (not through the interposed write()) */
+NOSAN PMG_API size_t fwrite(const void *buf, size_t size, size_t n, FILE *fp)
+{
+	fwrite_fn f = (fwrite_fn)rd(WR_FWRITE, true);
+
+	if (LIVE() && size && n <= SIZE_MAX / size)
+		grant_src(buf, size * n);
+	if (!f) {
+		errno = ENOSYS;
+		return 0;
+	}
+	return f(buf, size, n, fp);
+}
+
+NOSAN PMG_API size_t(fwrite_unlocked)(const void *buf, size_t size,
+				      size_t n, FILE *fp)
+{
+	fwrite_fn f = (fwrite_fn)rd(WR_FWRITE_UNLOCKED, true);
+
+	if (LIVE() && size && n <= SIZE_MAX / size)
+		grant_src(buf, size * n);
+	if (!f) {
+		errno = ENOSYS;
+		return 0;
+	}
+	return f(buf, size, n, fp);
+}
+
+NOSAN PMG_API ssize_t process_vm_writev(pid_t pid, const struct iovec *local,
+					unsigned long nl,
+					const struct iovec *remote,
+					unsigned long nr, unsigned long flags)
+{
+	pvreadv_fn f = (pvreadv_fn)rd(WR_PVWRITEV, false);
+
+	if (LIVE())
+		grant_src_iov(local, (long)nl); /* ours: the local side */
+	return f ? f(pid, local, nl, remote, nr, flags)
+		 : syscall(SYS_process_vm_writev, pid, local, nl, remote, nr,
+			   flags);
 }
 
 #endif /* PMG_SHARED */

@@ -245,18 +245,57 @@ static bool record(struct lz *l, uintptr_t page)
 }
 
 /*
+ * Make every range of @id in the block at @b read-write (where the
+ * program allows it), so that a recorded block is exactly what is
+ * writable: two ranges of one domain may share a block (two
+ * pmg_protect() calls, a range split by a partial munmap()), and a
+ * read(2)'s grant (_pmg_lazy_pregrant()) trusts the record.  0, -EINVAL
+ * (device dax, hugetlb: no split inside the mapping), or another
+ * -errno; ENOMEM (a hole: every mapped page granted, caps.c) is 0.
+ * AS-safe (the lock-free registry).
+ */
+static int block_grant(int id, uintptr_t b)
+{
+	uintptr_t at = b, e = b + LZ_BLOCK;
+	struct _pmg_range r;
+	int worst = 0;
+
+	while (at < e && !_pmg_reg_first_overlap(at, e, &r)) {
+		uintptr_t x = r.base > at ? r.base : at;
+		uintptr_t y = r.end < e ? r.end : e;
+		int rc;
+
+		at = y;
+		if (r.dom != id)
+			continue;
+		rc = _pmg_cap_mprotect(x, y, PROT_READ | PROT_WRITE);
+		if (rc == -EINVAL || (rc && rc != -ENOMEM && !worst))
+			worst = rc;
+	}
+	return worst;
+}
+
+/*
  * The fault handler: a fault on @page of @id, in a range the program
  * lets us write.  true: a write window is open on @id and the page is
  * now writable (retry the access); false: not ours to grant.  AS-safe.
+ *
+ * The block is made writable before it is recorded: a block in the
+ * record is writable (a racing read(2) that finds it there skips it).
+ * A block already recorded is made writable again without a second
+ * record (an edge that set the domain's pages meanwhile -- a read
+ * window opening on a no-access domain, a range added, the program's
+ * own mprotect() -- may have lowered it).  The close's race (above)
+ * holds in this order too: the epoch is read again after the record.
  */
 bool _pmg_lazy_grant(int id, uintptr_t page)
 {
-	uintptr_t b = page & ~(LZ_BLOCK - 1), e_ = b + LZ_BLOCK;
+	uintptr_t b = page & ~(LZ_BLOCK - 1);
 	struct lz *l = lz_of(id);
 	struct _pmg_range r;
 	unsigned long e;
 	unsigned ph;
-	bool rec;
+	bool full;
 	int rc;
 
 	/* no record: no write window was ever opened on it */
@@ -265,28 +304,24 @@ bool _pmg_lazy_grant(int id, uintptr_t page)
 	e = __atomic_load_n(&l->epoch, __ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(&_pmg.dom[id].gw, __ATOMIC_SEQ_CST))
 		return false;
-	/* the block, within the faulting page's range */
 	if (_pmg_reg_find(page, &r) || r.dom != id)
 		return false;
-	if (b < r.base)
-		b = r.base;
-	if (e_ > r.end)
-		e_ = r.end;
-	rec = !lazy_full(id) && record(l, page & ~(LZ_BLOCK - 1));
-	if (rec) {
-		rc = _pmg_cap_mprotect(b, e_, PROT_READ | PROT_WRITE);
-		/* device dax: no single-page split; the whole domain.
-		 * ENOMEM: a hole in the block, every mapped page granted
-		 * (the faulting page, if still mapped: else the retry
-		 * faults as SEGV_MAPERR, not ours) */
+	full = lazy_full(id);
+	if (!full) {
+		rc = block_grant(id, b);
+		/* device dax: no single-page split; the whole domain */
 		if (rc == -EINVAL)
-			rec = false;
-		else if (rc && rc != -ENOMEM)
+			full = true;
+		else if (rc)
 			return false;
-		else
+		else if (lazy_has(id, b))
+			; /* recorded before: made writable again */
+		else if (record(l, b))
 			_PMG_STAT_INC(lazy_grants);
+		else
+			full = true;
 	}
-	if (!rec) {
+	if (full) {
 		if (!__atomic_exchange_n(&l->full, 1, __ATOMIC_SEQ_CST))
 			_PMG_STAT_INC(lazy_full);
 		ranges_prot(id, PROT_READ | PROT_WRITE);
@@ -295,14 +330,13 @@ bool _pmg_lazy_grant(int id, uintptr_t page)
 	if (__atomic_load_n(&l->epoch, __ATOMIC_SEQ_CST) != e ||
 	    !__atomic_load_n(&_pmg.dom[id].gw, __ATOMIC_SEQ_CST)) {
 		/* the window closed meanwhile: the close may not have seen
-		 * this page; put it back, the retry decides again */
-		if (rec)
-			run_prot(id, b, e_,
-				 _pmg_prot_of(
-					 _pmg_process_rights(&_pmg.dom[id])));
+		 * this block; put it back, the retry decides again */
+		int prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[id]));
+
+		if (!full)
+			run_prot(id, b, b + LZ_BLOCK, prot);
 		else
-			ranges_prot(id, _pmg_prot_of(_pmg_process_rights(
-						&_pmg.dom[id])));
+			ranges_prot(id, prot);
 	}
 	_pmg_lazy_lower_end(ph);
 	return true;
@@ -325,16 +359,39 @@ static void lz_unlive(struct lz *l)
  * write user memory (interpose.c: the read and recv families, fread(),
  * process_vm_readv()'s local side) grant their destination first, as
  * the program's own first writes would have been: each block of
- * [@a, @a+@n) in a range of a domain with a write window open (and the
- * program's own rights allowing writes), through the fault path's grant.
+ * [@a, @a+@n) in a range of a domain with a write window open (where
+ * the program's own rights allow writes: caps.c), through the fault
+ * path's grant.
  * A window that closes meanwhile makes the write fail or come back short,
  * as without a window.  AS-safe (a read() in a signal handler): atomics,
  * mprotect(2), the lock-free registry.
  */
+static void pregrant(uintptr_t a, size_t n, bool src);
+
 void _pmg_lazy_pregrant(uintptr_t a, size_t n)
 {
-	uintptr_t e = a + n, at = a & ~(PMG_PAGE_SIZE - 1);
+	pregrant(a, n, false);
+}
+
+/*
+ * The mirror: a kernel READ of the caller's memory (write(2), send(2)
+ * and the like: their source) takes no fault either, and a domain whose
+ * pages are not readable now (PMG_DOMAIN_NOACCESS, no read window open)
+ * has them granted by a write window only block by block: the blocks of
+ * [@a, @a+@n) there are granted as a user load's fault would grant them.
+ * A domain whose pages are readable (write-disabled, or a read window
+ * open) is left alone.  AS-safe.
+ */
+void _pmg_lazy_pregrant_src(uintptr_t a, size_t n)
+{
+	pregrant(a, n, true);
+}
+
+static void pregrant(uintptr_t a, size_t n, bool src)
+{
+	uintptr_t e = a + n, at = a & ~(PMG_PAGE_SIZE - 1), last = 0;
 	struct _pmg_range r;
+	int last_dom = 0;
 
 	if (!_pmg_lazy || !n ||
 	    !__atomic_load_n(&_pmg_lazy_live, __ATOMIC_RELAXED))
@@ -350,10 +407,21 @@ void _pmg_lazy_pregrant(uintptr_t a, size_t n)
 		if (!l || !__atomic_load_n(&l->live, __ATOMIC_SEQ_CST) ||
 		    !__atomic_load_n(&_pmg.dom[r.dom].gw, __ATOMIC_SEQ_CST))
 			continue;
-		for (; p < hi; p = (p & ~(LZ_BLOCK - 1)) + LZ_BLOCK)
-			if (!lazy_has(r.dom, p) &&
-			    _pmg_cap_allows(p, PMG_WRITE))
-				(void)_pmg_lazy_grant(r.dom, p);
+		if (src && (_pmg_prot_of(_pmg_process_rights(
+				    &_pmg.dom[r.dom])) & PROT_READ))
+			continue; /* readable as it is */
+		/* each block, even one recorded: an edge may have lowered
+		 * it since (_pmg_lazy_grant()); a block shared with the
+		 * range before was granted with it */
+		for (; p < hi; p = (p & ~(LZ_BLOCK - 1)) + LZ_BLOCK) {
+			uintptr_t blk = p & ~(LZ_BLOCK - 1);
+
+			if (blk == last && r.dom == last_dom)
+				continue;
+			(void)_pmg_lazy_grant(r.dom, p);
+			last = blk;
+			last_dom = r.dom;
+		}
 	}
 }
 
@@ -411,10 +479,14 @@ void _pmg_lazy_note(int id, uintptr_t page)
 }
 
 /*
- * Record @page of @id from outside the handler (lock held): a page
- * window's pages on a domain with a write window open stay writable for
- * the rest of that window.  false: no write window open, or full (the
- * caller protects them as usual).
+ * Record the blocks of [@b, @e) of @id from outside the handler (lock
+ * held): a page window's pages on a domain with a write window open stay
+ * writable for the rest of that window, and so does the rest of their
+ * blocks, as if the call had faulted them in (a recorded block is
+ * writable whole: _pmg_lazy_grant()).  false: no write window open (the
+ * caller protects them as usual).  A full record (or a mapping that
+ * cannot be split inside it): the whole domain read-write, as the
+ * handler does.
  */
 static bool lazy_keep(int id, uintptr_t b, uintptr_t e)
 {
@@ -422,11 +494,15 @@ static bool lazy_keep(int id, uintptr_t b, uintptr_t e)
 
 	if (!_pmg_lazy || !l || !_pmg.dom[id].gw)
 		return false;
-	if (lazy_full(id))
-		return true;
-	for (b &= ~(LZ_BLOCK - 1); b < e; b += LZ_BLOCK)
-		if (!record(l, b))
-			return false;
+	for (b &= ~(LZ_BLOCK - 1); b < e && !lazy_full(id); b += LZ_BLOCK) {
+		if (lazy_has(id, b))
+			continue; /* its pages: read-write since the grant */
+		if (block_grant(id, b) == -EINVAL || !record(l, b)) {
+			if (!__atomic_exchange_n(&l->full, 1, __ATOMIC_SEQ_CST))
+				_PMG_STAT_INC(lazy_full);
+			ranges_prot(id, PROT_READ | PROT_WRITE);
+		}
+	}
 	return true;
 }
 

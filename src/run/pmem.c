@@ -156,7 +156,11 @@ RUN_API int pmem_unmap(void *addr, size_t len)
 {
 	REAL(pmem_unmap);
 
-	map_del(addr, len);
+	/* length 0: the real call fails (EINVAL) and unmaps nothing; the
+	 * mapping stays protected (0 means "the whole mapping" only to
+	 * map_del(), for pmem2_map_delete()) */
+	if (len)
+		map_del(addr, len);
 	return real_pmem_unmap(addr, len);
 }
 

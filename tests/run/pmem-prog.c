@@ -20,14 +20,16 @@
  *        "mark%u" at the start of each 512 KiB eighth (u: the eighth)
  *        with pmem_memcpy_persist(), then pmem_unmap() PART of the
  *        mapping: first (half), second (half), middle (the middle half,
- *        eighths 2-5) or halves (the first half, then the second: then
- *        exit 0); then a plain store (no window) 1000 bytes into a
+ *        eighths 2-5), zero (length 0: the call fails with EINVAL,
+ *        nothing unmapped; its result printed) or halves (the first
+ *        half, then the second: then exit 0); then a plain store (no window) 1000 bytes into a
  *        still-mapped eighth, its address printed first ("stray at P").
  *        Survived: "the stray store landed", exit 1.
  *   pmem-prog marks FILE               every mark intact (exit 0)
  * Record i (64 bytes at offset 64 * i): "rec%08d" and i in every byte
  * after it.  Exit 0 fine, 1 a record is wrong (printed), 2 usage/IO.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <libpmem.h>
 #include <stdio.h>
@@ -69,6 +71,7 @@ static int unmap_part(const char *file, const char *part)
 	size_t ml;
 	int is_pmem;
 	unsigned u, off, n, at;
+	int rc;
 	char m[16], *p = pmem_map_file(file, SIZE, PMEM_FILE_CREATE, 0600, &ml,
 				       &is_pmem);
 
@@ -87,6 +90,8 @@ static int unmap_part(const char *file, const char *part)
 		off = 4, n = 4, at = 1;
 	} else if (!strcmp(part, "middle")) {
 		off = 2, n = 4, at = 7;
+	} else if (!strcmp(part, "zero")) {
+		off = 0, n = 0, at = 3; /* EINVAL: nothing unmapped */
 	} else if (!strcmp(part, "halves")) {
 		pmem_unmap(p, SIZE / 2);
 		pmem_unmap(p + SIZE / 2, SIZE / 2);
@@ -95,7 +100,11 @@ static int unmap_part(const char *file, const char *part)
 	} else {
 		return 2;
 	}
-	pmem_unmap(p + off * EIGHTH, n * EIGHTH);
+	errno = 0;
+	rc = pmem_unmap(p + off * EIGHTH, n * EIGHTH);
+	if (!n)
+		printf("pmem-prog: pmem_unmap(p, 0) = %d errno %d\n", rc,
+		       errno);
 	printf("pmem-prog: stray at %p\n", (void *)(p + at * EIGHTH + 1000));
 	fflush(stdout);
 	p[at * EIGHTH + 1000] = 'X';

@@ -1165,6 +1165,21 @@ else
 	skip "root's run --allow with the new list" "not root"
 	skip "root's learn -o over its own 0660 list: mode 640" "not root"
 fi
+# ---- pmem_unmap() of length 0 (docs/run.md, "Unmapping part of a
+# mapping; read(2) into it") ----
+# the real call fails with EINVAL and unmaps nothing: the mapping stays
+# protected, a stray store into it aborts, every mark intact
+rm -f "$T/pz" "$T/pz.rep"
+$PMG run --mode strict --report "$T/pz.rep" -- $PMEMPROG unmap "$T/pz" zero \
+	>"$T/out" 2>&1; rc=$?
+at=$(sed -n 's/^pmem-prog: stray at \(0x[0-9a-f]*\)$/\1/p' "$T/out")
+check "pmem_unmap(p, 0): EINVAL, a stray store into the mapping still aborts, reported at its address" \
+	sh -c "[ $rc = 134 ] && [ -n '$at' ] && \
+	grep -q 'pmem_unmap(p, 0) = -1 errno 22' '$T/out' && \
+	grep -q \"strict (aborting): stray write to $at \" '$T/pz.rep'"
+[ $rc = 134 ] || diag "$T/out" "$T/pz.rep"
+$PMEMPROG marks "$T/pz" >"$T/out" 2>&1
+check "pmem_unmap(p, 0): every mark intact after the abort" [ $? = 0 ]
 
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
