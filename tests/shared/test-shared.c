@@ -445,7 +445,7 @@ static int socket_unix_ok(void)
 	int s = socket(AF_UNIX, SOCK_STREAM, 0);
 
 	if (s < 0)
-		return errno != EAFNOSUPPORT;
+		return errno != EAFNOSUPPORT && errno != ENOSYS;
 	close(s);
 	return 1;
 }
