@@ -721,11 +721,12 @@ NOSAN PMG_API ssize_t readv(int fd, const struct iovec *iov, int cnt)
 	return f ? f(fd, iov, cnt) : syscall(SYS_readv, fd, iov, cnt);
 }
 
-/* preadv(2)'s raw syscall takes the offset in two halves */
-static ssize_t sys_preadv2(int fd, const struct iovec *iov, int cnt,
-			   off_t off, int flags)
+/* preadv2(2) and pwritev2(2) (@nr): the raw syscall takes the offset in
+ * two halves */
+static ssize_t sys_rwv2(long nr, int fd, const struct iovec *iov, int cnt,
+			off_t off, int flags)
 {
-	return syscall(SYS_preadv2, fd, iov, cnt, (unsigned long)off,
+	return syscall(nr, fd, iov, cnt, (unsigned long)off,
 		       (unsigned long)((uint64_t)off >> 32), flags);
 }
 
@@ -736,7 +737,7 @@ NOSAN PMG_API ssize_t preadv(int fd, const struct iovec *iov, int cnt,
 
 	if (LIVE())
 		grant_iov(iov, cnt);
-	return f ? f(fd, iov, cnt, off) : sys_preadv2(fd, iov, cnt, off, 0);
+	return f ? f(fd, iov, cnt, off) : sys_rwv2(SYS_preadv2, fd, iov, cnt, off, 0);
 }
 
 NOSAN PMG_API ssize_t preadv64(int fd, const struct iovec *iov, int cnt,
@@ -746,7 +747,7 @@ NOSAN PMG_API ssize_t preadv64(int fd, const struct iovec *iov, int cnt,
 
 	if (LIVE())
 		grant_iov(iov, cnt);
-	return f ? f(fd, iov, cnt, off) : sys_preadv2(fd, iov, cnt, off, 0);
+	return f ? f(fd, iov, cnt, off) : sys_rwv2(SYS_preadv2, fd, iov, cnt, off, 0);
 }
 
 NOSAN PMG_API ssize_t preadv2(int fd, const struct iovec *iov, int cnt,
@@ -757,7 +758,7 @@ NOSAN PMG_API ssize_t preadv2(int fd, const struct iovec *iov, int cnt,
 	if (LIVE())
 		grant_iov(iov, cnt);
 	return f ? f(fd, iov, cnt, off, flags)
-		 : sys_preadv2(fd, iov, cnt, off, flags);
+		 : sys_rwv2(SYS_preadv2, fd, iov, cnt, off, flags);
 }
 
 NOSAN PMG_API ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt,
@@ -768,7 +769,7 @@ NOSAN PMG_API ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt,
 	if (LIVE())
 		grant_iov(iov, cnt);
 	return f ? f(fd, iov, cnt, off, flags)
-		 : sys_preadv2(fd, iov, cnt, off, flags);
+		 : sys_rwv2(SYS_preadv2, fd, iov, cnt, off, flags);
 }
 
 NOSAN PMG_API ssize_t recv(int fd, void *buf, size_t n, int flags)
@@ -1039,13 +1040,6 @@ NOSAN PMG_API ssize_t writev(int fd, const struct iovec *iov, int cnt)
 	return f ? f(fd, iov, cnt) : syscall(SYS_writev, fd, iov, cnt);
 }
 
-static ssize_t sys_pwritev2(int fd, const struct iovec *iov, int cnt,
-			    off_t off, int flags)
-{
-	return syscall(SYS_pwritev2, fd, iov, cnt, (unsigned long)off,
-		       (unsigned long)((uint64_t)off >> 32), flags);
-}
-
 NOSAN PMG_API ssize_t pwritev(int fd, const struct iovec *iov, int cnt,
 			      off_t off)
 {
@@ -1053,7 +1047,7 @@ NOSAN PMG_API ssize_t pwritev(int fd, const struct iovec *iov, int cnt,
 
 	if (LIVE())
 		grant_src_iov(iov, cnt);
-	return f ? f(fd, iov, cnt, off) : sys_pwritev2(fd, iov, cnt, off, 0);
+	return f ? f(fd, iov, cnt, off) : sys_rwv2(SYS_pwritev2, fd, iov, cnt, off, 0);
 }
 
 NOSAN PMG_API ssize_t pwritev64(int fd, const struct iovec *iov, int cnt,
@@ -1063,7 +1057,7 @@ NOSAN PMG_API ssize_t pwritev64(int fd, const struct iovec *iov, int cnt,
 
 	if (LIVE())
 		grant_src_iov(iov, cnt);
-	return f ? f(fd, iov, cnt, off) : sys_pwritev2(fd, iov, cnt, off, 0);
+	return f ? f(fd, iov, cnt, off) : sys_rwv2(SYS_pwritev2, fd, iov, cnt, off, 0);
 }
 
 NOSAN PMG_API ssize_t pwritev2(int fd, const struct iovec *iov, int cnt,
@@ -1074,7 +1068,7 @@ NOSAN PMG_API ssize_t pwritev2(int fd, const struct iovec *iov, int cnt,
 	if (LIVE())
 		grant_src_iov(iov, cnt);
 	return f ? f(fd, iov, cnt, off, flags)
-		 : sys_pwritev2(fd, iov, cnt, off, flags);
+		 : sys_rwv2(SYS_pwritev2, fd, iov, cnt, off, flags);
 }
 
 NOSAN PMG_API ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt,
@@ -1085,7 +1079,7 @@ NOSAN PMG_API ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt,
 	if (LIVE())
 		grant_src_iov(iov, cnt);
 	return f ? f(fd, iov, cnt, off, flags)
-		 : sys_pwritev2(fd, iov, cnt, off, flags);
+		 : sys_rwv2(SYS_pwritev2, fd, iov, cnt, off, flags);
 }
 
 NOSAN PMG_API ssize_t send(int fd, const void *buf, size_t n, int flags)
