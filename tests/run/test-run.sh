@@ -672,13 +672,10 @@ else
 	skip "SIGCHLD ignored: exit status" "no $PY"
 fi
 
-# the report file deleted while the run goes on: later reports go to a
-# new file at that path, not into the deleted one (Python drives libpmem
-# through ctypes: map, stray write, delete the report, stray write)
-if [ -x "$PY" ] && $PY -c 'import ctypes; ctypes.CDLL("libpmem.so.1")' \
-	2>/dev/null; then
-	rm -f "$T/del.pm" "$T/del.rep"
-	$PMG run --mode audit --report "$T/del.rep" -- $PY -c 'import ctypes, os, sys
+# The start of the Python programs below that drive libpmem through
+# ctypes: map argv[1] (1 MiB) with pmem_map_file() and make one stray
+# write at its first byte.
+PY_PMEM_ONE='import ctypes, os, sys
 ctypes.CDLL("libpmem.so.1", mode=ctypes.RTLD_GLOBAL)
 pm = ctypes.CDLL(None)
 pm.pmem_map_file.restype = ctypes.c_void_p
@@ -686,7 +683,15 @@ pm.pmem_map_file.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int,
                              ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
 a = pm.pmem_map_file(sys.argv[1].encode(), 1 << 20, 1, 0o600, None, None)
 ctypes.memmove(a, b"x", 1)
-os.unlink(sys.argv[2])
+'
+
+# the report file deleted while the run goes on: later reports go to a
+# new file at that path, not into the deleted one (Python drives libpmem
+# through ctypes: map, stray write, delete the report, stray write)
+if [ -x "$PY" ] && $PY -c 'import ctypes; ctypes.CDLL("libpmem.so.1")' \
+	2>/dev/null; then
+	rm -f "$T/del.pm" "$T/del.rep"
+	$PMG run --mode audit --report "$T/del.rep" -- $PY -c "$PY_PMEM_ONE"'os.unlink(sys.argv[2])
 ctypes.memmove(a + 4096, b"y", 1)' "$T/del.pm" "$T/del.rep" \
 		>"$T/out" 2>&1; rc=$?
 	c=$(count 'audit: stray write' "$T/del.rep")
@@ -696,15 +701,8 @@ ctypes.memmove(a + 4096, b"y", 1)' "$T/del.pm" "$T/del.rep" \
 	# ... and replaced by a FIFO: neither the reopen (in the fault
 	# handler) nor a new process's open of the path may block on it
 	rm -f "$T/fifo.pm" "$T/fifo2.rep" "$T/fifo.x"
-	timeout 30 $PMG run --mode audit --report "$T/fifo2.rep" -- $PY -c 'import ctypes, os, subprocess, sys
-ctypes.CDLL("libpmem.so.1", mode=ctypes.RTLD_GLOBAL)
-pm = ctypes.CDLL(None)
-pm.pmem_map_file.restype = ctypes.c_void_p
-pm.pmem_map_file.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int,
-                             ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
-a = pm.pmem_map_file(sys.argv[1].encode(), 1 << 20, 1, 0o600, None, None)
-ctypes.memmove(a, b"x", 1)
-os.unlink(sys.argv[2]); os.mkfifo(sys.argv[2])
+	timeout 30 $PMG run --mode audit --report "$T/fifo2.rep" -- $PY -c "import subprocess
+$PY_PMEM_ONE"'os.unlink(sys.argv[2]); os.mkfifo(sys.argv[2])
 ctypes.memmove(a + 4096, b"y", 1)
 sys.exit(subprocess.run(sys.argv[3:]).returncode)' "$T/fifo.pm" \
 		"$T/fifo2.rep" "$PMEMPROG" write "$T/fifo.x" 10 >"$T/out" 2>&1
@@ -884,15 +882,7 @@ fi
 if [ -x "$PY" ] && $PY -c 'import ctypes; ctypes.CDLL("libpmem.so.1")' \
 	2>/dev/null; then
 	rm -f "$T/s5" "$T/lnk/r5.rep"
-	$PMG run --mode audit --report "$T/lnk/r5.rep" -- $PY -c 'import ctypes, os, sys
-ctypes.CDLL("libpmem.so.1", mode=ctypes.RTLD_GLOBAL)
-pm = ctypes.CDLL(None)
-pm.pmem_map_file.restype = ctypes.c_void_p
-pm.pmem_map_file.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int,
-                             ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
-a = pm.pmem_map_file(sys.argv[1].encode(), 1 << 20, 1, 0o600, None, None)
-ctypes.memmove(a, b"x", 1)
-os.unlink(sys.argv[2]); os.symlink(sys.argv[3], sys.argv[2])
+	$PMG run --mode audit --report "$T/lnk/r5.rep" -- $PY -c "$PY_PMEM_ONE"'os.unlink(sys.argv[2]); os.symlink(sys.argv[3], sys.argv[2])
 ctypes.memmove(a + 4096, b"y", 1)
 ctypes.memmove(a + 8192, b"z", 1)' "$T/s5" "$T/lnk/r5.rep" "$T/sec/secret" \
 		>"$T/out" 2>&1; rc=$?
