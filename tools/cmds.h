@@ -23,6 +23,12 @@ const char *bench_no_pku_why(void); /* tools/lab/bench.c */
  * @pairs, in the thread's CPU time (bench persist's clock); -1 unless on
  * PKU with a key free. */
 double bench_floor_pair(long pairs, int rounds); /* tools/lab/bench.c */
+struct pmg_pool;
+/* The unprotected and protected pools the persistence benchmarks use
+ * (tools/lab/bench_persist.c). */
+int bench_pool_pair(const char *verb, const char *dir, const char *stem,
+		    size_t size, char *path, size_t n, char *path2, size_t n2,
+		    struct pmg_pool **pu, struct pmg_pool **pp);
 int cmd_demo(int argc, char **argv);		/* tools/lab/demo.c */
 int cmd_inject(int argc, char **argv);		/* tools/lab/inject.c */
 int cmd_run(int argc, char **argv);		/* tools/run.c */

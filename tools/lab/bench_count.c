@@ -201,7 +201,6 @@ static size_t next_dst(size_t sz)
 
 static int persists(const char *dir)
 {
-	struct pmg_pool_config *cfg = NULL;
 	struct pmg_pool *pu = NULL, *pp = NULL;
 	char path[512], path2[520];
 	char *unprot, *prot, *src;
@@ -216,24 +215,10 @@ static int persists(const char *dir)
 		printf("# pmdk: SKIP: %s\n",
 		       lib ? "libpmem.so.1 has no pmem_memcpy_persist"
 			   : "libpmem.so.1 not found (install libpmem1)");
-	if (snprintf(path, sizeof(path), "%s/pmguard-count-%d.pool", dir,
-		     (int)getpid()) >= (int)sizeof(path))
-		return cli_error("bench count: --dir: path too long");
-	snprintf(path2, sizeof(path2), "%s.prot", path);
-	if (cli_scratch(path, false) || cli_scratch(path2, false))
-		return cli_error("bench count: --dir: path too long");
-	rc = pmg_pool_config_new(&cfg);
-	if (!rc)
-		rc = pmg_pool_config_set_size(cfg, POOL_SIZE);
-	if (!rc)
-		rc = pmg_pool_config_set_flags(cfg, PMG_POOL_UNPROTECTED);
-	if (!rc)
-		rc = pmg_pool_create(&pu, path, cfg);
-	if (!rc)
-		rc = pmg_pool_config_set_flags(cfg, 0);
-	if (!rc)
-		rc = pmg_pool_create(&pp, path2, cfg);
-	pmg_pool_config_delete(&cfg);
+	rc = bench_pool_pair("bench count", dir, "count", POOL_SIZE, path,
+			     sizeof(path), path2, sizeof(path2), &pu, &pp);
+	if (rc > 0)
+		return rc;
 	src = aligned_alloc(4096, 2 << 20);
 	if (rc || !src) {
 		cli_error("bench count: %s",

@@ -176,12 +176,46 @@ static void teardown(struct pmg_pool **pu, struct pmg_pool **pp,
 	cli_scratch_done(path2);
 }
 
+/*
+ * The pool pair the persistence benchmarks compare on (bench persist,
+ * bench count): @path, pmguard-@stem-PID.pool in @dir, an unprotected
+ * pool of @size bytes, and @path2 (@path ".prot") a protected one, both
+ * registered as scratch files.  0; a pool error's negative errno
+ * (pmg_errormsg() says why); or, a path too long for @n or @n2, the exit
+ * status of the message "@verb: --dir: path too long".
+ */
+int bench_pool_pair(const char *verb, const char *dir, const char *stem,
+		    size_t size, char *path, size_t n, char *path2, size_t n2,
+		    struct pmg_pool **pu, struct pmg_pool **pp)
+{
+	struct pmg_pool_config *cfg = NULL;
+	int rc;
+
+	if (snprintf(path, n, "%s/pmguard-%s-%d.pool", dir, stem,
+		     (int)getpid()) >= (int)n ||
+	    snprintf(path2, n2, "%s.prot", path) >= (int)n2 ||
+	    cli_scratch(path, false) || cli_scratch(path2, false))
+		return cli_error("%s: --dir: path too long", verb);
+	rc = pmg_pool_config_new(&cfg);
+	if (!rc)
+		rc = pmg_pool_config_set_size(cfg, size);
+	if (!rc)
+		rc = pmg_pool_config_set_flags(cfg, PMG_POOL_UNPROTECTED);
+	if (!rc)
+		rc = pmg_pool_create(pu, path, cfg);
+	if (!rc)
+		rc = pmg_pool_config_set_flags(cfg, 0);
+	if (!rc)
+		rc = pmg_pool_create(pp, path2, cfg);
+	pmg_pool_config_delete(&cfg);
+	return rc;
+}
+
 int cmd_bench_persist(int argc, char **argv)
 {
 	double gb[NVAR][NSIZES], samples[NVAR][MAX_ROUNDS], fl[NSIZES];
 	const char *nopku;
 	long ops[NVAR][NSIZES];
-	struct pmg_pool_config *cfg = NULL;
 	struct pmg_pool *pu = NULL, *pp = NULL;
 	struct pmg_persist_info pi;
 	struct pmg_pool_info info;
@@ -235,24 +269,10 @@ int cmd_bench_persist(int argc, char **argv)
 		vars[nv++] = PMDK;
 	vars[nv++] = PROT;
 
-	if (snprintf(path, sizeof(path), "%s/pmguard-bench-%d.pool", dir,
-		     (int)getpid()) >= (int)sizeof(path))
-		return cli_error("bench persist: --dir: path too long");
-	snprintf(path2, sizeof(path2), "%s.prot", path);
-	if (cli_scratch(path, false) || cli_scratch(path2, false))
-		return cli_error("bench persist: --dir: path too long");
-	rc = pmg_pool_config_new(&cfg);
-	if (!rc)
-		rc = pmg_pool_config_set_size(cfg, POOL_SIZE);
-	if (!rc)
-		rc = pmg_pool_config_set_flags(cfg, PMG_POOL_UNPROTECTED);
-	if (!rc)
-		rc = pmg_pool_create(&pu, path, cfg);
-	if (!rc)
-		rc = pmg_pool_config_set_flags(cfg, 0);
-	if (!rc)
-		rc = pmg_pool_create(&pp, path2, cfg);
-	pmg_pool_config_delete(&cfg);
+	rc = bench_pool_pair("bench persist", dir, "bench", POOL_SIZE, path,
+			     sizeof(path), path2, sizeof(path2), &pu, &pp);
+	if (rc > 0)
+		return rc;
 	if (rc) {
 		cli_error("bench persist: %s", pmg_errormsg());
 		teardown(&pu, &pp, path, path2);
