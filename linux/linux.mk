@@ -42,7 +42,8 @@ LINUX_DIR      := $(O)/linux-$(LINUX)
 LINUX_TEST_SRC := $(wildcard linux/tests/*.c)
 LINUX_TESTS    := $(patsubst linux/tests/%.c,$(O)/linux-tests/%,$(LINUX_TEST_SRC))
 
-.PHONY: linux linux-debug linux-check linux-6.1-check linux-bisect-check linux-mutation-check linux-tests
+.PHONY: linux linux-debug linux-check linux-6.1-check linux-bisect-check linux-mutation-check linux-tests \
+	linux-audit-check
 linux:
 	linux/scripts/linux-build --linux $(LINUX) --out $(LINUX_DIR)
 
@@ -71,6 +72,14 @@ LINUX_61_BOOTS := main crash9 strict control
 linux-6.1-check: linux-tests
 	O=$(O) linux/scripts/linux-check --linux 6.1 --build --no-vm-tests \
 		$(addprefix --boot ,$(LINUX_61_BOOTS))
+
+# The audit of the series (linux/scripts/linux-audit): every kmap(),
+# page_address(), phys_to_virt() ... a protected page can reach has a
+# verdict in linux/$(LINUX)/audit; two negative controls.  About a
+# minute (the source tarball is decompressed once); no kernel build.
+CHECK_SUITES += linux-audit-check
+linux-audit-check:
+	linux/scripts/linux-audit --linux $(LINUX) --controls
 
 linux-bisect-check:
 	linux/scripts/linux-bisect-check --linux $(LINUX) --out $(LINUX_DIR)-bisect
