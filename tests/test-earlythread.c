@@ -252,20 +252,6 @@ static int many_child(void *arg)
 		if (pmg_close(d[i], PMG_WRITE))
 			return 8;
 	}
-	/* PKU: only reserved keys under write-disabled domains, each
-	 * write-disabled in this thread too */
-	for (i = 0; pku && i < NDOM; i++) {
-		int k = pmg_domain_key(d[i]);
-
-		if (k > 0) {
-			keyed++;
-			if (((_pmg_rdpkru() >> (2 * k)) & 3) != 2 ||
-			    k == pmg_domain_key(na))
-				return 9;
-		}
-	}
-	if (keyed > nres)
-		return 10;
 	for (i = 0; m->stray && i < NDOM; i++)
 		if ((pmg_domain_key(d[i]) > 0) == (m->stray == 1)) {
 			inf->stray_dom = i;
@@ -285,6 +271,20 @@ static int many_child(void *arg)
 		return 14; /* the stray write went through */
 	if (s1.synced != s0.synced)
 		return 15; /* needed a fault: not what the test means */
+	/* PKU: only reserved keys under write-disabled domains, each
+	 * write-disabled in this thread too */
+	for (i = 0; pku && i < NDOM; i++) {
+		int k = pmg_domain_key(d[i]);
+
+		if (k > 0) {
+			keyed++;
+			if (((_pmg_rdpkru() >> (2 * k)) & 3) != 2 ||
+			    k == pmg_domain_key(na))
+				return 9;
+		}
+	}
+	if (keyed > nres)
+		return 10;
 	return 0;
 }
 
