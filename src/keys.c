@@ -8,10 +8,11 @@
  * holds fewer than PMGUARD_KEYS; once keys were reserved, a write-disabled
  * domain takes only a reserved one: "Keys reserved early" below);
  * otherwise it is virtual: its ranges are kept by page protection
- * (process-wide, as on the mprotect backend), key 0.  A window on a virtual domain gets it a key (_pmg_key_get()): a
- * free one, else one taken from the least recently windowed domain that
- * has no window open, no single step and no fault handler on its key
- * (eviction), whose ranges then go back to page protection.  When no key
+ * (process-wide, as on the mprotect backend), key 0.  A window on a
+ * virtual domain gets it a key (_pmg_key_get()): a free one, else one
+ * taken from the least recently windowed domain that has no window open,
+ * no single step and no fault handler on its key (eviction), whose
+ * ranges then go back to page protection.  When no key
  * can be had (every keyed domain busy or pinned, PMGUARD_KEYS=0, no
  * membarrier(2)), the window is a page-protection one, process-wide.
  *
