@@ -307,8 +307,8 @@ static void *many_prober(void *arg)
 	for (i = 0; i < NDOM && !many_rc; i++)
 		if (probe(dd[i], many + i * PAGE + 16, PMG_WRITE) != 1)
 			many_rc = 1;
-	if (!many_rc && probe(dd[NDOM], many + NA_PAGE * PAGE + 8,
-			      PMG_READ) != 1)
+	if (!many_rc &&
+	    probe(dd[NDOM], many + NA_PAGE * PAGE + 8, PMG_READ) != 1)
 		many_rc = 2;
 	if (!many_rc && probe_log.strays != s0 + NDOM + 1)
 		many_rc = 3;
@@ -325,8 +325,7 @@ static int many_protect_child(void *arg)
 	(void)arg;
 	if (pku && _pmg_keys_reserve(RUN_KEYS, RUN_KEYS_LEFT) < 1)
 		return 3;
-	if (pipe(go) || pipe(up) ||
-	    pthread_create(&t, NULL, many_prober, dd) ||
+	if (pipe(go) || pipe(up) || pthread_create(&t, NULL, many_prober, dd) ||
 	    read(up[0], &c, 1) != 1)
 		return 4;
 	probe_begin();
@@ -371,8 +370,7 @@ static void many_stray(int kind)
 {
 	static const struct many_case run_keyed = { RUN_KEYS, RUN_KEYS_LEFT,
 						    1 };
-	static const struct many_case run_virt = { RUN_KEYS, RUN_KEYS_LEFT,
-						   2 };
+	static const struct many_case run_virt = { RUN_KEYS, RUN_KEYS_LEFT, 2 };
 	struct info *inf = (struct info *)(many + INFO_PAGE * PAGE);
 	const char *what = kind == 1 ? "keyed" : "virtual";
 	int st;
@@ -386,8 +384,8 @@ static void many_stray(int kind)
 	}
 	many_reset();
 	inf->stray_dom = -1;
-	st = tap_child(many_child, (void *)(kind == 1 ? &run_keyed
-						       : &run_virt));
+	st = tap_child(many_child,
+		       (void *)(kind == 1 ? &run_keyed : &run_virt));
 	if (!WIFSIGNALED(st))
 		tap_diag("child: exit %d", WEXITSTATUS(st));
 	tap_ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV &&
