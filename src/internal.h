@@ -155,8 +155,9 @@ int _pmg_err_prefix(int err, const char *fmt, ...)
 #define PMG_ERRMSG_MAX 512
 void _pmg_err_save(char *buf, size_t size);
 void _pmg_err_free(void); /* the thread ends */
-/* keys.c: WD in later threads; the library started */
-int _pmg_keys_reserve(unsigned n);
+/* keys.c: up to @n keys WD in later threads, @leave left to the kernel;
+ * the library started, no thread created yet */
+int _pmg_keys_reserve(unsigned n, unsigned leave);
 void _pmg_err_restore(const char *buf);
 
 /*

@@ -5,12 +5,14 @@
  * x86 has 16 keys, the kernel hands out at most 15, and other code in the
  * process may hold some.  A domain gets a key when it is created if one
  * can be had (a free one: a reserved one, or pkey_alloc(2), while pmguard
- * holds fewer than PMGUARD_KEYS); otherwise it is virtual: its ranges are
- * kept by page protection (process-wide, as on the mprotect backend),
- * key 0.  A window on a virtual domain gets it a key (_pmg_key_get()): a
- * free one, else one taken from the least recently windowed domain that
- * has no window open, no single step and no fault handler on its key
- * (eviction), whose ranges then go back to page protection.  When no key
+ * holds fewer than PMGUARD_KEYS; once keys were reserved, a write-disabled
+ * domain takes only a reserved one: "Keys reserved early" below);
+ * otherwise it is virtual: its ranges are kept by page protection
+ * (process-wide, as on the mprotect backend), key 0.  A window on a
+ * virtual domain gets it a key (_pmg_key_get()): a free one, else one
+ * taken from the least recently windowed domain that has no window open,
+ * no single step and no fault handler on its key (eviction), whose
+ * ranges then go back to page protection.  When no key
  * can be had (every keyed domain busy or pinned, PMGUARD_KEYS=0, no
  * membarrier(2)), the window is a page-protection one, process-wide.
  *
@@ -247,14 +249,26 @@ static int mb(void)
  * access-disabled, and its first read of the domain needs the handler to
  * sync its rights in the signal frame, which a thread that blocks SIGSEGV
  * cannot take (a blocked fault kills).  A key allocated write-disabled
- * before any such thread exists is write-disabled in all of them: a
- * write-disabled domain created later on it needs no sync.  Only
+ * before any such thread exists is write-disabled in all of them
+ * (key_everywhere): a write-disabled domain on it needs no sync.  Only
  * write-disabled domains take one: every thread created since the
  * reservation may read the key, which a no-access domain must not allow.
+ *
+ * Once keys were reserved (reserved_early), a write-disabled domain takes
+ * only such a key: a free one, or by eviction one a write-disabled domain
+ * holds; never a fresh key from the kernel (access-disabled in the
+ * threads older than it) nor a no-access domain's.  When none can be had
+ * it stays virtual: page protection, key 0, which every thread reads.  A
+ * key_everywhere key never goes back to the kernel: a domain deleted or
+ * a failed hand-over puts it back in reserved[], write-disabled in the
+ * calling thread as in every other.  So no thread ever has a key
+ * access-disabled that a write-disabled domain it may read stands on.
  * Under the library lock.
  */
 static int reserved[PMG_NR_KEYS];
 static unsigned nreserved;
+static uint32_t key_everywhere;
+static bool reserved_early;
 
 /*
  * Keys that some thread may read (PKU): a write-disabled domain's default
@@ -290,16 +304,39 @@ static int take_kernel_key(unsigned dflt)
 	return k;
 }
 
-/* The caller has started the library (pmg_init()). */
-int _pmg_keys_reserve(unsigned n)
+/* Key @k, no longer a domain's, back where it came from: a reserved one
+ * to the reserve (write-disabled here, as in every other thread), any
+ * other to the kernel (access-disabled here first).  Lock held. */
+static void key_release(int k)
+{
+	if (key_everywhere & (1u << k)) {
+		_pmg.prim->set_rights(k, PMG_RIGHTS_WD);
+		reserved[nreserved++] = k;
+		return;
+	}
+	_pmg.prim->set_rights(k, PMG_RIGHTS_AD);
+	_pmg.prim->key_free(k);
+}
+
+/*
+ * Up to @n keys (PMGUARD_KEYS counts them), leaving the kernel at least
+ * @leave it could still hand to the program's own pkey_alloc(2): when it
+ * has fewer, reserved keys go back until it has them (or none is left
+ * reserved).  The caller has started the library (pmg_init()) and
+ * created no thread yet (a thread that exists already is not covered).
+ * Returns the number of keys reserved.
+ */
+int _pmg_keys_reserve(unsigned n, unsigned leave)
 {
 	const struct _pmg_prim *prim = __atomic_load_n(&_pmg.prim,
 						       __ATOMIC_ACQUIRE);
-	int k;
+	int spare[PMG_NR_KEYS], k;
+	unsigned nspare = 0, left;
 
 	if (!prim || !prim->thread_local)
 		return 0; /* mprotect: rights are process-wide */
 	pthread_mutex_lock(&_pmg.lock);
+	reserved_early = true;
 	while (nreserved < n && nreserved < PMG_NR_KEYS - 1 &&
 	       keys_held() < _pmg.keys_max) {
 		k = take_kernel_key(PMG_RIGHTS_WD);
@@ -307,15 +344,31 @@ int _pmg_keys_reserve(unsigned n)
 			break;
 		reserved[nreserved++] = k;
 		key_readable |= 1u << k;
+		key_everywhere |= 1u << k;
 	}
+	/* how many the kernel has left: taken access-disabled (its
+	 * default in every thread) and given straight back */
+	while (nspare < leave && (k = take_kernel_key(PMG_RIGHTS_AD)) > 0)
+		spare[nspare++] = k;
+	for (left = nspare; left < leave && nreserved; left++) {
+		/* no other thread yet: access-disabled again everywhere */
+		k = reserved[--nreserved];
+		key_readable &= ~(1u << k);
+		key_everywhere &= ~(1u << k);
+		_pmg.prim->set_rights(k, PMG_RIGHTS_AD);
+		_pmg.prim->key_free(k);
+	}
+	while (nspare)
+		_pmg.prim->key_free(spare[--nspare]);
 	n = nreserved;
 	pthread_mutex_unlock(&_pmg.lock);
 	return (int)n;
 }
 
 /* A free key for a domain whose default is @dflt: reserved (write-
- * disabled only) or from the kernel (a no-access domain passes over
- * readable ones); -ENOSPC when none (PMGUARD_KEYS reached too). */
+ * disabled only; after a reservation nothing else) or from the kernel (a
+ * no-access domain passes over readable ones); -ENOSPC when none
+ * (PMGUARD_KEYS reached too). */
 static int free_key(unsigned dflt)
 {
 	int held[PMG_NR_KEYS], k;
@@ -324,6 +377,8 @@ static int free_key(unsigned dflt)
 	nskipped = 0;
 	if (dflt == PMG_RIGHTS_WD && nreserved)
 		return reserved[--nreserved];
+	if (dflt == PMG_RIGHTS_WD && reserved_early)
+		return -ENOSPC; /* a fresh key: no read in older threads */
 	if (keys_held() >= _pmg.keys_max)
 		return -ENOSPC;
 	for (;;) {
@@ -484,6 +539,11 @@ static struct _pmg_dom *victim(const struct _pmg_dom *d, uint32_t tried)
 		/* a no-access domain: never a key some thread may read */
 		if (d->ck.dflt == PMG_RIGHTS_AD && (key_readable & (1u << k)))
 			continue;
+		/* after a reservation, a write-disabled one: only a key
+		 * every thread reads (not a no-access domain's) */
+		if (d->ck.dflt == PMG_RIGHTS_WD && reserved_early &&
+		    !(key_everywhere & (1u << k)))
+			continue;
 		if (!best || v->stamp < best->stamp)
 			best = v;
 	}
@@ -546,7 +606,7 @@ static int evict_into(struct _pmg_dom *d)
 			} else {
 				/* neither: @v stays virtual, the key goes */
 				_pmg_keytab_release(&_pmg.keytab, (unsigned)k);
-				_pmg.prim->key_free(k);
+				key_release(k);
 			}
 		}
 		__atomic_store_n(&v->moving, 0, __ATOMIC_RELEASE);
@@ -587,7 +647,7 @@ int _pmg_key_get(struct _pmg_dom *d, bool evict)
 	if (k > 0) {
 		rc = assign(d, k, true);
 		if (rc)
-			_pmg.prim->key_free(k);
+			key_release(k);
 		else
 			KS_INC(ks.assigned);
 		return rc;
@@ -611,12 +671,18 @@ int _pmg_key_get(struct _pmg_dom *d, bool evict)
 			"reserved for write-disabled domains, %u "
 			"readable in some threads (a write-disabled "
 			"domain's: not for a no-access one)%s, the rest "
-			"by the kernel or other code in this process",
+			"by the kernel or other code in this process%s",
 			d->ck.name, keys_held(), PMG_NR_KEYS - 1, _pmg.keys_max,
 			who, nreserved, nskipped,
 			evict ? ", every keyed domain busy (a window "
 				"open), pinned or no-access-incompatible"
-			      : "");
+			      : "",
+			dflt == PMG_RIGHTS_WD && reserved_early
+				? "; keys were reserved before threads "
+				  "started: a write-disabled domain takes "
+				  "only one of those (a fresh key is "
+				  "access-disabled in the older threads)"
+				: "");
 	}
 }
 
@@ -626,11 +692,10 @@ void _pmg_key_put(struct _pmg_dom *d)
 
 	if (!k)
 		return;
-	_pmg.prim->set_rights(k, PMG_RIGHTS_AD);
 	_pmg_keytab_release(&_pmg.keytab, (unsigned)k);
 	__atomic_store_n(&_pmg.keyown[k], 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&d->hw, 0, __ATOMIC_RELEASE);
-	_pmg.prim->key_free(k);
+	key_release(k);
 }
 
 /* Is key @k in a window of some thread? (pmg_domain_delete()) */

@@ -205,8 +205,12 @@ __attribute__((constructor)) static void run_init(void)
 	rc = pmg_init();
 	if (rc)
 		fatal("pmg_init: %s", pmg_errormsg());
-	/* keys WD in every thread the program creates (keys.c) */
-	(void)_pmg_keys_reserve(3);
+	/* every key a write-disabled domain may get, WD in every thread the
+	 * program creates (keys.c): a reader that blocks every signal never
+	 * needs a rights sync (a fault).  Past them domains are virtual.
+	 * Two keys stay with the kernel for the program's own pkey_alloc()
+	 * (PMGUARD_KEYS lowers what pmguard takes) */
+	(void)_pmg_keys_reserve(PMG_NR_KEYS - 1, 2);
 	if (allow && *allow) {
 		char spec[PATH_MAX + 48], p[PATH_MAX], *c;
 		unsigned long long d, i, sum = 0;

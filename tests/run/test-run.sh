@@ -187,13 +187,32 @@ for mode in strict contain; do
 		sh -c "! grep -q 'env 00: record k' '$T/vout'"
 done
 
-# ---- a reader thread older than the environment, all signals blocked:
+# ---- a reader thread older than the environments, all signals blocked:
 # on PKU it died on its first read before the run library reserved
-# write-disabled keys in its constructor ----
+# write-disabled keys in its constructor, and on its first read of the
+# 4th environment while it reserved three; now it reserves every key a
+# write-disabled domain may get, the environments past them virtual ----
 $PMG run -- $LMDBEARLY "$T/early" >"$T/out" 2>&1; rc=$?
 check "lmdb-early: a reader started before mdb_env_open, signals blocked, reads" \
 	sh -c "[ $rc = 0 ] && grep -q '^ok 1 ' '$T/out'"
 [ $rc = 0 ] || diag "$T/out"
+for ne in 4 16; do
+	$PMG run -- $LMDBEARLY "$T/early$ne" $ne >"$T/out" 2>&1; rc=$?
+	check "lmdb-early $ne: a reader started before $ne environments, signals blocked, reads every one (a write txn on each first)" \
+		sh -c "[ $rc = 0 ] && grep -q '^ok 1 .* $ne of $ne environments' '$T/out'"
+	[ $rc = 0 ] || diag "$T/out"
+done
+# its stray write still kills (a fault it cannot take: SIGSEGV, 139),
+# the byte never lands: into env 15 (keyed on PKU at the end) and env 00
+# (virtual by then: its key went to a later environment's window)
+for s in 15 0; do
+	$PMG run -- $LMDBEARLY "$T/es$s" 16 --stray $s >"$T/out" 2>&1; rc=$?
+	$LMDBEARLY "$T/es$s" 16 --verify >"$T/vout" 2>&1; vrc=$?
+	check "lmdb-early 16 --stray $s: the reader's stray write into env $s kills the process (SIGSEGV), every record intact" \
+		sh -c "[ $rc = 139 ] && grep -q '^ok 1 ' '$T/out' && \
+		! grep -q '^not ok' '$T/out' && [ $vrc = 0 ]"
+	[ $rc = 139 ] && [ $vrc = 0 ] || diag "$T/out" "$T/vout"
+done
 
 # --lmdb-writemap is read when the program starts: a program that clears
 # its environment (as daemons do) before mdb_env_open() still gets
