@@ -37,7 +37,7 @@ static void put_path(FILE *out, const char *path)
 	}
 }
 
-void run_learn_write(const char *file)
+void run_learn_write(void)
 {
 	int mfd = memfd_create("pmguard-sites", MFD_CLOEXEC);
 	FILE *in, *out;
@@ -45,14 +45,16 @@ void run_learn_write(const char *file)
 
 	if (mfd < 0)
 		return;
-	int ofd = run_spec_open(file);
+	int ofd = run_learn_fd();
 
 	pmg_audit_dump(mfd);
 	lseek(mfd, 0, SEEK_SET);
 	in = fdopen(mfd, "r");
 	out = ofd >= 0 ? fdopen(ofd, "a") : NULL;
 	if (!in || !out) {
-		run_say("learn: cannot write %s: %s\n", file, strerror(errno));
+		if (ofd >= 0 || !in)
+			run_say("learn: cannot write the sites: %s\n",
+				strerror(errno));
 		if (in)
 			fclose(in);
 		else

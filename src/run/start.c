@@ -41,6 +41,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +61,7 @@ static void run_exit(void)
 	uint64_t hits = _pmg_sites_hits();
 
 	if (learn && *learn)
-		run_learn_write(learn);
+		run_learn_write();
 	if (hits)
 		run_say("%llu write(s) let through at allowed sites\n",
 			(unsigned long long)hits);
@@ -150,12 +151,46 @@ static void confirm(void)
 	unsetenv("PMGUARD_RUN_CONFIRM");
 }
 
+/*
+ * PMGUARD_RUN_REPORT_FD=FD:DEV:INO: the report file the launcher opened,
+ * left open across exec.  Recorded for forked children (common.c); if
+ * @use, the report fd from now on (a close-on-exec copy at a high
+ * number), if FD is still that file.  The fd, or -1.
+ */
+static int report_inherited_fd(const char *v, bool use)
+{
+	unsigned long long dev, ino;
+	struct stat st;
+	int fd, end = 0;
+
+	if (!v || !*v)
+		return -1;
+	if (sscanf(v, "%d:%llu:%llu%n", &fd, &dev, &ino, &end) != 3 ||
+	    v[end] || fd < 0)
+		fatal("PMGUARD_RUN_REPORT_FD='%.64s' is not valid: expected "
+		      "FD:DEV:INO",
+		      v);
+	run_report_inherited(fd, (dev_t)dev, (ino_t)ino);
+	if (!use || fstat(fd, &st) || st.st_dev != (dev_t)dev ||
+	    st.st_ino != (ino_t)ino ||
+	    !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+		return -1;
+	fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (fd >= 0) {
+		__atomic_store_n(&_pmg.fd_set, true, __ATOMIC_RELEASE);
+		_pmg_report_fd_set(fd);
+	}
+	return fd;
+}
+
 __attribute__((constructor)) static void run_init(void)
 {
 	const char *rep = getenv("PMGUARD_RUN_REPORT");
 	const char *allow = getenv("PMGUARD_RUN_ALLOW");
 	const char *st = getenv("PMGUARD_RUN_STATUS");
 	const char *learn = getenv("PMGUARD_RUN_LEARN");
+	const char *rep_fd = getenv("PMGUARD_RUN_REPORT_FD");
+	const char *bad = NULL;
 	struct _pmg_opts o;
 	int rc;
 
@@ -163,30 +198,19 @@ __attribute__((constructor)) static void run_init(void)
 	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_LIB, bad_env, NULL);
 	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_PERSIST, bad_env, NULL);
 	run_opts_read();
-	if (st && *st) {
-		char p[PATH_MAX];
-		unsigned long long d, i;
-
-		if (strlen(st) >= sizeof(run_status_path) ||
-		    !run_spec_parse(st, p, sizeof(p), &d, &i))
-			fatal("PMGUARD_RUN_STATUS='%.64s' is not valid: "
-			      "expected /PATH:DEV:INO",
-			      st);
-		_pmg_strlcpy(run_status_path, st, sizeof(run_status_path));
-	}
-	if (learn && *learn) {
-		char p[PATH_MAX];
-		unsigned long long d, i;
-
-		if (!run_spec_parse(learn, p, sizeof(p), &d, &i))
-			fatal("PMGUARD_RUN_LEARN='%.64s' is not valid: "
-			      "expected /PATH:DEV:INO",
-			      learn);
-	}
+	if (!run_chans_open(st, learn, &bad))
+		fatal("%s='%.64s' is not valid: expected [FD:]/PATH:DEV:INO",
+		      bad, !strcmp(bad, "PMGUARD_RUN_LEARN") ? learn : st);
 	if (rep && *rep) {
 		rc = _pmg_report_open(rep);
 		if (rc == -EINVAL)
 			fatal("PMGUARD_RUN_REPORT: %s", pmg_errormsg());
+		/* by path it cannot (a program run after a privilege drop or
+		 * in a chroot): the launcher's descriptor, if it is that file */
+		if (rc < 0)
+			rc = report_inherited_fd(rep_fd, true);
+		else
+			(void)report_inherited_fd(rep_fd, false);
 		run_rep_named = rc >= 0;
 		/* module lines are for `pmguard report FILE`, not syslog */
 		run_rep_file = rc >= 0 && strncmp(rep, "syslog:", 7);
@@ -248,5 +272,7 @@ __attribute__((constructor)) static void run_init(void)
 	}
 	_pmg_modules_refresh(run_rep_file ? _pmg_report_fd() : -1);
 	atexit(run_exit);
+	/* the launcher's descriptors back in a forked child that lost them */
+	pthread_atfork(NULL, NULL, run_chans_fork_child);
 	confirm();
 }
