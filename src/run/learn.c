@@ -42,6 +42,7 @@ void run_learn_write(void)
 	int mfd = memfd_create("pmguard-sites", MFD_CLOEXEC);
 	FILE *in, *out;
 	char line[512];
+	bool refreshed = false;
 
 	if (mfd < 0)
 		return;
@@ -69,7 +70,6 @@ void run_learn_write(void)
 	 * end together never interleave inside a line (a full buffer would
 	 * be written at any byte) */
 	setvbuf(out, NULL, _IOLBF, PATH_MAX + 512);
-	_pmg_modules_refresh(-1);
 	/* "pmguard: audit site 0xIP: N stray access(es), domain 'D'" */
 	while (fgets(line, sizeof(line), in)) {
 		unsigned long ip;
@@ -80,7 +80,16 @@ void run_learn_write(void)
 
 		if (sscanf(line, "pmguard: audit site %lx: %llu", &ip, &n) != 2)
 			continue;
-		if (!_pmg_module_of(ip, path, sizeof(path), &off)) {
+		/* the table as it is first, looked at again only for a site
+		 * it does not place (a library loaded since): in a chroot
+		 * without /proc a new look names the program "" */
+		if ((!_pmg_module_of(ip, path, sizeof(path), &off) ||
+		     !path[0]) && !refreshed) {
+			_pmg_modules_refresh(-1);
+			refreshed = true;
+		}
+		if (!_pmg_module_of(ip, path, sizeof(path), &off) ||
+		    !path[0]) {
 			fprintf(out, "# %#lx %llu (in no module)\n", ip, n);
 			continue;
 		}

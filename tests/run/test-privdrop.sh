@@ -1,0 +1,139 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# test-privdrop.sh [BUILD_DIR] - `pmguard run` and `pmguard learn` on a
+# daemon started as root that runs as its own user (tests/run/lmdb-daemon.c
+# --drop: setgroups, setgid, setuid to nobody, then the LMDB environment
+# opened and a stray write made), in a chroot, after closing every
+# descriptor, and through a program it runs after the drop: the status,
+# learn and report channels (src/run/common.c) still reach pmguard.  Root
+# only (SKIP otherwise; a failure with CI=true).  TAP.
+# Paths: PMG, DAEMON (lmdb-daemon), LMDBPROG, RUNLIB (libpmguard-run.so).
+set -u
+O=${1:-build}
+PMG=${PMG:-$O/pmguard}
+DAEMON=${DAEMON:-$O/tests/run/lmdb-daemon}
+LMDBPROG=${LMDBPROG:-$O/tests/run/lmdb-prog}
+RUNLIB=${RUNLIB:-$O/libpmguard-run.so}
+for v in PMG DAEMON LMDBPROG RUNLIB; do
+	eval "p=\$$v"
+	case $p in /*) ;; *) eval "$v=\$(pwd)/\$p" ;; esac
+done
+
+echo "TAP version 13"
+if [ "$(id -u)" != 0 ]; then
+	echo "1..0 # SKIP not root: the daemon must start as root to drop privileges"
+	[ "${CI:-}" = true ] && exit 1
+	exit 77
+fi
+
+n=0 failed=0
+T=$(mktemp -d "${TMPDIR:-/tmp}/pmg-priv.XXXXXX") || exit 1
+trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+ok() { n=$((n + 1)); echo "ok $n $1"; }
+nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n $1"; }
+check() {
+	name=$1; shift
+	if "$@"; then ok "$name"; else nok "$name"; fi
+}
+diag() { sed 's/^/# /' "$@" 2>/dev/null | grep -v 'module 0x' | head -30; }
+count() { grep -c -- "$1" "$2" 2>/dev/null; }
+
+# Everything the dropped user must reach, under a directory all may
+# search: a build tree under root's 0700 home cannot be loaded after the
+# drop, whatever pmguard does (an installed one, /usr/lib/pmguard/, can).
+chmod 755 "$T"
+mkdir "$T/lib" "$T/bin"
+cp "$RUNLIB" "$T/lib/libpmguard-run.so"
+cp "$DAEMON" "$T/bin/lmdb-daemon"
+chmod 755 "$T/lib" "$T/bin" "$T/lib/libpmguard-run.so" "$T/bin/lmdb-daemon"
+LIB=$T/lib/libpmguard-run.so
+D=$T/bin/lmdb-daemon
+
+# fresh DIR: an empty environment directory the daemon's user owns; the
+# log, writable by it (a program it runs opens the log by path)
+fresh() {
+	rm -rf "$1" "$T/v.log" "$T/v.rep" "$T/v.sites"
+	mkdir -p "$1" && chown 65534:65534 "$1"
+	: >"$T/v.log" && chmod 666 "$T/v.log"
+}
+# sites FILE: the N of pmguard learn's "N site(s)" line in FILE
+sites() { sed -n 's/.*pmguard learn: \([0-9]*\) site(s).*/\1/p' "$1" | tail -1; }
+nothing() { [ "$(count 'nothing was protected' "$1")" != 0 ]; }
+
+# variant NAME DIR SHOWN ARGS...: the daemon at DIR (a path in its root:
+# SHOWN, the name the report gives it) with ARGS, under pmguard learn,
+# then pmguard run (strict) with a report file
+variant() {
+	name=$1 dir=$2 shown=$3
+	shift 3
+	fresh "$dir"
+	"$PMG" learn --lib "$LIB" -o "$T/v.sites" -- "$D" "$shown" \
+		"$T/v.log" "$@" >"$T/out" 2>&1; rc=$?
+	s=$(sites "$T/out")
+	if [ $rc = 0 ] && [ "${s:-0}" -gt 0 ] && ! nothing "$T/out" &&
+		grep -q "^$D+0x[0-9a-f]* [1-9]" "$T/v.sites"; then
+		ok "$name: pmguard learn records the stray store ($s site(s))"
+	else
+		nok "$name: pmguard learn records the stray store (rc $rc, '${s:-}' site(s))"
+		diag "$T/out" "$T/v.log" "$T/v.sites"
+	fi
+	fresh "$dir"
+	"$PMG" run --lib "$LIB" --report "$T/v.rep" -- "$D" "$shown" \
+		"$T/v.log" "$@" >"$T/out" 2>&1; rc=$?
+	if [ $rc = 134 ] && ! nothing "$T/out" && ! nothing "$T/v.rep" &&
+		grep -q "lmdb-daemon (pid [0-9]*): LMDB environment $shown: protected" "$T/v.rep" &&
+		grep -q "strict (aborting): stray write to 0x[0-9a-f]* in domain 'lmdb:" "$T/v.rep"; then
+		ok "$name: pmguard run: protected, not 'nothing was protected'; the stray write aborts (134), in the report file"
+	else
+		nok "$name: pmguard run: protected, the stray write in the report file (rc $rc)"
+		diag "$T/out" "$T/v.rep" "$T/v.log"
+	fi
+	"$LMDBPROG" verify "$dir" any >"$T/out" 2>&1
+	check "$name: the records intact ($(cat "$T/out"))" [ $? = 0 ]
+}
+
+# ---- the daemon drops to nobody, then opens its environment ----
+variant "drop" "$T/v" "$T/v" --drop --once
+# ---- in a chroot (the launcher's files are not in it, nor is /proc:
+# the environment is opened before, as servers open their data, the
+# stray write made after) ----
+mkdir -p "$T/root"
+variant "chroot, drop" "$T/v" "$T/v" --open-early --chroot "$T/root" \
+	--drop --once
+# ---- every descriptor from 3 up closed first, as daemons do ----
+variant "fds closed, drop" "$T/v" "$T/v" --close-fds --drop --once
+# ---- a program the daemon runs after the drop (fork, exec) ----
+variant "drop, exec" "$T/v" "$T/v" --drop --exec-once
+variant "fds closed, drop, exec" "$T/v" "$T/v" --close-fds --drop --exec-once
+
+# ---- descriptors closed after the drop: the file cannot be opened again;
+# the program it runs cannot tell pmguard: "unknown", never "nothing"
+# (the end-of-run line goes to the report file) ----
+fresh "$T/v"
+"$PMG" run --lib "$LIB" --report "$T/v.rep" -- "$D" "$T/v" "$T/v.log" \
+	--drop --close-late --exec-once >"$T/out" 2>&1; rc=$?
+unknown() {
+	[ $rc = 134 ] && ! nothing "$T/out" && ! nothing "$T/v.rep" &&
+		grep -q 'pmguard run: unknown whether anything was protected: lmdb-daemon (pid [0-9]*): a child process was forked after the program closed' "$T/v.rep"
+}
+check "fds closed after the drop, exec: pmguard run says unknown, with the reason, not nothing" \
+	unknown
+unknown || diag "$T/out" "$T/v.rep"
+check "fds closed after the drop, exec: the child says on stderr that it cannot tell pmguard" \
+	grep -q 'PMGUARD_RUN_STATUS: descriptor [0-9]* is closed or another file.*cannot tell pmguard' "$T/out"
+[ $rc = 134 ] || diag "$T/out" "$T/v.rep" "$T/v.log"
+
+# ---- root runs a library others cannot reach: warned ----
+mkdir -m 700 "$T/priv"
+cp "$RUNLIB" "$T/priv/libpmguard-run.so"
+"$PMG" run --lib "$T/priv/libpmguard-run.so" -- /bin/true >"$T/out" 2>&1
+check "root, library under a 0700 directory: pmguard run warns" \
+	grep -q "warning: the interposition library $T/priv/libpmguard-run.so is under $T/priv, which other users cannot search (mode 0700)" "$T/out"
+"$PMG" run --lib "$LIB" -- /bin/true >"$T/out" 2>&1
+check "root, library all may reach: no warning" \
+	sh -c "! grep -q 'warning: the interposition library' '$T/out'"
+
+echo "1..$n"
+echo "# $((n - failed)) passed, $failed failed"
+[ $failed = 0 ]
