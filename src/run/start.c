@@ -154,8 +154,8 @@ static void confirm(void)
 /*
  * PMGUARD_RUN_REPORT_FD=FD:DEV:INO: the report file the launcher opened,
  * left open across exec.  Recorded for forked children (common.c); if
- * @use, the report fd from now on (a close-on-exec copy at a high
- * number), if FD is still that file.  The fd, or -1.
+ * @use, the report fd from now on (a close-on-exec copy), if FD is still
+ * that file and it still has a name.  The fd, or -1.
  */
 static int report_inherited_fd(const char *v, bool use)
 {
@@ -171,9 +171,12 @@ static int report_inherited_fd(const char *v, bool use)
 		      "FD:DEV:INO",
 		      v);
 	run_report_inherited(fd, (dev_t)dev, (ino_t)ino);
+	/* a file removed since (its name taken by a link, say) would keep
+	 * the reports where no one reads them: stderr then */
 	if (!use || fstat(fd, &st) || st.st_dev != (dev_t)dev ||
 	    st.st_ino != (ino_t)ino ||
-	    !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+	    !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) ||
+	    (S_ISREG(st.st_mode) && st.st_nlink == 0))
 		return -1;
 	fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (fd >= 0) {
