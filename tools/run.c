@@ -10,11 +10,13 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -525,6 +527,7 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 	unsetenv("PMGUARD_RUN_REPORT");
 	unsetenv("PMGUARD_RUN_REPORT_FD");
 	unsetenv("PMGUARD_RUN_STATUS");
+	unsetenv("PMGUARD_RUN_STATUS_SOCK");
 	unsetenv("PMGUARD_RUN_CONFIRM");
 	/* every PMGUARD_* value the library will read: bad is an error */
 	bad_envs = 0;
@@ -1364,29 +1367,111 @@ static void scratch_end(struct scratch *s)
 	s->fd = -1;
 }
 
+/*
+ * The status channel's last resort (src/run/common.c): a datagram socket
+ * at a random abstract address, for a process of the run that has
+ * neither the status file mapped nor its descriptor.  Messages carry a
+ * secret that only the run's environment holds.  No socket (an error):
+ * no last resort, the variable unset.
+ */
+static int sock_fd = -1;
+static char sock_secret[RUN_SOCK_SECRET + 1];
+
+static void status_sock_new(void)
+{
+	unsigned char r[8 + RUN_SOCK_SECRET / 2];
+	char name[RUN_SOCK_NAME_MAX + 1], v[sizeof(name) + sizeof(sock_secret)];
+	struct sockaddr_un sa;
+	int big = 1 << 20;
+	size_t i;
+
+	unsetenv("PMGUARD_RUN_STATUS_SOCK");
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return;
+	snprintf(name, sizeof(name), "pmguard-run.");
+	for (i = 0; i < 8; i++)
+		snprintf(name + strlen(name), 3, "%02x", r[i]);
+	for (i = 0; i < RUN_SOCK_SECRET / 2; i++)
+		snprintf(sock_secret + 2 * i, 3, "%02x", r[8 + i]);
+	sock_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (sock_fd < 0)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path + 1, name, strlen(name));
+	(void)setsockopt(sock_fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	if (bind(sock_fd, (struct sockaddr *)&sa,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			     strlen(name)))) {
+		close(sock_fd);
+		sock_fd = -1;
+		return;
+	}
+	snprintf(v, sizeof(v), "%s:%s", name, sock_secret);
+	setenv("PMGUARD_RUN_STATUS_SOCK", v, 1);
+}
+
+/*
+ * The run's status: the status file into @map (RUN_STATUS_SIZE bytes;
+ * src/run/run.h: 'p' at 0, 'u' at 1, 'l' at 2 with their reasons), and
+ * what came on the socket merged in.  A byte appended past the mapped
+ * size (a process that could not map the file) is 'p' too.
+ */
+static void status_read(const struct scratch *status, char *map)
+{
+	size_t sl = strlen(sock_secret);
+	char msg[RUN_STATUS_WHY_LEN + 80];
+	struct stat st;
+	ssize_t r;
+
+	memset(map, 0, RUN_STATUS_SIZE);
+	if (pread(status->fd, map, RUN_STATUS_SIZE - 1, 0) < 0 ||
+	    (fstat(status->fd, &st) == 0 && st.st_size > RUN_STATUS_SIZE))
+		map[0] = 'p';
+	while (sock_fd >= 0 &&
+	       (r = recv(sock_fd, msg, sizeof(msg) - 1, MSG_DONTWAIT)) >= 0) {
+		char f;
+		int at = -1;
+
+		msg[r] = 0;
+		if ((size_t)r < sl + 2 || memcmp(msg, sock_secret, sl) ||
+		    msg[sl] != ' ')
+			continue;
+		f = msg[sl + 1];
+		if (f == 'p')
+			map[0] = 'p';
+		else if (f == 'u' && map[1] != 'u')
+			at = 1;
+		else if (f == 'l' && map[2] != 'l')
+			at = 2;
+		if (at < 0 || (size_t)r < sl + 3)
+			continue;
+		map[at] = f;
+		snprintf(map + (at == 1 ? RUN_STATUS_WHY : RUN_STATUS_LWHY),
+			 RUN_STATUS_WHY_LEN, "%s", msg + sl + 3);
+	}
+	if (sock_fd >= 0)
+		close(sock_fd);
+	sock_fd = -1;
+	map[RUN_STATUS_LWHY - 1] = map[RUN_STATUS_SIZE - 1] = 0;
+}
+
 /* Say once for the whole run if no process of it protected anything. */
 static void nothing_said(const struct run_opts *o, const char *verb,
-			 const char *prog, const struct scratch *status)
+			 const char *prog, const char *map)
 {
-	struct stat st;
-	char msg[1024];
+	char msg[RUN_STATUS_WHY_LEN + 128];
 	size_t off = 0, len;
 	int fd = -1;
-	char map[RUN_STATUS_SIZE] = "";
 
-	/* byte 0 'p' (the processes map the file), or a byte appended (one
-	 * that could not map it) */
-	if (fstat(status->fd, &st) || st.st_size > RUN_STATUS_SIZE ||
-	    pread(status->fd, map, sizeof(map) - 1, 0) < 2 || map[0] == 'p')
+	if (map[0] == 'p')
 		return;
 	if (map[1] == 'u')
 		/* a process could not have told: never "nothing" */
 		snprintf(msg, sizeof(msg),
 			 "pmguard %s: unknown whether anything was protected: "
-			 "%.*s\n",
-			 verb, (int)strnlen(map + RUN_STATUS_WHY,
-					    sizeof(map) - RUN_STATUS_WHY - 1),
-			 map + RUN_STATUS_WHY);
+			 "%s\n",
+			 verb, map + RUN_STATUS_WHY);
 	else
 		snprintf(msg, sizeof(msg),
 		 "pmguard %s: nothing was protected: no process of this run "
@@ -1434,7 +1519,7 @@ int cmd_run(int argc, char **argv)
 	struct run_opts o;
 	struct scratch status;
 	struct chan_pass pass;
-	char lib[PATH_MAX];
+	char lib[PATH_MAX], map[RUN_STATUS_SIZE];
 	int rc = parse(argc, argv, "run", &o), st = 0;
 
 	if (rc)
@@ -1445,10 +1530,12 @@ int cmd_run(int argc, char **argv)
 	rc = scratch_new("run", "pmguard-run", &status);
 	if (rc)
 		return rc;
+	status_sock_new();
 	pass = (struct chan_pass){ status.fd, -1, status.spec, NULL };
 	rc = spawn(argv + o.argi, "run", lib, &pass, &st);
+	status_read(&status, map);
 	if (!rc)
-		nothing_said(&o, "run", argv[o.argi], &status);
+		nothing_said(&o, "run", argv[o.argi], map);
 	scratch_end(&status);
 	if (rc)
 		return rc;
@@ -1503,7 +1590,7 @@ int cmd_learn(int argc, char **argv)
 	struct run_opts o;
 	struct scratch raw, status;
 	struct chan_pass pass;
-	char lib[PATH_MAX];
+	char lib[PATH_MAX], map[RUN_STATUS_SIZE];
 	int rc = parse(argc, argv, "learn", &o), st = 0;
 
 	if (rc)
@@ -1523,15 +1610,21 @@ int cmd_learn(int argc, char **argv)
 		scratch_end(&raw);
 		return rc;
 	}
+	status_sock_new();
 	if (!o.report)
 		setenv("PMGUARD_REPORT_FD", "-1", 1);
 	pass = (struct chan_pass){ status.fd, raw.fd, status.spec, raw.spec };
 	rc = spawn(argv + o.argi, "learn", lib, &pass, &st);
+	status_read(&status, map);
 	if (!rc)
-		nothing_said(&o, "learn", argv[o.argi], &status);
+		nothing_said(&o, "learn", argv[o.argi], map);
 	scratch_end(&status);
 	if (!rc)
 		rc = merge(raw.fd, o.out);
+	if (!rc && map[2] == 'l')
+		fprintf(stderr,
+			"pmguard learn: warning: %s may lack sites: %s\n",
+			o.out, map + RUN_STATUS_LWHY);
 	scratch_end(&raw);
 	if (rc)
 		return rc;

@@ -14,12 +14,15 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -246,18 +249,115 @@ static void chan_lost(const struct run_chan *c, const char *var,
 		program_invocation_short_name, (int)getpid(), what);
 }
 
-/* Byte 1 of the status file and the first reason: a process of the run
- * lost the status channel for the programs it may run. */
+/*
+ * The last resort of the status channel (PMGUARD_RUN_STATUS_SOCK=NAME:
+ * SECRET): the launcher's datagram socket at the abstract address NAME
+ * (no file: reachable from any user and root the process has, in the
+ * launcher's network namespace), each message "SECRET p" (protected) or
+ * "SECRET u REASON" (lost for the programs it runs).  Only for a process
+ * that has neither the mapped status file nor its descriptor (the program
+ * closed every descriptor between fork and exec, as Python's subprocess
+ * does, after a privilege drop).  SECRET is in the environment only: a
+ * process that dropped privileges is not dumpable, its environment not
+ * readable by the user it became.
+ */
+static char sock_name[RUN_SOCK_NAME_MAX + 1], sock_secret[RUN_SOCK_SECRET + 1];
+
+static bool sock_parse(const char *v)
+{
+	const char *c = strrchr(v, ':');
+
+	if (!c || c == v || (size_t)(c - v) > RUN_SOCK_NAME_MAX ||
+	    strlen(c + 1) != RUN_SOCK_SECRET)
+		return false;
+	memcpy(sock_name, v, (size_t)(c - v));
+	sock_name[c - v] = 0;
+	memcpy(sock_secret, c + 1, RUN_SOCK_SECRET + 1);
+	return true;
+}
+
+/* @what ('p' or 'u', with @why) to the launcher's socket: sent or not. */
+static bool sock_send(char what, const char *why)
+{
+	struct sockaddr_un sa;
+	char msg[600];
+	socklen_t sl;
+	int fd, n, e = errno;
+	bool sent;
+
+	if (!sock_name[0])
+		return false;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path + 1, sock_name, strlen(sock_name));
+	sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			 strlen(sock_name));
+	n = snprintf(msg, sizeof(msg), "%s %c %s (pid %d): %s", sock_secret,
+		     what, program_invocation_short_name, (int)getpid(),
+		     why ? why : "");
+	if (n < 0)
+		return false;
+	if ((size_t)n >= sizeof(msg))
+		n = sizeof(msg) - 1;
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	sent = fd >= 0 && sendto(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT,
+				 (struct sockaddr *)&sa, sl) == n;
+	if (fd >= 0)
+		close(fd);
+	errno = e;
+	return sent;
+}
+
+/* The launcher's socket can be reached from here (it is in this
+ * network namespace).  AS-safe. */
+static bool sock_reachable(void)
+{
+	struct sockaddr_un sa;
+	int fd, e = errno;
+	bool ok;
+
+	if (!sock_name[0])
+		return false;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path + 1, sock_name, strlen(sock_name));
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ok = fd >= 0 &&
+	     connect(fd, (struct sockaddr *)&sa,
+		     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+				 strlen(sock_name))) == 0;
+	if (fd >= 0)
+		close(fd);
+	errno = e;
+	return ok;
+}
+
+/* The status file's flag @at ('u' at 1: the status channel lost for the
+ * programs a process runs; 'l' at 2: learn's sites of a process lost)
+ * and the first reason at @why_at (or the socket). */
+static void status_flag(int at, char flag, int why_at, const char *why)
+{
+	if (!status_map) {
+		(void)sock_send(flag, why);
+		return;
+	}
+	if (__atomic_exchange_n(&status_map[at], flag, __ATOMIC_ACQ_REL))
+		return;
+	snprintf(status_map + why_at, RUN_STATUS_WHY_LEN, "%s (pid %d): %s",
+		 program_invocation_short_name, (int)getpid(), why);
+}
+
 static void status_unknown(const char *why)
 {
-	if (!status_map)
-		return;
-	if (__atomic_exchange_n(&status_map[1], 'u', __ATOMIC_ACQ_REL))
-		return;
-	snprintf(status_map + RUN_STATUS_WHY, RUN_STATUS_SIZE - RUN_STATUS_WHY,
-		 "%s (pid %d): %s", program_invocation_short_name,
-		 (int)getpid(), why);
+	status_flag(1, 'u', RUN_STATUS_WHY, why);
 }
+
+static void learn_lost(const char *why)
+{
+	status_flag(2, 'l', RUN_STATUS_LWHY, why);
+}
+
+static bool chan_restore(struct run_chan *c);
 
 /*
  * At start-up, while the process still has the credentials it was
@@ -265,7 +365,8 @@ static void status_unknown(const char *why)
  * PMGUARD_RUN_LEARN (@learn), either NULL or "".  False (with the bad
  * variable's name in *@bad) if one is malformed.
  */
-bool run_chans_open(const char *status, const char *learn, const char **bad)
+bool run_chans_open(const char *status, const char *sock, const char *learn,
+		    const char **bad)
 {
 	struct stat st;
 	int fd;
@@ -274,12 +375,18 @@ bool run_chans_open(const char *status, const char *learn, const char **bad)
 		*bad = "PMGUARD_RUN_STATUS";
 		return false;
 	}
+	if (sock && *sock && !sock_parse(sock)) {
+		*bad = "PMGUARD_RUN_STATUS_SOCK";
+		return false;
+	}
 	if (learn && *learn && !chan_parse(&chan_learn, learn)) {
 		*bad = "PMGUARD_RUN_LEARN";
 		return false;
 	}
+	/* without the file: the socket, tried when there is something to
+	 * tell (said then if it fails too) */
 	fd = chan_fd(&chan_status);
-	if (chan_status.set && fd < 0)
+	if (chan_status.set && fd < 0 && !sock_name[0])
 		chan_lost(&chan_status, "PMGUARD_RUN_STATUS",
 			  "cannot tell pmguard that it protected anything");
 	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= RUN_STATUS_SIZE) {
@@ -292,8 +399,10 @@ bool run_chans_open(const char *status, const char *learn, const char **bad)
 		chan_lost(&chan_learn, "PMGUARD_RUN_LEARN",
 			  "cannot hand its sites to pmguard learn");
 	/* FD for the programs this one runs, if a constructor before this
-	 * one closed it (one thread: no open can take the number meanwhile) */
-	run_chans_fork_child();
+	 * one closed it (one thread: no open can take the number meanwhile);
+	 * a process without the channel cannot say it lost it */
+	(void)chan_restore(&chan_status);
+	(void)chan_restore(&chan_learn);
 	return true;
 }
 
@@ -353,18 +462,19 @@ static void report_restore(void)
 /* In a forked child (pthread_atfork; one thread): the launcher's
  * descriptors back at their numbers for the program it may run; where
  * the status one cannot be (the program put another file there, or the
- * file cannot be opened any more), the launcher is told it cannot know. */
+ * file cannot be opened any more) and there is no socket to fall back
+ * on, the launcher is told it cannot know. */
 void run_chans_fork_child(void)
 {
 	int e = errno;
 
-	if (!chan_restore(&chan_status))
+	if (!chan_restore(&chan_status) && !sock_reachable())
 		status_unknown("a child process was forked after the "
 			       "program closed or replaced the status "
 			       "descriptor: what the programs it runs "
 			       "protect cannot be told");
 	if (!chan_restore(&chan_learn))
-		status_unknown("a child process was forked after the "
+		learn_lost("a child process was forked after the "
 			       "program closed or replaced the learn "
 			       "descriptor: the sites of the programs it "
 			       "runs cannot be handed over");
@@ -385,7 +495,7 @@ void run_protected_one(void)
 		return;
 	}
 	fd = chan_fd(&chan_status);
-	if (fd < 0 || write(fd, "p", 1) < 0)
+	if ((fd < 0 || write(fd, "p", 1) < 0) && !sock_send('p', NULL))
 		chan_lost(&chan_status, "PMGUARD_RUN_STATUS",
 			  "protected something, and pmguard cannot be told");
 }
@@ -398,9 +508,8 @@ int run_learn_fd(void)
 	if (fd < 0) {
 		chan_lost(&chan_learn, "PMGUARD_RUN_LEARN",
 			  "cannot hand its sites to pmguard learn");
-		status_unknown("the learn descriptor was closed and its file "
-			       "cannot be opened again: that process's "
-			       "sites are missing");
+		learn_lost("the learn descriptor was closed and its file "
+			   "cannot be opened again: its sites are missing");
 		return -1;
 	}
 	/* a copy of its own: learn.c closes what it gets */

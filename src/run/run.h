@@ -58,10 +58,17 @@ int run_spec_open(const char *spec);
 
 /* The status file's layout (tools/run.c makes it this size): byte 0 'p'
  * once a process protected something, byte 1 'u' once one lost the
- * channel for the programs it runs, the first such reason, a line, from
- * RUN_STATUS_WHY on. */
+ * channel for the programs it runs (the first reason, a line, at
+ * RUN_STATUS_WHY), byte 2 'l' once one could not hand over learn's
+ * sites (the reason at RUN_STATUS_LWHY). */
 #define RUN_STATUS_SIZE 4096
 #define RUN_STATUS_WHY 64
+#define RUN_STATUS_LWHY 2048
+#define RUN_STATUS_WHY_LEN 1024
+/* PMGUARD_RUN_STATUS_SOCK=NAME:SECRET, the status channel's last resort
+ * (common.c): NAME an abstract socket address, SECRET hex digits */
+#define RUN_SOCK_NAME_MAX 64
+#define RUN_SOCK_SECRET 32
 
 /* A launcher's channel: its descriptor FD (inherited, left open for the
  * program's children), this process's close-on-exec copy, the file's
@@ -73,7 +80,8 @@ struct run_chan {
 	ino_t ino;
 	char spec[PATH_MAX + 48];
 };
-bool run_chans_open(const char *status, const char *learn, const char **bad);
+bool run_chans_open(const char *status, const char *sock, const char *learn,
+		    const char **bad);
 void run_chans_refresh(void);
 void run_chans_fork_child(void);
 void run_report_inherited(int fd, dev_t dev, ino_t ino);

@@ -193,6 +193,7 @@ __attribute__((constructor)) static void run_init(void)
 	const char *st = getenv("PMGUARD_RUN_STATUS");
 	const char *learn = getenv("PMGUARD_RUN_LEARN");
 	const char *rep_fd = getenv("PMGUARD_RUN_REPORT_FD");
+	const char *sock = getenv("PMGUARD_RUN_STATUS_SOCK");
 	const char *bad = NULL;
 	struct _pmg_opts o;
 	int rc;
@@ -201,9 +202,14 @@ __attribute__((constructor)) static void run_init(void)
 	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_LIB, bad_env, NULL);
 	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_PERSIST, bad_env, NULL);
 	run_opts_read();
-	if (!run_chans_open(st, learn, &bad))
-		fatal("%s='%.64s' is not valid: expected [FD:]/PATH:DEV:INO",
-		      bad, !strcmp(bad, "PMGUARD_RUN_LEARN") ? learn : st);
+	if (!run_chans_open(st, sock, learn, &bad))
+		fatal("%s='%.64s' is not valid: expected %s", bad,
+		      !strcmp(bad, "PMGUARD_RUN_LEARN")	? learn
+		      : !strcmp(bad, "PMGUARD_RUN_STATUS") ? st
+							 : sock,
+		      !strcmp(bad, "PMGUARD_RUN_STATUS_SOCK")
+			      ? "NAME:SECRET"
+			      : "[FD:]/PATH:DEV:INO");
 	if (rep && *rep) {
 		rc = _pmg_report_open(rep);
 		if (rc == -EINVAL)

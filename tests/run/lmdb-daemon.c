@@ -25,6 +25,9 @@
  *                  once before (the dropped user may not open it)
  *   --close-late   close every descriptor from 3 up after the drop (LOG's
  *                  kept)
+ *   --netns        unshare(CLONE_NEWNET) before the drop: a network
+ *                  namespace of its own (no abstract socket of the
+ *                  launcher's reachable)
  *   --once         no loop: open the environment, 10 records, a stray
  *                  write ("wild"), close it, "bye", exit 0
  *   --open-early   (with --once) the environment opened and its records
@@ -46,6 +49,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <lmdb.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -221,7 +225,7 @@ static int exec_once(const char *self, const char *dir)
 int main(int argc, char **argv)
 {
 	int detach = 0, setsid_ = 0, closefds = 0, i, fd, reloads = 0;
-	int drop_ = 0, late = 0, once_ = 0, exec_ = 0, early = 0;
+	int drop_ = 0, late = 0, once_ = 0, exec_ = 0, early = 0, netns = 0;
 	MDB_env *env0 = NULL;
 	char **help = NULL, go[4096] = "", self[4096];
 	const char *root = NULL;
@@ -260,6 +264,8 @@ int main(int argc, char **argv)
 			drop_ = 1;
 		else if (!strcmp(argv[i], "--close-late"))
 			late = 1;
+		else if (!strcmp(argv[i], "--netns"))
+			netns = 1;
 		else if (!strcmp(argv[i], "--once"))
 			once_ = 1;
 		else if (!strcmp(argv[i], "--open-early"))
@@ -314,6 +320,10 @@ int main(int argc, char **argv)
 	if (root && (chroot(root) || chdir("/"))) {
 		logf_("cannot chroot to %s", root);
 		return 2;
+	}
+	if (netns && unshare(CLONE_NEWNET)) {
+		logf_("cannot unshare the network namespace");
+		return 3;
 	}
 	if (drop_)
 		drop();
