@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * libpmguard-run.so: what its adapters share (run.h).  The report lines
- * (run_say()), the launcher's scratch files (PMGUARD_RUN_STATUS and
- * PMGUARD_RUN_LEARN: run_spec_*(), run_protected_one()), the wrapped
+ * (run_say()), the launcher's channels (PMGUARD_RUN_STATUS and
+ * PMGUARD_RUN_LEARN: run_chans_*(), run_protected_one(), and the
+ * wrapped changes of credentials and root that secure them), the wrapped
  * libraries' real functions (run_next(), behind REAL()), and a data
  * set's domain and its protection, said when it fails.
  */

@@ -2,7 +2,8 @@
 /*
  * libpmguard-run.so's learn mode (`pmguard learn`, PMGUARD_RUN_LEARN):
  * at exit, the audit sites of the run, as PATH+0xOFF COUNT SYMBOL,
- * appended to the launcher's file if it is still that file; the
+ * appended to the launcher's file (through the process's copy of its
+ * descriptor, common.c: after a privilege drop or a chroot too); the
  * launcher turns them into an allow file for PMGUARD_RUN_ALLOW.
  */
 #define _GNU_SOURCE

@@ -12,9 +12,11 @@
  *                                 launcher checked, with the content it
  *                                 read (SUM: FNV-1a, hex): else exit 127,
  *                                 said
- *   PMGUARD_RUN_LEARN=PATH:DEV:INO  append the audit sites to PATH at
- *                                 exit, if it is still that file (the
- *                                 launcher's memfd, /proc/PID/fd/N)
+ *   PMGUARD_RUN_LEARN=FD:PATH:DEV:INO  append the audit sites at exit
+ *                                 to the launcher's file (its memfd,
+ *                                 /proc/PID/fd/N): through FD, left open
+ *                                 across exec, while it is that file, a
+ *                                 copy of it, else PATH (common.c)
  *   PMGUARD_RUN_LMDB_WRITEMAP=1   add MDB_WRITEMAP to every mdb_env_open()
  *   PMGUARD_RUN_REPORT=FILE       fault reports (and module lines) to FILE
  *                                 (stderr, said, in a process that cannot
@@ -23,10 +25,19 @@
  *                                 (close-on-exec, a high fd, verified
  *                                 before each report, reopened if the
  *                                 program closed it)
- *   PMGUARD_RUN_STATUS=PATH:DEV:INO  a byte appended to PATH (if still
- *                                 that file) by each process that
+ *   PMGUARD_RUN_REPORT_FD=FD:DEV:INO  FILE as the launcher opened it,
+ *                                 left open across exec: the report fd
+ *                                 of a process that cannot open FILE
+ *                                 (after a privilege drop, in a chroot)
+ *   PMGUARD_RUN_STATUS=FD:PATH:DEV:INO  the launcher's status file, mapped
+ *                                 by each process (through FD or PATH,
+ *                                 common.c) and marked by each one that
  *                                 protected something (the launcher says
- *                                 "nothing was protected" once if none did)
+ *                                 "nothing was protected" once if none
+ *                                 did, "unknown" if one could not tell)
+ *   PMGUARD_RUN_STATUS_SOCK=NAME:SECRET  the launcher's socket at an
+ *                                 abstract address: the status of a
+ *                                 process without the file
  *   PMGUARD_RUN_CONFIRM=FD:DEV:INO:PID:RFD  the launcher's pipe (FD, or
  *                                 /proc/PID/fd/RFD if FD was closed): one
  *                                 byte once the
