@@ -277,22 +277,48 @@ static bool sock_parse(const char *v)
 	return true;
 }
 
-/* @what ('p' or 'u', with @why) to the launcher's socket: sent or not. */
-static bool sock_send(char what, const char *why)
+/* A datagram socket connected to the launcher's, or -1 (none, or not in
+ * this network namespace).  AS-safe. */
+static int sock_open(void)
 {
 	struct sockaddr_un sa;
-	char msg[600];
-	socklen_t sl;
-	int fd, n, e = errno;
-	bool sent;
+	int fd;
 
 	if (!sock_name[0])
-		return false;
+		return -1;
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path + 1, sock_name, strlen(sock_name));
-	sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-			 strlen(sock_name));
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 &&
+	    connect(fd, (struct sockaddr *)&sa,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+				strlen(sock_name)))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* The launcher's socket can be reached from here.  AS-safe. */
+static bool sock_reachable(void)
+{
+	int e = errno, fd = sock_open();
+
+	if (fd >= 0)
+		close(fd);
+	errno = e;
+	return fd >= 0;
+}
+
+/* @what ('p', 'u' or 'l', with @why) to the launcher's socket: sent or
+ * not. */
+static bool sock_send(char what, const char *why)
+{
+	char msg[600];
+	int fd, n, e = errno;
+	bool sent;
+
 	n = snprintf(msg, sizeof(msg), "%s %c %s (pid %d): %s", sock_secret,
 		     what, program_invocation_short_name, (int)getpid(),
 		     why ? why : "");
@@ -300,37 +326,13 @@ static bool sock_send(char what, const char *why)
 		return false;
 	if ((size_t)n >= sizeof(msg))
 		n = sizeof(msg) - 1;
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	sent = fd >= 0 && sendto(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT,
-				 (struct sockaddr *)&sa, sl) == n;
+	fd = sock_open();
+	sent = fd >= 0 &&
+	       send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == n;
 	if (fd >= 0)
 		close(fd);
 	errno = e;
 	return sent;
-}
-
-/* The launcher's socket can be reached from here (it is in this
- * network namespace).  AS-safe. */
-static bool sock_reachable(void)
-{
-	struct sockaddr_un sa;
-	int fd, e = errno;
-	bool ok;
-
-	if (!sock_name[0])
-		return false;
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	memcpy(sa.sun_path + 1, sock_name, strlen(sock_name));
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	ok = fd >= 0 &&
-	     connect(fd, (struct sockaddr *)&sa,
-		     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-				 strlen(sock_name))) == 0;
-	if (fd >= 0)
-		close(fd);
-	errno = e;
-	return ok;
 }
 
 /* The status file's flag @at ('u' at 1: the status channel lost for the
