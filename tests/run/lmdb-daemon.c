@@ -25,6 +25,10 @@
  *                  once before (the dropped user may not open it)
  *   --close-late   close every descriptor from 3 up after the drop (LOG's
  *                  kept)
+ *   --dup2-over    after the drop, LOG dup2()ed over the descriptor
+ *                  numbers pmguard passed (PMGUARD_RUN_STATUS,
+ *                  PMGUARD_RUN_LEARN: "FD:...", PMGUARD_RUN_REPORT_FD),
+ *                  left open across exec: a program that reuses them
  *   --netns        unshare(CLONE_NEWNET) before the drop: a network
  *                  namespace of its own (no abstract socket of the
  *                  launcher's reachable)
@@ -185,6 +189,24 @@ static void drop(void)
 	logf_("dropped to %d", (int)getuid());
 }
 
+/* --dup2-over: LOG at each number pmguard passed. */
+static void dup2_over(void)
+{
+	static const char *const vars[] = { "PMGUARD_RUN_STATUS",
+					    "PMGUARD_RUN_LEARN",
+					    "PMGUARD_RUN_REPORT_FD" };
+	unsigned i;
+
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i]);
+		int fd;
+
+		if (v && sscanf(v, "%d:", &fd) == 1 && fd > 2 && fd != logfd &&
+		    dup2(logfd, fd) == fd)
+			logf_("log at %d", fd);
+	}
+}
+
 /* --once: 10 records and a stray write, then a clean end; @env: opened
  * and written already (--open-early), or NULL. */
 static int once(const char *dir, MDB_env *env)
@@ -226,6 +248,7 @@ int main(int argc, char **argv)
 {
 	int detach = 0, setsid_ = 0, closefds = 0, i, fd, reloads = 0;
 	int drop_ = 0, late = 0, once_ = 0, exec_ = 0, early = 0, netns = 0;
+	int over = 0;
 	MDB_env *env0 = NULL;
 	char **help = NULL, go[4096] = "", self[4096];
 	const char *root = NULL;
@@ -266,6 +289,8 @@ int main(int argc, char **argv)
 			late = 1;
 		else if (!strcmp(argv[i], "--netns"))
 			netns = 1;
+		else if (!strcmp(argv[i], "--dup2-over"))
+			over = 1;
 		else if (!strcmp(argv[i], "--once"))
 			once_ = 1;
 		else if (!strcmp(argv[i], "--open-early"))
@@ -304,7 +329,7 @@ int main(int argc, char **argv)
 	if (closefds)
 		for (fd = 3; fd < 1024; fd++)
 			close(fd);
-	if (drop_ || root) {
+	if (drop_ || root || over) {
 		logfd = open(logpath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
 			     0644);
 		if (logfd < 0)
@@ -331,6 +356,8 @@ int main(int argc, char **argv)
 		for (fd = 3; fd < 1024; fd++)
 			if (fd != logfd)
 				close(fd);
+	if (over)
+		dup2_over();
 	if (once_)
 		return once(dir, env0);
 	if (exec_)

@@ -148,6 +148,21 @@ check "fds closed after the drop, exec: pmguard learn warns that the list may la
 	! grep -q 'nothing was protected' '$T/out'"
 [ $rc = 0 ] || diag "$T/out"
 
+# ---- the daemon puts its log at the numbers of pmguard's descriptors
+# (dup2) after the drop, then runs a program: nothing of pmguard's lands
+# in the log, the program tells pmguard through the socket ----
+fresh "$T/v"
+"$PMG" run --lib "$LIB" --report "$T/v.rep" -- "$D" "$T/v" "$T/v.log" \
+	--drop --dup2-over --exec-once >"$T/out" 2>&1; rc=$?
+over=$(grep -c '^log at' "$T/v.log")
+others=$(grep -cv -e '^dropped to ' -e '^log at ' -e '^ready ' -e '^wild$' \
+	-e '^child rc ' "$T/v.log")
+check "log dup2()ed over pmguard's 2 descriptors (status, report), exec: only the daemon's lines in the log ($others others); told through the socket" \
+	sh -c "[ $rc = 134 ] && [ '$over' = 2 ] && [ '$others' = 0 ] && \
+	grep -q 'strict (aborting): stray write' '$T/out' && \
+	! grep -q 'nothing was protected\|unknown whether' '$T/out' '$T/v.rep'"
+[ $rc = 134 ] && [ "$over" = 2 ] || diag "$T/out" "$T/v.log"
+
 # ---- the same in a network namespace of its own (the socket out of
 # reach): "unknown" with the reason, never "nothing" (the end-of-run line
 # goes to the report file) ----
