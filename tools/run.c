@@ -395,7 +395,7 @@ static int find_lib(const char *opt, char *out, size_t n)
  * others (a build tree under root's 0700 home): that program runs
  * without pmguard.  Said as a warning (PROG may never drop them).
  */
-static void warn_unreachable_lib(const char *lib)
+static void warn_unreachable_lib(const char *verb, const char *lib)
 {
 	char dir[PATH_MAX], *slash;
 	struct stat st;
@@ -404,12 +404,12 @@ static void warn_unreachable_lib(const char *lib)
 		return;
 	if (stat(lib, &st) == 0 && !(st.st_mode & S_IROTH)) {
 		fprintf(stderr,
-			"pmguard run: warning: the interposition library %s "
+			"pmguard %s: warning: the interposition library %s "
 			"is not readable by other users (mode %04o): a "
 			"program run by a process that dropped root's "
 			"privileges would run unprotected (install pmguard, "
 			"or copy the library where all may read it, --lib)\n",
-			lib, (unsigned)(st.st_mode & 07777));
+			verb, lib, (unsigned)(st.st_mode & 07777));
 		return;
 	}
 	snprintf(dir, sizeof(dir), "%s", lib);
@@ -417,13 +417,13 @@ static void warn_unreachable_lib(const char *lib)
 		*slash = 0;
 		if (stat(dir, &st) == 0 && !(st.st_mode & S_IXOTH)) {
 			fprintf(stderr,
-				"pmguard run: warning: the interposition "
+				"pmguard %s: warning: the interposition "
 				"library %s is under %s, which other users "
 				"cannot search (mode %04o): a program run by a "
 				"process that dropped root's privileges would "
 				"run unprotected (install pmguard, or copy the "
 				"library where all may reach it, --lib)\n",
-				lib, dir, (unsigned)(st.st_mode & 07777));
+				verb, lib, dir, (unsigned)(st.st_mode & 07777));
 			return;
 		}
 	}
@@ -559,7 +559,7 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 	rc = find_lib(o->lib, lib, libn);
 	if (rc)
 		return rc;
-	warn_unreachable_lib(lib);
+	warn_unreachable_lib(o->out ? "learn" : "run", lib);
 	/* ld.so splits LD_PRELOAD at blanks and colons, and would ignore
 	 * the pieces: the program would run unprotected */
 	if (strpbrk(lib, " :\t\n"))
