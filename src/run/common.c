@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -19,12 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <grp.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "../internal.h"
@@ -477,10 +477,10 @@ void run_chans_fork_child(void)
 			       "descriptor: what the programs it runs "
 			       "protect cannot be told");
 	if (!chan_restore(&chan_learn))
-		learn_lost("a child process was forked after the "
-			       "program closed or replaced the learn "
-			       "descriptor: the sites of the programs it "
-			       "runs cannot be handed over");
+		learn_lost("a child process was forked after the program "
+			   "closed or replaced the learn descriptor: the "
+			   "sites of the programs it runs cannot be handed "
+			   "over");
 	report_restore();
 	errno = e;
 }

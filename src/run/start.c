@@ -213,14 +213,15 @@ __attribute__((constructor)) static void run_init(void)
 	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_LIB, bad_env, NULL);
 	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_PERSIST, bad_env, NULL);
 	run_opts_read();
-	if (!run_chans_open(st, sock, learn, &bad))
-		fatal("%s='%.64s' is not valid: expected %s", bad,
-		      !strcmp(bad, "PMGUARD_RUN_LEARN")	? learn
-		      : !strcmp(bad, "PMGUARD_RUN_STATUS") ? st
-							 : sock,
-		      !strcmp(bad, "PMGUARD_RUN_STATUS_SOCK")
-			      ? "NAME:SECRET"
-			      : "[FD:]/PATH:DEV:INO");
+	if (!run_chans_open(st, sock, learn, &bad)) {
+		bool is_sock = !strcmp(bad, "PMGUARD_RUN_STATUS_SOCK");
+		const char *val = is_sock ? sock
+				  : !strcmp(bad, "PMGUARD_RUN_LEARN") ? learn
+								      : st;
+
+		fatal("%s='%.64s' is not valid: expected %s", bad, val,
+		      is_sock ? "NAME:SECRET" : "[FD:]/PATH:DEV:INO");
+	}
 	if (rep && *rep) {
 		rc = _pmg_report_open(rep);
 		if (rc == -EINVAL)

@@ -186,6 +186,22 @@ else
 		grep -q 'PMGUARD_RUN_STATUS: descriptor [0-9]* is closed or another file.*protected something, and pmguard cannot be told' "$T/out"
 fi
 
+# ---- malformed channel variables: the library refuses to run the
+# program (exit 127), naming the variable and its value ----
+bad() {
+	env "$@" LD_PRELOAD="$LIB" /bin/true >"$T/out" 2>&1; r=$?
+	[ $r = 127 ] && grep -q "pmguard-run: ${1%%=*}='${1#*=}' is not valid: expected $EXPECT" "$T/out"
+}
+EXPECT="NAME:SECRET"
+check "PMGUARD_RUN_STATUS_SOCK without its secret: refused, named" \
+	bad PMGUARD_RUN_STATUS_SOCK=pmguard-run.x
+EXPECT="\[FD:\]/PATH:DEV:INO"
+check "PMGUARD_RUN_STATUS with a bad descriptor number: refused, named" \
+	bad PMGUARD_RUN_STATUS=3x:/proc/1/fd/3:1:2
+EXPECT="FD:DEV:INO"
+check "PMGUARD_RUN_REPORT_FD not FD:DEV:INO: refused, named" \
+	bad PMGUARD_RUN_REPORT_FD=x:1:2 PMGUARD_RUN_REPORT="$T/b.rep"
+
 # ---- root runs a library others cannot reach: warned ----
 mkdir -m 700 "$T/priv"
 cp "$RUNLIB" "$T/priv/libpmguard-run.so"
