@@ -132,7 +132,8 @@ run-check: all
 		O=$(O) tests/runtests.sh -t 300 -n run \
 		"env PMGUARD_BACKEND=mprotect tests/run/test-run.sh $(O)" \
 		"env PMGUARD_BACKEND=auto tests/run/test-run.sh $(O)" \
-		"tests/run/test-daemon.sh $(O)"; \
+		"tests/run/test-daemon.sh $(O)" \
+		"tests/run/test-privdrop.sh $(O)"; \
 	fi
 
 # Two real servers (Debian's knotd and kresd) under `pmguard run` on

@@ -10,11 +10,13 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -28,6 +30,7 @@
 
 #include "../src/options.h"
 #include "../src/procfs.h"
+#include "../src/run/run.h"
 #include "../src/safefile.h"
 #include "cmds.h"
 
@@ -50,6 +53,11 @@ static char syslog_sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
  * renamed over the name, never truncated in place.
  */
 static char rep_abs[PATH_MAX]; /* --report FILE, made absolute */
+/* --report FILE open, with its identity: PROG's processes get it
+ * (PMGUARD_RUN_REPORT_FD), for when they cannot open the path (after a
+ * privilege drop, in a chroot) */
+static int rep_fd = -1;
+static struct stat rep_st;
 static struct _pmg_dirid rep_dir; /* its directory */
 static char out_abs[PATH_MAX]; /* learn -o SITES, made absolute */
 static struct _pmg_dirid out_dir; /* its directory */
@@ -380,6 +388,47 @@ static int find_lib(const char *opt, char *out, size_t n)
 			 self, self, PMG_RUN_LIBREL);
 }
 
+/*
+ * Root runs PROG: a process of it that drops privileges (a daemon that
+ * setuid()s to its own user) and then runs a program has ld.so load @lib
+ * as that user, which fails if @lib or a directory above it is closed to
+ * others (a build tree under root's 0700 home): that program runs
+ * without pmguard.  Said as a warning (PROG may never drop them).
+ */
+static void warn_unreachable_lib(const char *verb, const char *lib)
+{
+	char dir[PATH_MAX], *slash;
+	struct stat st;
+
+	if (geteuid() != 0)
+		return;
+	if (stat(lib, &st) == 0 && !(st.st_mode & S_IROTH)) {
+		fprintf(stderr,
+			"pmguard %s: warning: the interposition library %s "
+			"is not readable by other users (mode %04o): a "
+			"program run by a process that dropped root's "
+			"privileges would run unprotected (install pmguard, "
+			"or copy the library where all may read it, --lib)\n",
+			verb, lib, (unsigned)(st.st_mode & 07777));
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s", lib);
+	while ((slash = strrchr(dir, '/')) && slash != dir) {
+		*slash = 0;
+		if (stat(dir, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+			fprintf(stderr,
+				"pmguard %s: warning: the interposition "
+				"library %s is under %s, which other users "
+				"cannot search (mode %04o): a program run by a "
+				"process that dropped root's privileges would "
+				"run unprotected (install pmguard, or copy the "
+				"library where all may reach it, --lib)\n",
+				verb, lib, dir, (unsigned)(st.st_mode & 07777));
+			return;
+		}
+	}
+}
+
 struct run_opts {
 	const char *mode, *report, *allow, *lib, *out;
 	bool writemap;
@@ -476,7 +525,9 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 	unsetenv("PMGUARD_RUN_LEARN");
 	unsetenv("PMGUARD_RUN_LMDB_WRITEMAP");
 	unsetenv("PMGUARD_RUN_REPORT");
+	unsetenv("PMGUARD_RUN_REPORT_FD");
 	unsetenv("PMGUARD_RUN_STATUS");
+	unsetenv("PMGUARD_RUN_STATUS_SOCK");
 	unsetenv("PMGUARD_RUN_CONFIRM");
 	/* every PMGUARD_* value the library will read: bad is an error */
 	bad_envs = 0;
@@ -508,6 +559,7 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 	rc = find_lib(o->lib, lib, libn);
 	if (rc)
 		return rc;
+	warn_unreachable_lib(o->out ? "learn" : "run", lib);
 	/* ld.so splits LD_PRELOAD at blanks and colons, and would ignore
 	 * the pieces: the program would run unprotected */
 	if (strpbrk(lib, " :\t\n"))
@@ -560,7 +612,12 @@ static int setup(const struct run_opts *o, char **argv, char *lib,
 		if (fd < 0)
 			return cli_error("run: --report %s: %s", o->report,
 					 file_why(fd, PMG_SF_TTY));
-		close(fd);
+		if (rep_fd >= 0)
+			close(rep_fd);
+		rep_fd = fd;
+		if (fcntl(fd, F_SETFD, FD_CLOEXEC) || fstat(fd, &rep_st))
+			return cli_error("run: --report %s: %s", o->report,
+					 strerror(errno));
 		setenv("PMGUARD_RUN_REPORT", rep_abs, 1);
 		unsetenv("PMGUARD_REPORT_FD");
 	}
@@ -1103,8 +1160,36 @@ static void wait_child(int *st)
  * Returns its wait status in *@st, or an exit status (127, said) when it
  * could not be run or ran without the library.
  */
+/* The launcher's files PROG's processes write to: status and learn's
+ * sites (scratch files), each a descriptor and PATH:DEV:INO (-1, NULL:
+ * none). */
+struct chan_pass {
+	int status_fd, learn_fd;
+	const char *status, *learn;
+};
+
+/*
+ * In the child, before exec: @fd (close-on-exec here) again without
+ * close-on-exec, its number before @spec in @var ("FD:SPEC"): every
+ * process of the run reaches the file through it, whatever credentials
+ * or root it has by then (src/run/common.c).  False if it cannot be.
+ */
+static bool pass_fd(const char *var, int fd, const char *spec)
+{
+	char v[PATH_MAX + 96];
+	int nfd;
+
+	if (fd < 0)
+		return true;
+	nfd = fcntl(fd, F_DUPFD, 3);
+	if (nfd < 0 || (size_t)snprintf(v, sizeof(v), "%d:%s", nfd, spec) >=
+				sizeof(v))
+		return false;
+	return setenv(var, v, 1) == 0;
+}
+
 static int spawn(char **argv, const char *verb, const char *lib,
-		 const char *status, int *st)
+		 const struct chan_pass *pass, int *st)
 {
 	struct sigaction dfl, chld;
 	sigset_t all, mask;
@@ -1115,7 +1200,6 @@ static int spawn(char **argv, const char *verb, const char *lib,
 
 	if (pipe2(cp, O_CLOEXEC) || pipe2(ep, O_CLOEXEC))
 		return cli_error("%s: pipe: %s", verb, strerror(errno));
-	setenv("PMGUARD_RUN_STATUS", status, 1);
 	/* pmguard must reap PROG itself: with SIGCHLD ignored (or
 	 * SA_NOCLDWAIT), inherited from the caller, the kernel would, and
 	 * waitpid() would give no status (exit 0 for a PROG that aborted);
@@ -1148,6 +1232,18 @@ static int spawn(char **argv, const char *verb, const char *lib,
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent || fd < 0 || fstat(fd, &ps))
 			_exit(127);
+		if (!pass_fd("PMGUARD_RUN_STATUS", pass->status_fd,
+			     pass->status) ||
+		    !pass_fd("PMGUARD_RUN_LEARN", pass->learn_fd,
+			     pass->learn))
+			_exit(127);
+		if (rep_fd >= 0) {
+			snprintf(v, sizeof(v), "%llu:%llu",
+				 (unsigned long long)rep_st.st_dev,
+				 (unsigned long long)rep_st.st_ino);
+			if (!pass_fd("PMGUARD_RUN_REPORT_FD", rep_fd, v))
+				_exit(127);
+		}
 		sigaction(SIGCHLD, &chld, NULL);
 		sigprocmask(SIG_SETMASK, &mask, NULL);
 		snprintf(v, sizeof(v), "%d:%llu:%llu:%d:%d", fd,
@@ -1221,6 +1317,8 @@ struct scratch {
 	char spec[PATH_MAX + 64]; /* PATH:DEV:INO */
 };
 
+static void scratch_end(struct scratch *s);
+
 static int scratch_new(const char *verb, const char *name, struct scratch *s)
 {
 	const char *dir = getenv("TMPDIR");
@@ -1248,6 +1346,12 @@ static int scratch_new(const char *verb, const char *name, struct scratch *s)
 					 s->tmp, strerror(errno));
 		snprintf(path, sizeof(path), "%s", s->tmp);
 	}
+	/* the status file: mapped by each process (src/run/run.h) */
+	if (!strcmp(name, "pmguard-run") && ftruncate(s->fd, RUN_STATUS_SIZE)) {
+		cli_error("%s: status file: %s", verb, strerror(errno));
+		scratch_end(s);
+		return 2;
+	}
 	fstat(s->fd, &st);
 	snprintf(s->spec, sizeof(s->spec), "%s:%llu:%llu", path,
 		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
@@ -1263,18 +1367,113 @@ static void scratch_end(struct scratch *s)
 	s->fd = -1;
 }
 
+/*
+ * The status channel's last resort (src/run/common.c): a datagram socket
+ * at a random abstract address, for a process of the run that has
+ * neither the status file mapped nor its descriptor.  Messages carry a
+ * secret that only the run's environment holds.  No socket (an error):
+ * no last resort, the variable unset.
+ */
+static int sock_fd = -1;
+static char sock_secret[RUN_SOCK_SECRET + 1];
+
+static void status_sock_new(void)
+{
+	unsigned char r[8 + RUN_SOCK_SECRET / 2];
+	char name[RUN_SOCK_NAME_MAX + 1], v[sizeof(name) + sizeof(sock_secret)];
+	struct sockaddr_un sa;
+	int big = 1 << 20;
+	size_t i;
+
+	unsetenv("PMGUARD_RUN_STATUS_SOCK");
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return;
+	snprintf(name, sizeof(name), "pmguard-run.");
+	for (i = 0; i < 8; i++)
+		snprintf(name + strlen(name), 3, "%02x", r[i]);
+	for (i = 0; i < RUN_SOCK_SECRET / 2; i++)
+		snprintf(sock_secret + 2 * i, 3, "%02x", r[8 + i]);
+	sock_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (sock_fd < 0)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path + 1, name, strlen(name));
+	(void)setsockopt(sock_fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	if (bind(sock_fd, (struct sockaddr *)&sa,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			     strlen(name)))) {
+		close(sock_fd);
+		sock_fd = -1;
+		return;
+	}
+	snprintf(v, sizeof(v), "%s:%s", name, sock_secret);
+	setenv("PMGUARD_RUN_STATUS_SOCK", v, 1);
+}
+
+/*
+ * The run's status: the status file into @map (RUN_STATUS_SIZE bytes;
+ * src/run/run.h: 'p' at 0, 'u' at 1, 'l' at 2 with their reasons), and
+ * what came on the socket merged in.  A byte appended past the mapped
+ * size (a process that could not map the file) is 'p' too.
+ */
+static void status_read(const struct scratch *status, char *map)
+{
+	size_t sl = strlen(sock_secret);
+	char msg[RUN_STATUS_WHY_LEN + 80];
+	struct stat st;
+	ssize_t r;
+
+	memset(map, 0, RUN_STATUS_SIZE);
+	if (pread(status->fd, map, RUN_STATUS_SIZE - 1, 0) < 0 ||
+	    (fstat(status->fd, &st) == 0 && st.st_size > RUN_STATUS_SIZE))
+		map[0] = 'p';
+	while (sock_fd >= 0 &&
+	       (r = recv(sock_fd, msg, sizeof(msg) - 1, MSG_DONTWAIT)) >= 0) {
+		char f;
+		int at = -1;
+
+		msg[r] = 0;
+		if ((size_t)r < sl + 2 || memcmp(msg, sock_secret, sl) ||
+		    msg[sl] != ' ')
+			continue;
+		f = msg[sl + 1];
+		if (f == 'p')
+			map[0] = 'p';
+		else if (f == 'u' && map[1] != 'u')
+			at = 1;
+		else if (f == 'l' && map[2] != 'l')
+			at = 2;
+		if (at < 0 || (size_t)r < sl + 3)
+			continue;
+		map[at] = f;
+		snprintf(map + (at == 1 ? RUN_STATUS_WHY : RUN_STATUS_LWHY),
+			 RUN_STATUS_WHY_LEN, "%s", msg + sl + 3);
+	}
+	if (sock_fd >= 0)
+		close(sock_fd);
+	sock_fd = -1;
+	map[RUN_STATUS_LWHY - 1] = map[RUN_STATUS_SIZE - 1] = 0;
+}
+
 /* Say once for the whole run if no process of it protected anything. */
 static void nothing_said(const struct run_opts *o, const char *verb,
-			 const char *prog, const struct scratch *status)
+			 const char *prog, const char *map)
 {
-	struct stat st;
-	char msg[1024];
+	char msg[RUN_STATUS_WHY_LEN + 128];
 	size_t off = 0, len;
 	int fd = -1;
 
-	if (fstat(status->fd, &st) || st.st_size > 0)
+	if (map[0] == 'p')
 		return;
-	snprintf(msg, sizeof(msg),
+	if (map[1] == 'u')
+		/* a process could not have told: never "nothing" */
+		snprintf(msg, sizeof(msg),
+			 "pmguard %s: unknown whether anything was protected: "
+			 "%s\n",
+			 verb, map + RUN_STATUS_WHY);
+	else
+		snprintf(msg, sizeof(msg),
 		 "pmguard %s: nothing was protected: no process of this run "
 		 "opened an LMDB environment with MDB_WRITEMAP or a libpmem "
 		 "mapping through the dynamic linker before %s ended (a copy "
@@ -1319,7 +1518,8 @@ int cmd_run(int argc, char **argv)
 {
 	struct run_opts o;
 	struct scratch status;
-	char lib[PATH_MAX];
+	struct chan_pass pass;
+	char lib[PATH_MAX], map[RUN_STATUS_SIZE];
 	int rc = parse(argc, argv, "run", &o), st = 0;
 
 	if (rc)
@@ -1330,9 +1530,12 @@ int cmd_run(int argc, char **argv)
 	rc = scratch_new("run", "pmguard-run", &status);
 	if (rc)
 		return rc;
-	rc = spawn(argv + o.argi, "run", lib, status.spec, &st);
+	status_sock_new();
+	pass = (struct chan_pass){ status.fd, -1, status.spec, NULL };
+	rc = spawn(argv + o.argi, "run", lib, &pass, &st);
+	status_read(&status, map);
 	if (!rc)
-		nothing_said(&o, "run", argv[o.argi], &status);
+		nothing_said(&o, "run", argv[o.argi], map);
 	scratch_end(&status);
 	if (rc)
 		return rc;
@@ -1386,7 +1589,8 @@ int cmd_learn(int argc, char **argv)
 {
 	struct run_opts o;
 	struct scratch raw, status;
-	char lib[PATH_MAX];
+	struct chan_pass pass;
+	char lib[PATH_MAX], map[RUN_STATUS_SIZE];
 	int rc = parse(argc, argv, "learn", &o), st = 0;
 
 	if (rc)
@@ -1406,15 +1610,21 @@ int cmd_learn(int argc, char **argv)
 		scratch_end(&raw);
 		return rc;
 	}
-	setenv("PMGUARD_RUN_LEARN", raw.spec, 1);
+	status_sock_new();
 	if (!o.report)
 		setenv("PMGUARD_REPORT_FD", "-1", 1);
-	rc = spawn(argv + o.argi, "learn", lib, status.spec, &st);
+	pass = (struct chan_pass){ status.fd, raw.fd, status.spec, raw.spec };
+	rc = spawn(argv + o.argi, "learn", lib, &pass, &st);
+	status_read(&status, map);
 	if (!rc)
-		nothing_said(&o, "learn", argv[o.argi], &status);
+		nothing_said(&o, "learn", argv[o.argi], map);
 	scratch_end(&status);
 	if (!rc)
 		rc = merge(raw.fd, o.out);
+	if (!rc && map[2] == 'l')
+		fprintf(stderr,
+			"pmguard learn: warning: %s may lack sites: %s\n",
+			o.out, map + RUN_STATUS_LWHY);
 	scratch_end(&raw);
 	if (rc)
 		return rc;

@@ -2,7 +2,8 @@
 /*
  * libpmguard-run.so's learn mode (`pmguard learn`, PMGUARD_RUN_LEARN):
  * at exit, the audit sites of the run, as PATH+0xOFF COUNT SYMBOL,
- * appended to the launcher's file if it is still that file; the
+ * appended to the launcher's file (through the process's copy of its
+ * descriptor, common.c: after a privilege drop or a chroot too); the
  * launcher turns them into an allow file for PMGUARD_RUN_ALLOW.
  */
 #define _GNU_SOURCE
@@ -37,22 +38,25 @@ static void put_path(FILE *out, const char *path)
 	}
 }
 
-void run_learn_write(const char *file)
+void run_learn_write(void)
 {
 	int mfd = memfd_create("pmguard-sites", MFD_CLOEXEC);
 	FILE *in, *out;
 	char line[512];
+	bool refreshed = false;
 
 	if (mfd < 0)
 		return;
-	int ofd = run_spec_open(file);
+	int ofd = run_learn_fd();
 
 	pmg_audit_dump(mfd);
 	lseek(mfd, 0, SEEK_SET);
 	in = fdopen(mfd, "r");
 	out = ofd >= 0 ? fdopen(ofd, "a") : NULL;
 	if (!in || !out) {
-		run_say("learn: cannot write %s: %s\n", file, strerror(errno));
+		if (ofd >= 0 || !in)
+			run_say("learn: cannot write the sites: %s\n",
+				strerror(errno));
 		if (in)
 			fclose(in);
 		else
@@ -67,7 +71,6 @@ void run_learn_write(const char *file)
 	 * end together never interleave inside a line (a full buffer would
 	 * be written at any byte) */
 	setvbuf(out, NULL, _IOLBF, PATH_MAX + 512);
-	_pmg_modules_refresh(-1);
 	/* "pmguard: audit site 0xIP: N stray access(es), domain 'D'" */
 	while (fgets(line, sizeof(line), in)) {
 		unsigned long ip;
@@ -78,7 +81,16 @@ void run_learn_write(const char *file)
 
 		if (sscanf(line, "pmguard: audit site %lx: %llu", &ip, &n) != 2)
 			continue;
-		if (!_pmg_module_of(ip, path, sizeof(path), &off)) {
+		/* the table as it is first, looked at again only for a site
+		 * it does not place (a library loaded since): in a chroot
+		 * without /proc a new look names the program "" */
+		if ((!_pmg_module_of(ip, path, sizeof(path), &off) ||
+		     !path[0]) && !refreshed) {
+			_pmg_modules_refresh(-1);
+			refreshed = true;
+		}
+		if (!_pmg_module_of(ip, path, sizeof(path), &off) ||
+		    !path[0]) {
 			fprintf(out, "# %#lx %llu (in no module)\n", ip, n);
 			continue;
 		}

@@ -39,6 +39,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #define RUN_API __attribute__((visibility("default")))
 #define PAGE_UP(n) (((n) + PMG_PAGE_SIZE - 1) & ~(PMG_PAGE_SIZE - 1))
@@ -50,11 +51,41 @@ extern pthread_mutex_t run_lock; /* the adapters' tables */
 extern bool run_rep_file; /* a report file: module lines go there */
 extern bool run_rep_named; /* a report file or syslog: each LMDB
 				  * environment and pmem mapping named */
-extern char run_status_path[PATH_MAX]; /* PMGUARD_RUN_STATUS */
 void run_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool run_spec_parse(const char *spec, char *path, size_t n,
 		    unsigned long long *dev, unsigned long long *ino);
 int run_spec_open(const char *spec);
+
+/* The status file's layout (tools/run.c makes it this size): byte 0 'p'
+ * once a process protected something, byte 1 'u' once one lost the
+ * channel for the programs it runs (the first reason, a line, at
+ * RUN_STATUS_WHY), byte 2 'l' once one could not hand over learn's
+ * sites (the reason at RUN_STATUS_LWHY). */
+#define RUN_STATUS_SIZE 4096
+#define RUN_STATUS_WHY 64
+#define RUN_STATUS_LWHY 2048
+#define RUN_STATUS_WHY_LEN 1024
+/* PMGUARD_RUN_STATUS_SOCK=NAME:SECRET, the status channel's last resort
+ * (common.c): NAME an abstract socket address, SECRET hex digits */
+#define RUN_SOCK_NAME_MAX 64
+#define RUN_SOCK_SECRET 32
+
+/* A launcher's channel: its descriptor FD (inherited, left open for the
+ * program's children), this process's close-on-exec copy, the file's
+ * identity and PATH:DEV:INO to open it again. */
+struct run_chan {
+	bool set;
+	int inh, own;
+	dev_t dev;
+	ino_t ino;
+	char spec[PATH_MAX + 48];
+};
+bool run_chans_open(const char *status, const char *sock, const char *learn,
+		    const char **bad);
+void run_chans_refresh(void);
+void run_chans_fork_child(void);
+void run_report_inherited(int fd, dev_t dev, ino_t ino);
+int run_learn_fd(void);
 void run_protected_one(void);
 void *run_next(const char *name);
 struct pmg_domain *run_data_domain(const char *kind, const char *path);
@@ -78,7 +109,7 @@ extern int run_lmdb_writemap;
  * before the constructor ran) */
 void run_opts_read(void);
 
-/* learn.c: the audit sites appended to the launcher's file @file */
-void run_learn_write(const char *file);
+/* learn.c: the audit sites appended to the launcher's file */
+void run_learn_write(void);
 
 #endif

@@ -12,9 +12,11 @@
  *                                 launcher checked, with the content it
  *                                 read (SUM: FNV-1a, hex): else exit 127,
  *                                 said
- *   PMGUARD_RUN_LEARN=PATH:DEV:INO  append the audit sites to PATH at
- *                                 exit, if it is still that file (the
- *                                 launcher's memfd, /proc/PID/fd/N)
+ *   PMGUARD_RUN_LEARN=FD:PATH:DEV:INO  append the audit sites at exit
+ *                                 to the launcher's file (its memfd,
+ *                                 /proc/PID/fd/N): through FD, left open
+ *                                 across exec, while it is that file, a
+ *                                 copy of it, else PATH (common.c)
  *   PMGUARD_RUN_LMDB_WRITEMAP=1   add MDB_WRITEMAP to every mdb_env_open()
  *   PMGUARD_RUN_REPORT=FILE       fault reports (and module lines) to FILE
  *                                 (stderr, said, in a process that cannot
@@ -23,10 +25,19 @@
  *                                 (close-on-exec, a high fd, verified
  *                                 before each report, reopened if the
  *                                 program closed it)
- *   PMGUARD_RUN_STATUS=PATH:DEV:INO  a byte appended to PATH (if still
- *                                 that file) by each process that
+ *   PMGUARD_RUN_REPORT_FD=FD:DEV:INO  FILE as the launcher opened it,
+ *                                 left open across exec: the report fd
+ *                                 of a process that cannot open FILE
+ *                                 (after a privilege drop, in a chroot)
+ *   PMGUARD_RUN_STATUS=FD:PATH:DEV:INO  the launcher's status file, mapped
+ *                                 by each process (through FD or PATH,
+ *                                 common.c) and marked by each one that
  *                                 protected something (the launcher says
- *                                 "nothing was protected" once if none did)
+ *                                 "nothing was protected" once if none
+ *                                 did, "unknown" if one could not tell)
+ *   PMGUARD_RUN_STATUS_SOCK=NAME:SECRET  the launcher's socket at an
+ *                                 abstract address: the status of a
+ *                                 process without the file
  *   PMGUARD_RUN_CONFIRM=FD:DEV:INO:PID:RFD  the launcher's pipe (FD, or
  *                                 /proc/PID/fd/RFD if FD was closed): one
  *                                 byte once the
@@ -41,6 +52,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +72,7 @@ static void run_exit(void)
 	uint64_t hits = _pmg_sites_hits();
 
 	if (learn && *learn)
-		run_learn_write(learn);
+		run_learn_write();
 	if (hits)
 		run_say("%llu write(s) let through at allowed sites\n",
 			(unsigned long long)hits);
@@ -150,12 +162,50 @@ static void confirm(void)
 	unsetenv("PMGUARD_RUN_CONFIRM");
 }
 
+/*
+ * PMGUARD_RUN_REPORT_FD=FD:DEV:INO: the report file the launcher opened,
+ * left open across exec.  Recorded for forked children (common.c); if
+ * @use, the report fd from now on (a close-on-exec copy), if FD is still
+ * that file and it still has a name.  The fd, or -1.
+ */
+static int report_inherited_fd(const char *v, bool use)
+{
+	unsigned long long dev, ino;
+	struct stat st;
+	int fd, end = 0;
+
+	if (!v || !*v)
+		return -1;
+	if (sscanf(v, "%d:%llu:%llu%n", &fd, &dev, &ino, &end) != 3 ||
+	    v[end] || fd < 0)
+		fatal("PMGUARD_RUN_REPORT_FD='%.64s' is not valid: expected "
+		      "FD:DEV:INO",
+		      v);
+	run_report_inherited(fd, (dev_t)dev, (ino_t)ino);
+	/* a file removed since (its name taken by a link, say) would keep
+	 * the reports where no one reads them: stderr then */
+	if (!use || fstat(fd, &st) || st.st_dev != (dev_t)dev ||
+	    st.st_ino != (ino_t)ino ||
+	    !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) ||
+	    (S_ISREG(st.st_mode) && st.st_nlink == 0))
+		return -1;
+	fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (fd >= 0) {
+		__atomic_store_n(&_pmg.fd_set, true, __ATOMIC_RELEASE);
+		_pmg_report_fd_set(fd);
+	}
+	return fd;
+}
+
 __attribute__((constructor)) static void run_init(void)
 {
 	const char *rep = getenv("PMGUARD_RUN_REPORT");
 	const char *allow = getenv("PMGUARD_RUN_ALLOW");
 	const char *st = getenv("PMGUARD_RUN_STATUS");
 	const char *learn = getenv("PMGUARD_RUN_LEARN");
+	const char *rep_fd = getenv("PMGUARD_RUN_REPORT_FD");
+	const char *sock = getenv("PMGUARD_RUN_STATUS_SOCK");
+	const char *bad = NULL;
 	struct _pmg_opts o;
 	int rc;
 
@@ -163,30 +213,25 @@ __attribute__((constructor)) static void run_init(void)
 	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_LIB, bad_env, NULL);
 	(void)_pmg_opts_from_env_group(&o, _PMG_OPT_PERSIST, bad_env, NULL);
 	run_opts_read();
-	if (st && *st) {
-		char p[PATH_MAX];
-		unsigned long long d, i;
+	if (!run_chans_open(st, sock, learn, &bad)) {
+		bool is_sock = !strcmp(bad, "PMGUARD_RUN_STATUS_SOCK");
+		const char *val = is_sock ? sock
+				  : !strcmp(bad, "PMGUARD_RUN_LEARN") ? learn
+								      : st;
 
-		if (strlen(st) >= sizeof(run_status_path) ||
-		    !run_spec_parse(st, p, sizeof(p), &d, &i))
-			fatal("PMGUARD_RUN_STATUS='%.64s' is not valid: "
-			      "expected /PATH:DEV:INO",
-			      st);
-		_pmg_strlcpy(run_status_path, st, sizeof(run_status_path));
-	}
-	if (learn && *learn) {
-		char p[PATH_MAX];
-		unsigned long long d, i;
-
-		if (!run_spec_parse(learn, p, sizeof(p), &d, &i))
-			fatal("PMGUARD_RUN_LEARN='%.64s' is not valid: "
-			      "expected /PATH:DEV:INO",
-			      learn);
+		fatal("%s='%.64s' is not valid: expected %s", bad, val,
+		      is_sock ? "NAME:SECRET" : "[FD:]/PATH:DEV:INO");
 	}
 	if (rep && *rep) {
 		rc = _pmg_report_open(rep);
 		if (rc == -EINVAL)
 			fatal("PMGUARD_RUN_REPORT: %s", pmg_errormsg());
+		/* by path it cannot (a program run after a privilege drop or
+		 * in a chroot): the launcher's descriptor, if it is that file */
+		if (rc < 0)
+			rc = report_inherited_fd(rep_fd, true);
+		else
+			(void)report_inherited_fd(rep_fd, false);
 		run_rep_named = rc >= 0;
 		/* module lines are for `pmguard report FILE`, not syslog */
 		run_rep_file = rc >= 0 && strncmp(rep, "syslog:", 7);
@@ -252,5 +297,7 @@ __attribute__((constructor)) static void run_init(void)
 	}
 	_pmg_modules_refresh(run_rep_file ? _pmg_report_fd() : -1);
 	atexit(run_exit);
+	/* the launcher's descriptors back in a forked child that lost them */
+	pthread_atfork(NULL, NULL, run_chans_fork_child);
 	confirm();
 }

@@ -17,6 +17,30 @@
  *                `pmguard run` has returned)
  *   --helper ... the program SIGUSR2 runs (fork, exec, wait)
  *
+ * What a daemon started as root does to run as its own user
+ * (tests/run/test-privdrop.sh), after the options above:
+ *   --chroot ROOT  chroot(ROOT), chdir("/"): DIR is then a path in ROOT
+ *   --drop         setgroups(0), setgid(65534), setuid(65534) (nobody);
+ *                  the environment is opened after it; LOG is opened
+ *                  once before (the dropped user may not open it)
+ *   --close-late   close every descriptor from 3 up after the drop (LOG's
+ *                  kept)
+ *   --dup2-over    after the drop, LOG dup2()ed over the descriptor
+ *                  numbers pmguard passed (PMGUARD_RUN_STATUS,
+ *                  PMGUARD_RUN_LEARN: "FD:...", PMGUARD_RUN_REPORT_FD),
+ *                  left open across exec: a program that reuses them
+ *   --netns        unshare(CLONE_NEWNET) before the drop: a network
+ *                  namespace of its own (no abstract socket of the
+ *                  launcher's reachable)
+ *   --once         no loop: open the environment, 10 records, a stray
+ *                  write ("wild"), close it, "bye", exit 0
+ *   --open-early   (with --once) the environment opened and its records
+ *                  written before the chroot and the drop, the stray
+ *                  write after (DIR a path outside ROOT)
+ *   --exec-once    after the drop, fork and exec itself with DIR LOG
+ *                  --once (the child inherits what the parent has), wait
+ *                  for it, "child rc N", exit with its status
+ *
  * Records as lmdb-prog writes them (lmdb-prog verify DIR any checks
  * them): one write transaction of 10 records every 50 ms.  Signals:
  * SIGHUP reopens the environment (a reload), SIGUSR1 makes a stray write
@@ -27,7 +51,9 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <grp.h>
 #include <lmdb.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,6 +66,7 @@
 
 static volatile sig_atomic_t hup, usr1, usr2, term;
 static const char *logpath;
+static int logfd = -1; /* LOG kept open (--drop), or -1: by path */
 
 static void on_sig(int sig)
 {
@@ -55,9 +82,16 @@ static void on_sig(int sig)
 
 static void logf_(const char *fmt, ...)
 {
-	FILE *f = fopen(logpath, "ae");
+	FILE *f = logfd < 0 ? fopen(logpath, "ae") : NULL;
 	va_list ap;
 
+	if (logfd >= 0) {
+		va_start(ap, fmt);
+		vdprintf(logfd, fmt, ap);
+		va_end(ap);
+		dprintf(logfd, "\n");
+		return;
+	}
 	if (!f)
 		return;
 	va_start(ap, fmt);
@@ -145,10 +179,79 @@ static int helper(char **argv)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* The daemon's user: root's groups, group and user given up. */
+static void drop(void)
+{
+	if (setgroups(0, NULL) || setgid(65534) || setuid(65534)) {
+		logf_("cannot drop privileges");
+		exit(2);
+	}
+	logf_("dropped to %d", (int)getuid());
+}
+
+/* --dup2-over: LOG at each number pmguard passed. */
+static void dup2_over(void)
+{
+	static const char *const vars[] = { "PMGUARD_RUN_STATUS",
+					    "PMGUARD_RUN_LEARN",
+					    "PMGUARD_RUN_REPORT_FD" };
+	unsigned i;
+
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i]);
+		int fd;
+
+		if (v && sscanf(v, "%d:", &fd) == 1 && fd > 2 && fd != logfd &&
+		    dup2(logfd, fd) == fd)
+			logf_("log at %d", fd);
+	}
+}
+
+/* --once: 10 records and a stray write, then a clean end; @env: opened
+ * and written already (--open-early), or NULL. */
+static int once(const char *dir, MDB_env *env)
+{
+	unsigned n = 0;
+
+	if (!env) {
+		env = env_open(dir);
+		if (put10(env, &n))
+			return 2;
+	}
+	logf_("ready %d", (int)getpid());
+	wild(env);
+	mdb_env_close(env);
+	logf_("bye");
+	return 0;
+}
+
+/* --exec-once: this program again, run by a child, DIR LOG --once. */
+static int exec_once(const char *self, const char *dir)
+{
+	char *argv[] = { (char *)self, (char *)dir, (char *)logpath,
+			 (char *)"--once", NULL };
+	pid_t p = fork();
+	int st;
+
+	if (p == 0) {
+		execv(self, argv);
+		_exit(127);
+	}
+	if (p < 0 || waitpid(p, &st, 0) != p)
+		return 2;
+	st = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	logf_("child rc %d", st);
+	return st;
+}
+
 int main(int argc, char **argv)
 {
 	int detach = 0, setsid_ = 0, closefds = 0, i, fd, reloads = 0;
-	char **help = NULL, go[4096] = "";
+	int drop_ = 0, late = 0, once_ = 0, exec_ = 0, early = 0, netns = 0;
+	int over = 0;
+	MDB_env *env0 = NULL;
+	char **help = NULL, go[4096] = "", self[4096];
+	const char *root = NULL;
 	struct sigaction sa;
 	unsigned n = 0;
 	MDB_env *env;
@@ -156,9 +259,11 @@ int main(int argc, char **argv)
 
 	if (argc < 3)
 		return 2;
-	if (!realpath(argv[1], dir))
-		return 2;
 	logpath = argv[2];
+	/* the path this program is at, for --exec-once (absolute: a chroot
+	 * makes it unreachable, so the two are not combined) */
+	if (!realpath("/proc/self/exe", self))
+		return 2;
 	for (i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "--detach"))
 			detach = 1;
@@ -176,12 +281,33 @@ int main(int argc, char **argv)
 				snprintf(go + strlen(go), sizeof(go) / 2,
 					 "/%s", argv[i]);
 		}
+		else if (!strcmp(argv[i], "--chroot") && i + 1 < argc)
+			root = argv[++i];
+		else if (!strcmp(argv[i], "--drop"))
+			drop_ = 1;
+		else if (!strcmp(argv[i], "--close-late"))
+			late = 1;
+		else if (!strcmp(argv[i], "--netns"))
+			netns = 1;
+		else if (!strcmp(argv[i], "--dup2-over"))
+			over = 1;
+		else if (!strcmp(argv[i], "--once"))
+			once_ = 1;
+		else if (!strcmp(argv[i], "--open-early"))
+			early = 1;
+		else if (!strcmp(argv[i], "--exec-once"))
+			exec_ = 1;
 		else if (!strcmp(argv[i], "--helper") && i + 1 < argc) {
 			help = argv + i + 1;
 			break;
 		} else
 			return 2;
 	}
+	/* DIR as given when it is a path in the chroot */
+	if (root && !early)
+		snprintf(dir, sizeof(dir), "%s", argv[1]);
+	else if (!realpath(argv[1], dir))
+		return 2;
 	if (detach) {
 		if (fork() > 0)
 			_exit(0);
@@ -203,6 +329,39 @@ int main(int argc, char **argv)
 	if (closefds)
 		for (fd = 3; fd < 1024; fd++)
 			close(fd);
+	if (drop_ || root || over) {
+		logfd = open(logpath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+			     0644);
+		if (logfd < 0)
+			return 2;
+	}
+	if (early) {
+		unsigned n0 = 0;
+
+		env0 = env_open(dir);
+		if (put10(env0, &n0))
+			return 2;
+	}
+	if (root && (chroot(root) || chdir("/"))) {
+		logf_("cannot chroot to %s", root);
+		return 2;
+	}
+	if (netns && unshare(CLONE_NEWNET)) {
+		logf_("cannot unshare the network namespace");
+		return 3;
+	}
+	if (drop_)
+		drop();
+	if (late)
+		for (fd = 3; fd < 1024; fd++)
+			if (fd != logfd)
+				close(fd);
+	if (over)
+		dup2_over();
+	if (once_)
+		return once(dir, env0);
+	if (exec_)
+		return exec_once(self, dir);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sig;
 	sigemptyset(&sa.sa_mask);
