@@ -110,6 +110,31 @@ static int pks_cmd(int fd, const char *cmd)
 	return write(fd, cmd, strlen(cmd)) == (ssize_t)strlen(cmd) ? 0 : -1;
 }
 
+/* The first read (@write 0) or write of each of @reps pages of a shared
+ * mapping of the DAX file: one DAX page fault each */
+static void dax_faults(int fd, int reps, int write)
+{
+	size_t len = (size_t)FILE_PAGES * PAGE;
+	unsigned char *map;
+	int i;
+
+	map = mmap(NULL, len, PROT_READ | (write ? PROT_WRITE : 0), MAP_SHARED,
+		   fd, 0);
+	if (map == MAP_FAILED) {
+		fail(write ? "mmap of the DAX file (write)" : "mmap of the DAX file (read)");
+		return;
+	}
+	for (i = 0; i < reps; i++) {
+		volatile unsigned char *p = map + (size_t)i * PAGE;
+
+		if (write)
+			REGION(5, "dax_fault_write", 1, *p = 0xa5);
+		else
+			REGION(4, "dax_fault_read", 1, (void)*p);
+	}
+	munmap(map, len);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir, *target = NULL;
@@ -117,7 +142,7 @@ int main(int argc, char **argv)
 	char cmd[256];
 	struct statx stx;
 	int reps = 101, preps = 21, fd, i;
-	unsigned char *map, *anon;
+	unsigned char *anon;
 	pthread_t thr;
 	long page = 0;
 
@@ -190,26 +215,8 @@ int main(int argc, char **argv)
 		       if (pwrite(fd, buf, PAGE, (off_t)i * PAGE) != PAGE)
 			       fail("pwrite"));
 
-	map = mmap(NULL, (size_t)FILE_PAGES * PAGE, PROT_READ, MAP_SHARED, fd,
-		   0);
-	if (map == MAP_FAILED) {
-		fail("mmap of the DAX file (read)");
-	} else {
-		for (i = 0; i < reps; i++)
-			REGION(4, "dax_fault_read", 1,
-			       (void)*(volatile unsigned char *)(map + (size_t)i * PAGE));
-		munmap(map, (size_t)FILE_PAGES * PAGE);
-	}
-	map = mmap(NULL, (size_t)FILE_PAGES * PAGE, PROT_READ | PROT_WRITE,
-		   MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		fail("mmap of the DAX file (write)");
-	} else {
-		for (i = 0; i < reps; i++)
-			REGION(5, "dax_fault_write", 1,
-			       *(volatile unsigned char *)(map + (size_t)i * PAGE) = 0xa5);
-		munmap(map, (size_t)FILE_PAGES * PAGE);
-	}
+	dax_faults(fd, reps, 0);
+	dax_faults(fd, reps, 1);
 
 	/* -- two context switches per round trip: this thread blocks in
 	 * read(pong), the ponger runs, answers and blocks in read(ping) */
