@@ -34,6 +34,12 @@
 #   linux-mutation-check  linux/scripts/linux-mutation-check: every one-line
 #                  mutant of linux/$(LINUX)/mutants built and booted until a test
 #                  fails; all must be caught (not in CI: 3-5 min a mutant)
+#   linux-count-check  linux/scripts/linux-count: the series' kernel and
+#                  the unpatched one (linux-build --plain, cached the same
+#                  way) booted once each with the TCG counting plugin;
+#                  WRMSR to IA32_PKRS and kernel instructions per DAX
+#                  read/write, DAX fault, context switch and exception
+#                  against tools/tcg/budgets-linux; in make check
 #   linux-tests    the static guest programs of linux/tests/*.c
 
 LINUX          ?= 6.12
@@ -43,7 +49,7 @@ LINUX_TEST_SRC := $(wildcard linux/tests/*.c)
 LINUX_TESTS    := $(patsubst linux/tests/%.c,$(O)/linux-tests/%,$(LINUX_TEST_SRC))
 
 .PHONY: linux linux-debug linux-check linux-6.1-check linux-bisect-check linux-mutation-check linux-tests \
-	linux-audit-check
+	linux-audit-check linux-count-check
 linux:
 	linux/scripts/linux-build --linux $(LINUX) --out $(LINUX_DIR)
 
@@ -86,3 +92,11 @@ linux-bisect-check:
 
 linux-mutation-check: linux-tests
 	O=$(O) linux/scripts/linux-mutation-check --linux $(LINUX)
+
+# The kernel counts (docs/performance.md, "The kernel series: counts"):
+# both kernels from the cache (a cold unpatched build is 10-25 min, once),
+# two boots of a minute or two.
+linux-count-check: $(COUNT_SO) $(O)/linux-tests/count-ops
+	O=$(O) linux/scripts/linux-count --linux $(LINUX) --build
+
+CHECK_SUITES += linux-count-check

@@ -2,8 +2,8 @@
 /*
  * count.so - a QEMU TCG plugin (system emulation, x86-64 guest) that
  * counts exactly what a marked region of guest code executes: all
- * instructions, WRPKRU, RDPKRU, WRMSR and SYSCALL, in user and in kernel
- * mode separately.  Counts are deterministic for the same binary and
+ * instructions, WRPKRU, RDPKRU, WRMSR (and among them those to
+ * IA32_PKRS) and SYSCALL, in user and in kernel mode separately.  Counts are deterministic for the same binary and
  * input, where times under TCG mean nothing (docs/performance.md,
  * "Counts, not times").
  *
@@ -14,7 +14,7 @@
  * -D LOGFILE):
  *
  *   {"region":R,"vcpu":V,"user":{"insns":N,"wrpkru":N,"rdpkru":N,
- *    "wrmsr":N,"syscall":N},"kernel":{...}}
+ *    "wrmsr":N,"syscall":N,"wrmsr_pkrs":N},"kernel":{...}}
  *
  * Markers.  QEMU 7.2's plugin API (version 1) shows a plugin the bytes
  * and the address of each instruction, not the registers, so a marker must
@@ -31,8 +31,15 @@
  * User or kernel mode: the version 1 API has no register read, so the
  * mode is the instruction's virtual address: x86-64 kernel addresses are
  * at or above 0xffff800000000000 (the upper canonical half), user ones
- * below.  WRMSR is counted whichever MSR it writes (ECX, IA32_PKRS is
- * 0x6e1, cannot be read here).  Exceptions and interrupts cannot be
+ * below.  WRMSR is counted whichever MSR it writes ("wrmsr").  Which MSR
+ * is in ECX, which this API cannot read; so "wrmsr_pkrs" counts a WRMSR
+ * that the same translation block prepared with "mov $0x6e1,%ecx" (b9
+ * e1 06 00 00, IA32_PKRS) with no other "mov $imm32,%ecx" in between:
+ * what the compiler emits for wrmsrl(MSR_IA32_PKRS, v), the kernel's
+ * two PKRS writes (pks_write_pkrs(), pks_setup()) included.  A WRMSR
+ * whose ECX came from a register or an earlier block counts in "wrmsr"
+ * only, so wrmsr - wrmsr_pkrs bounds the writes to other MSRs (the
+ * TSC deadline timer's, 0x6e0, among them).  Exceptions and interrupts cannot be
  * counted: 7.2 has no callback for them (later QEMUs add discontinuity
  * callbacks); what a handler executes shows in the kernel counts.
  *
@@ -122,12 +129,14 @@ void qemu_plugin_outs(const char *string);
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
 
-enum { K_INSNS, K_WRPKRU, K_RDPKRU, K_WRMSR, K_SYSCALL, NKIND };
+/* K_WRMSR_PKRS: a WRMSR to IA32_PKRS, counted in K_WRMSR too */
+enum { K_INSNS, K_WRPKRU, K_RDPKRU, K_WRMSR, K_SYSCALL, K_WRMSR_PKRS, NKIND };
 enum { M_USER, M_KERNEL, NMODE };
 
 static const char *const kind_name[NKIND] = {
-	"insns", "wrpkru", "rdpkru", "wrmsr", "syscall",
+	"insns", "wrpkru", "rdpkru", "wrmsr", "syscall", "wrmsr_pkrs",
 };
+#define MSR_IA32_PKRS 0x6e1u
 static const char *const mode_name[NMODE] = { "user", "kernel" };
 
 #define MAX_VCPUS 64
@@ -191,6 +200,16 @@ static int classify(const uint8_t *p, size_t n, uint32_t *marker)
 			return K_RDPKRU;
 	}
 	return K_INSNS;
+}
+
+/* "mov $imm32,%ecx" (b9 + imm32, no prefix): *@imm set. */
+static bool mov_ecx_imm(const uint8_t *p, size_t n, uint32_t *imm)
+{
+	if (n != 5 || p[0] != 0xb9)
+		return false;
+	*imm = (uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
+	       (uint32_t)p[4] << 24;
+	return true;
 }
 
 static struct vcpu *vcpu_of(unsigned int idx)
@@ -257,11 +276,16 @@ static void insn_exec(unsigned int idx, void *udata)
 	v->c[mk / NKIND][K_INSNS]++;
 	if (mk % NKIND != K_INSNS)
 		v->c[mk / NKIND][mk % NKIND]++;
+	if (mk % NKIND == K_WRMSR_PKRS)
+		v->c[mk / NKIND][K_WRMSR]++;
 }
 
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb), i;
+	/* the last "mov $imm32,%ecx" of this block so far */
+	bool ecx_known = false;
+	uint32_t ecx = 0;
 
 	(void)id;
 	for (i = 0; i < n; i++) {
@@ -272,6 +296,15 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		uint32_t marker = 0;
 		int kind = classify(qemu_plugin_insn_data(insn),
 				    qemu_plugin_insn_size(insn), &marker);
+		uint32_t imm;
+
+		if (mov_ecx_imm(qemu_plugin_insn_data(insn),
+				qemu_plugin_insn_size(insn), &imm)) {
+			ecx_known = true;
+			ecx = imm;
+		}
+		if (kind == K_WRMSR && ecx_known && ecx == MSR_IA32_PKRS)
+			kind = K_WRMSR_PKRS;
 
 		if (kind < 0) {
 			qemu_plugin_register_vcpu_insn_exec_cb(
@@ -292,6 +325,10 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			qemu_plugin_register_vcpu_insn_exec_inline(
 				insn, QEMU_PLUGIN_INLINE_ADD_U64,
 				&vcpus[0].c[mode][kind], 1);
+		if (kind == K_WRMSR_PKRS)
+			qemu_plugin_register_vcpu_insn_exec_inline(
+				insn, QEMU_PLUGIN_INLINE_ADD_U64,
+				&vcpus[0].c[mode][K_WRMSR], 1);
 	}
 }
 
