@@ -107,12 +107,9 @@ static inline __attribute__((always_inline)) void guard_close(struct guard *g)
 /* The domain of the protected range holding @addr, and its end. */
 static struct pmg_domain *range_of(uintptr_t addr, uintptr_t *end)
 {
-	struct _pmg_range r;
+	int dom = _pmg_reg_dom_at(addr, end);
 
-	if (_pmg_reg_find(addr, &r))
-		return NULL;
-	*end = r.end;
-	return _pmg.dom[r.dom].h;
+	return dom ? _pmg.dom[dom].h : NULL;
 }
 
 /*

@@ -48,6 +48,10 @@ static inline const struct _pmg_persist *_pmg_persist_get(void)
 	return &_pmg_persist_cfg;
 }
 
+/* registry.c: the domain number of the protected range holding @addr
+ * and its end, 0 if none. */
+int _pmg_reg_dom_at(uintptr_t addr, uintptr_t *end);
+
 /* 0, or -EINVAL with the message naming the bad variable. */
 int _pmg_persist_env_check(void);
 

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "persist.h" /* _pmg_reg_dom_at() */
 
 #define SC __ATOMIC_SEQ_CST
 
@@ -334,6 +335,29 @@ int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
 		return -ENOENT;
 	*out = r;
 	return 0;
+}
+
+/*
+ * The domain number of the protected range holding @addr, and (*end) that
+ * range's end; 0 if none (*end untouched).  The persistence calls' lookup
+ * of a source or of a destination across a range's edge: it reads the
+ * three fields they need where _pmg_reg_find() copies the whole range
+ * twice.  AS-safe.
+ */
+int _pmg_reg_dom_at(uintptr_t addr, uintptr_t *end)
+{
+	const struct _pmg_range *r;
+	size_t n, i;
+	int slot, dom = 0;
+
+	r = _pmg_rt_enter(&reg, &n, &slot);
+	i = _pmg_rt_search(r, n, addr);
+	if (i < n && r[i].base <= addr) {
+		dom = r[i].dom;
+		*end = r[i].end;
+	}
+	_pmg_rt_leave(&reg, slot);
+	return dom;
 }
 
 int _pmg_reg_first_overlap(uintptr_t base, uintptr_t end,
