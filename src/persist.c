@@ -500,8 +500,8 @@ static bool want_nt(const struct _pmg_persist *p, unsigned flags, size_t n)
  * the caller sends dest above an overlapping src to the temporal path (a
  * backward copy).
  */
-static void nt_op(const struct _pmg_persist *p, char *d, const char *s,
-		  int c, size_t n)
+static inline __attribute__((always_inline)) void
+nt_op(const struct _pmg_persist *p, char *d, const char *s, int c, size_t n)
 {
 	size_t head = (size_t)(-(uintptr_t)d & (PMG_CL - 1)), body;
 

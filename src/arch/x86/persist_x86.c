@@ -140,9 +140,11 @@ prefetch_next(const char **pf, const char *end)
 __attribute__((target("avx2")))
 void _pmg_movnt_avx2(char *d, const char *s, size_t n)
 {
-	const char *pf, *end = s + n;
+	const char *pf = s, *end = s + n;
 
-	prefetch_start(s, n, &pf);
+	/* under one 512-byte step the loads come at once: no prefetch */
+	if (n >= 512)
+		prefetch_start(s, n, &pf);
 	for (; n >= 512; n -= 512, d += 512, s += 512) {
 		const __m256i *x = (const __m256i *)s;
 		__m256i *y = (__m256i *)d, v[16];
@@ -193,9 +195,11 @@ void _pmg_setnt_avx2(char *d, int c, size_t n)
 __attribute__((target("avx512f")))
 void _pmg_movnt_avx512f(char *d, const char *s, size_t n)
 {
-	const char *pf, *end = s + n;
+	const char *pf = s, *end = s + n;
 
-	prefetch_start(s, n, &pf);
+	/* under one 512-byte step the loads come at once: no prefetch */
+	if (n >= 512)
+		prefetch_start(s, n, &pf);
 	for (; n >= 512; n -= 512, d += 512, s += 512) {
 		__m512i v[8];
 		int i;
