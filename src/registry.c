@@ -67,10 +67,18 @@ size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr)
 	return lo;
 }
 
+/* Does r[@i], the first range ending above @addr (_pmg_rt_search()),
+ * hold @addr?  One test for every lookup of the registry. */
+static inline bool holds(const struct _pmg_range *r, size_t n, size_t i,
+			 uintptr_t addr)
+{
+	return i < n && r[i].base <= addr;
+}
+
 bool _pmg_rt_around(const struct _pmg_range *r, size_t n, size_t i,
 		    uintptr_t addr, struct _pmg_range *out)
 {
-	if (i < n && r[i].base <= addr) {
+	if (holds(r, n, i, addr)) {
 		*out = r[i];
 		return true;
 	}
@@ -352,7 +360,7 @@ int _pmg_reg_dom_at(uintptr_t addr, uintptr_t *end)
 
 	r = _pmg_rt_enter(&reg, &n, &slot);
 	i = _pmg_rt_search(r, n, addr);
-	if (i < n && r[i].base <= addr) {
+	if (holds(r, n, i, addr)) {
 		dom = r[i].dom;
 		*end = r[i].end;
 	}
