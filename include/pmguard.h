@@ -222,7 +222,9 @@ struct pmg_domain *pmg_lookup(const void *addr, void **base, size_t *len);
  * w[0] counts the nested signal-handler contexts with windows (window.c);
  * r[0] bit 0 is set once the thread is known to the library (its counts
  * are then seen by key eviction): until then pmg_open() goes the slow
- * way once; bit 1: the thread may hold page-protection windows.
+ * way once; it is set on the PKU backend only, so the inline open tests
+ * it instead of _pmg_fast (an ABI rule: it stays clear on page
+ * protection); bit 1: the thread may hold page-protection windows.
  * ABI: 16 counts per kind cover every PKU key, so it is complete; it is
  * one cache line and never grows (the shared library's whole TLS must fit
  * the static TLS that dlopen() can get: test-dlopen).  Per-thread state
@@ -280,7 +282,8 @@ _PMG_INLINE uint32_t _pmg_bits(const struct pmg_domain *d, unsigned w,
  * The window edges, generic over the register access so that benchmarks can
  * run the same code with the register replaced.  One read and at most one
  * write of the register per edge; the write is skipped when the value
- * would not change.  The register is read, not cached: a signal handler
+ * would not change (tested for read windows and nested edges: the
+ * outermost write window's two edges always change it).  The register is read, not cached: a signal handler
  * starts with a reset register.  If the register does not hold what this
  * thread's open windows say, the edge runs in a fresh context (a signal
  * handler that interrupted a window): _pmg_ctx_open() gives that context
@@ -314,12 +317,17 @@ _PMG_INLINE int _pmg_open_edge(struct pmg_domain *d, int acc,
 			return _pmg_ctx_open(d, acc, v);
 		++*n;
 		nv = (v & ~d->_mask) | _pmg_bits(d, t->w[k], t->r[k]);
+		if (nv != v)
+			wr(nv);
 	} else {
 		++*n;
 		nv = (v & ~d->_mask) | (acc ? 0 : d->_rd_bits);
+		/* a first write window always changes the register: a
+		 * key's default bits are never 0 (write-disabled at
+		 * least), so no compare for it */
+		if (acc || nv != v)
+			wr(nv);
 	}
-	if (nv != v)
-		wr(nv);
 	if (__builtin_expect(!d->_ref, 0))
 		d->_ref = 1;
 	/*
@@ -330,8 +338,8 @@ _PMG_INLINE int _pmg_open_edge(struct pmg_domain *d, int acc,
 	 * this read sees the change.  The edge is then undone.
 	 */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (__builtin_expect(__atomic_load_n(&d->_key, __ATOMIC_RELAXED) !=
-				     (int)k,
+	if (__builtin_expect((unsigned)__atomic_load_n(&d->_key,
+						       __ATOMIC_RELAXED) != k,
 			     0))
 		return _pmg_open_raced(d, acc, k);
 	return 0;
@@ -353,11 +361,16 @@ _PMG_INLINE int _pmg_close_edge(struct pmg_domain *d, int acc,
 		return 0;
 	--*n;
 	v = rd();
-	if (__builtin_expect(t->w[k] | t->r[k], 0))
+	if (__builtin_expect(t->w[k] | t->r[k], 0)) {
 		nv = (v & ~d->_mask) | _pmg_bits(d, t->w[k], t->r[k]);
-	else
-		nv = (v & ~d->_mask) | d->_dflt_bits;
-	if (nv != v)
+		if (nv != v)
+			wr(nv);
+		return 0;
+	}
+	nv = (v & ~d->_mask) | d->_dflt_bits;
+	/* the last write window always changes the register (its bits
+	 * were 0, the default's never are): no compare for it */
+	if (acc || nv != v)
 		wr(nv);
 	return 0;
 }
@@ -379,7 +392,14 @@ _PMG_INLINE bool _pmg_valid(const struct pmg_domain *d, int acc)
  * undefined in programs.
  */
 #ifndef PMGUARD_INLINE
+#if defined(__GNUC__)
+/* always_inline: gcc otherwise keeps one outlined copy of pmg_open() for
+ * a caller that uses it more than once (a call, three pushes, three pops
+ * and a return on every edge) */
+#define PMGUARD_INLINE static inline __attribute__((always_inline))
+#else
 #define PMGUARD_INLINE static inline
+#endif
 #endif
 
 /**
@@ -415,7 +435,9 @@ _PMG_INLINE bool _pmg_valid(const struct pmg_domain *d, int acc)
  */
 PMGUARD_INLINE int pmg_open(struct pmg_domain *d, int acc)
 {
-	if (__builtin_expect(!_pmg_fast || !d || (acc & ~1), 0))
+	/* no test of _pmg_fast: the edge's test of the thread's "known" bit
+	 * covers it (set on PKU only) */
+	if (__builtin_expect(!d || (acc & ~1), 0))
 		return _pmg_open_slow(d, acc);
 	return _pmg_open_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
 }
@@ -428,7 +450,9 @@ PMGUARD_INLINE int pmg_open(struct pmg_domain *d, int acc)
  */
 PMGUARD_INLINE int pmg_close(struct pmg_domain *d, int acc)
 {
-	if (__builtin_expect(!_pmg_fast || !_pmg_valid(d, acc), 0))
+	/* no test of _pmg_fast: a domain holds a key (_pmg_valid()) on PKU
+	 * only */
+	if (__builtin_expect(!_pmg_valid(d, acc), 0))
 		return _pmg_close_slow(d, acc);
 	return _pmg_close_edge(d, acc, _pmg_rdpkru, _pmg_wrpkru);
 }

@@ -107,12 +107,9 @@ static inline __attribute__((always_inline)) void guard_close(struct guard *g)
 /* The domain of the protected range holding @addr, and its end. */
 static struct pmg_domain *range_of(uintptr_t addr, uintptr_t *end)
 {
-	struct _pmg_range r;
+	int dom = _pmg_reg_dom_at(addr, end);
 
-	if (_pmg_reg_find(addr, &r))
-		return NULL;
-	*end = r.end;
-	return _pmg.dom[r.dom].h;
+	return dom ? _pmg.dom[dom].h : NULL;
 }
 
 /*
@@ -270,6 +267,69 @@ dest_of(const char *fn, const void *addr, size_t len, struct dest *t)
 	return rc;
 }
 
+/* ------------------------------------------------------ the source cache */
+
+/*
+ * The read window a source needs (some domain is access-disabled by
+ * default: any_noaccess()), cached per thread as the destination is:
+ * every source inside [lo, hi) lies within one protected range or one gap
+ * without ranges, and needs a read window on @d (NULL: none) while
+ * _pmg_rt_gen is @gen.  A hit is a few loads where the lookup is a
+ * binary search under the registry's reader count.  The same sequence
+ * count against a signal handler on the thread as dcache's.
+ */
+#define scache _pmg_scache /* thread.c holds it: see there */
+
+/* A miss: the registry, then the cache; a source across a range's edge
+ * is looked up at both ends (guard_range()) and not cached. */
+static __attribute__((noinline)) int src_fill(struct guard *g,
+					      const void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr, last = a + len - 1;
+	unsigned sc = scache.sc;
+	struct _pmg_src e = { .gen = __atomic_load_n(&_pmg_rt_gen, SC) };
+	struct _pmg_range rv;
+
+	_pmg_reg_interval(a, &rv);
+	if (last >= rv.end)
+		return guard_range(g, addr, len, PMG_READ);
+	e.lo = rv.base;
+	e.hi = rv.end;
+	if (rv.dom && needs_read_window(_pmg.dom[rv.dom].h))
+		e.d = _pmg.dom[rv.dom].h;
+	if (!(sc & 1)) {
+		scache.sc = sc + 1;
+		SIGFENCE();
+		scache.e = e;
+		SIGFENCE();
+		scache.sc = sc + 2;
+	}
+	return e.d ? guard_add(g, e.d, PMG_READ) : 0;
+}
+
+/* The read window for the source [@addr, +@len) (len > 0, no wrap). */
+static inline __attribute__((always_inline)) int
+guard_src(struct guard *g, const void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr;
+	unsigned sc;
+	struct _pmg_src e;
+
+	if (!any_noaccess())
+		return 0;
+	sc = scache.sc;
+	SIGFENCE();
+	e = scache.e;
+	SIGFENCE();
+	if (__builtin_expect(!(sc & 1) && scache.sc == sc &&
+				     e.gen == __atomic_load_n(&_pmg_rt_gen,
+							      __ATOMIC_ACQUIRE) &&
+				     a >= e.lo && a + len - 1 < e.hi,
+			     1))
+		return e.d ? guard_add(g, e.d, PMG_READ) : 0;
+	return src_fill(g, addr, len);
+}
+
 /* ------------------------------------------------- flush, drain, msync */
 
 static int msync_range(const void *addr, size_t len)
@@ -334,7 +394,7 @@ static int flush(const struct _pmg_persist *p, const char *fn,
 		p->flush((const char *)addr + t.delta, len);
 		return 0;
 	}
-	rc = guard_range(&g, addr, len, PMG_READ);
+	rc = guard_src(&g, addr, len);
 	if (rc == 0)
 		p->flush(addr, len);
 	guard_close(&g);
@@ -440,8 +500,8 @@ static bool want_nt(const struct _pmg_persist *p, unsigned flags, size_t n)
  * the caller sends dest above an overlapping src to the temporal path (a
  * backward copy).
  */
-static void nt_op(const struct _pmg_persist *p, char *d, const char *s,
-		  int c, size_t n)
+static inline __attribute__((always_inline)) void
+nt_op(const struct _pmg_persist *p, char *d, const char *s, int c, size_t n)
 {
 	size_t head = (size_t)(-(uintptr_t)d & (PMG_CL - 1)), body;
 
@@ -528,7 +588,7 @@ mem_op(const char *fn, void *dest, const void *src, int c, size_t len,
 	else if (rc == 1)
 		rc = guard_range(&g, dest, len, PMG_WRITE);
 	if (rc == 0 && s == src && s && any_noaccess())
-		rc = guard_range(&g, s, len, PMG_READ);
+		rc = guard_src(&g, s, len);
 	if (rc) {
 		guard_close(&g);
 		return fail(rc);

@@ -48,6 +48,25 @@ static inline const struct _pmg_persist *_pmg_persist_get(void)
 	return &_pmg_persist_cfg;
 }
 
+/* persist.c's per-thread source cache (its comment says what it holds) */
+struct _pmg_src {
+	uintptr_t lo, hi;
+	struct pmg_domain *d;
+	unsigned long gen;
+};
+
+struct _pmg_src_cache {
+	unsigned sc;
+	struct _pmg_src e;
+};
+
+extern __thread struct _pmg_src_cache _pmg_scache
+	__attribute__((tls_model("initial-exec")));
+
+/* registry.c: the domain number of the protected range holding @addr
+ * and its end, 0 if none. */
+int _pmg_reg_dom_at(uintptr_t addr, uintptr_t *end);
+
 /* 0, or -EINVAL with the message naming the bad variable. */
 int _pmg_persist_env_check(void);
 

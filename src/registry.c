@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "persist.h" /* _pmg_reg_dom_at() */
 
 #define SC __ATOMIC_SEQ_CST
 
@@ -66,10 +67,18 @@ size_t _pmg_rt_search(const struct _pmg_range *r, size_t n, uintptr_t addr)
 	return lo;
 }
 
+/* Does r[@i], the first range ending above @addr (_pmg_rt_search()),
+ * hold @addr?  One test for every lookup of the registry. */
+static inline bool holds(const struct _pmg_range *r, size_t n, size_t i,
+			 uintptr_t addr)
+{
+	return i < n && r[i].base <= addr;
+}
+
 bool _pmg_rt_around(const struct _pmg_range *r, size_t n, size_t i,
 		    uintptr_t addr, struct _pmg_range *out)
 {
-	if (i < n && r[i].base <= addr) {
+	if (holds(r, n, i, addr)) {
 		*out = r[i];
 		return true;
 	}
@@ -334,6 +343,29 @@ int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out)
 		return -ENOENT;
 	*out = r;
 	return 0;
+}
+
+/*
+ * The domain number of the protected range holding @addr, and (*end) that
+ * range's end; 0 if none (*end untouched).  The persistence calls' lookup
+ * of a source or of a destination across a range's edge: it reads the
+ * three fields they need where _pmg_reg_find() copies the whole range
+ * twice.  AS-safe.
+ */
+int _pmg_reg_dom_at(uintptr_t addr, uintptr_t *end)
+{
+	const struct _pmg_range *r;
+	size_t n, i;
+	int slot, dom = 0;
+
+	r = _pmg_rt_enter(&reg, &n, &slot);
+	i = _pmg_rt_search(r, n, addr);
+	if (holds(r, n, i, addr)) {
+		dom = r[i].dom;
+		*end = r[i].end;
+	}
+	_pmg_rt_leave(&reg, slot);
+	return dom;
 }
 
 int _pmg_reg_first_overlap(uintptr_t base, uintptr_t end,

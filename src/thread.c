@@ -30,6 +30,18 @@
 #include <string.h>
 
 #include "internal.h"
+#include "persist.h"
+
+/*
+ * persist.c's source cache, defined here and not there: the shared
+ * library's TLS must fit the static TLS that dlopen() can get
+ * (test-dlopen), and objects' TLS is laid out in link order.  In
+ * persist.c, ahead of state.c's 64-byte-aligned _pmg_tls, its 40 bytes
+ * pushed _pmg_tls to the next 64-byte boundary (396 bytes in all); after
+ * it, they take 40 (372).
+ */
+__thread struct _pmg_src_cache _pmg_scache
+	__attribute__((tls_model("initial-exec")));
 
 
 static __thread unsigned char end_rounds

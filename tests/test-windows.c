@@ -8,9 +8,10 @@
  * (tools/probe.h): a fault must name the address, the access kind, the
  * key and the backend's si_code.
  *
- * Written for the mutation check (tests/mutation/mutants, U03, U14): no
- * other host test noticed a read window that granted write access, or a
- * persistence copy that read a no-access source without a window.
+ * Written for the mutation check (tests/mutation/mutants, U03, U14, U90):
+ * no other host test noticed a read window that granted write access, a
+ * persistence copy that read a no-access source without a window, or
+ * one whose source cache outlived a pmg_protect().
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -154,9 +155,58 @@ static void test_persist_windows(void)
 	munmap(dst, PAGE);
 }
 
+/*
+ * The persistence calls remember, per thread, which read window a source
+ * needs (persist.c's source cache): an answer for a gap between ranges
+ * must not outlive a pmg_protect() inside that gap, nor one for a range
+ * its pmg_unprotect().  Three pages: a copy from the first caches "no
+ * window" for the gap around all three; then the middle one is protected
+ * access-disabled, and a copy from it must open a read window (no stray
+ * read); then unprotected, and a copy needs none.
+ */
+static void test_persist_source_cache(void)
+{
+	struct pmg_domain *d = NULL;
+	char *m = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *dst = new_page();
+	int ok = m != MAP_FAILED, from = probe_log.strays, strays;
+
+	if (!ok) {
+		tap_ok(0, "persistence source cache: mmap: %s",
+		       strerror(errno));
+		return;
+	}
+	memset(m, 0x21, PAGE);
+	memset(m + PAGE, 0x42, PAGE);
+	memset(m + 2 * PAGE, 0x63, PAGE);
+	CHECK(ok, pmg_domain_new(&d, "win-srccache", PMG_DOMAIN_NOACCESS) == 0);
+	CHECK(ok, pmg_memcpy_persist(dst, m + 8, 64) == dst && dst[0] == 0x21);
+	CHECK(ok, d && pmg_protect(d, m + PAGE, PAGE) == 0);
+	CHECK(ok, pmg_memcpy_persist(dst, m + PAGE + 8, 64) == dst);
+	CHECK(ok, dst[0] == 0x42 && dst[63] == 0x42);
+	strays = probe_log.strays - from;
+	/* the window closed after the copy (the probe's fault: not a
+	 * copy's stray) */
+	CHECK(ok, probe(d, m + PAGE, PMG_READ) == 1);
+	from = probe_log.strays;
+	CHECK(ok, pmg_unprotect(m + PAGE, PAGE) == 0);
+	CHECK(ok, pmg_memcpy_persist(dst, m + PAGE + 8, 64) == dst);
+	CHECK(ok, pmg_memcpy_persist(dst, m + 2 * PAGE, 64) == dst &&
+		  dst[0] == 0x63);
+	strays += probe_log.strays - from;
+	CHECK(ok, strays == 0);
+	tap_ok(ok, "persistence source cache: a range protected inside a "
+	       "gap it remembered gets its read window, an unprotected one "
+	       "none (%d stray reads)", strays);
+	pmg_domain_delete(&d);
+	munmap(m, 3 * PAGE);
+	munmap(dst, PAGE);
+}
+
 int main(void)
 {
-	tap_init(6);
+	tap_init(7);
 	if (pmg_init() || probe_begin()) {
 		tap_diag("pmg_init / audit mode: %s", pmg_errormsg());
 		return 1;
@@ -165,6 +215,7 @@ int main(void)
 	test_noaccess();
 	test_readonly();
 	test_persist_windows();
+	test_persist_source_cache();
 	probe_end();
 	return tap_done();
 }

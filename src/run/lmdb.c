@@ -284,27 +284,44 @@ static struct pmg_domain *env_domain(MDB_env *env)
 	return d;
 }
 
-RUN_API int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags,
-			  MDB_txn **txn)
+/*
+ * A read-only transaction's path through the wrappers is a load, two
+ * tests and a tail call each, with no stack frame: the lookup of the real
+ * function (its first call) and what a write transaction needs are out of
+ * line.  With both inline gcc saved six registers and set up a 256-byte
+ * frame before the test, on every read-only transaction too.
+ */
+typedef int (*txn_begin_fn)(MDB_env *, MDB_txn *, unsigned int, MDB_txn **);
+typedef int (*txn_commit_fn)(MDB_txn *);
+typedef void (*txn_abort_fn)(MDB_txn *);
+
+static txn_begin_fn real_begin;
+static txn_commit_fn real_commit;
+static txn_abort_fn real_abort;
+
+static __attribute__((noinline)) int
+txn_begin_slow(MDB_env *env, MDB_txn *parent, unsigned int flags,
+	       MDB_txn **txn)
 {
-	REAL(mdb_txn_begin);
 	struct pmg_domain *d;
 	int rc;
 
+	if (!real_begin)
+		real_begin = (txn_begin_fn)run_next("mdb_txn_begin");
 	if ((flags & MDB_RDONLY) || !(d = env_domain(env)))
-		return real_mdb_txn_begin(env, parent, flags, txn);
+		return real_begin(env, parent, flags, txn);
 	if (nwtx == MAX_WTXNS) {
 		run_say("more than %d write transactions nested in one thread: "
 			"one runs without a window\n",
 			MAX_WTXNS);
-		return real_mdb_txn_begin(env, parent, flags, txn);
+		return real_begin(env, parent, flags, txn);
 	}
 	rc = pmg_open(d, PMG_WRITE);
 	if (rc) {
 		run_say("cannot open the write window: %s\n", pmg_errormsg());
-		return real_mdb_txn_begin(env, parent, flags, txn);
+		return real_begin(env, parent, flags, txn);
 	}
-	rc = real_mdb_txn_begin(env, parent, flags, txn);
+	rc = real_begin(env, parent, flags, txn);
 	if (rc) {
 		pmg_close(d, PMG_WRITE);
 		return rc;
@@ -312,6 +329,16 @@ RUN_API int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags,
 	wtx[nwtx].txn = *txn;
 	wtx[nwtx++].dom = d;
 	return 0;
+}
+
+RUN_API int mdb_txn_begin(MDB_env *env, MDB_txn *parent, unsigned int flags,
+			  MDB_txn **txn)
+{
+	txn_begin_fn f = real_begin;
+
+	if (f && (flags & MDB_RDONLY))
+		return f(env, parent, flags, txn);
+	return txn_begin_slow(env, parent, flags, txn);
 }
 
 /*
@@ -340,26 +367,50 @@ static unsigned txn_forget(MDB_txn *txn, struct pmg_domain **d)
 	return 0;
 }
 
-RUN_API int mdb_txn_commit(MDB_txn *txn)
+static __attribute__((noinline)) int txn_commit_slow(MDB_txn *txn)
 {
-	REAL(mdb_txn_commit);
 	struct pmg_domain *d[MAX_WTXNS];
-	unsigned n = txn_forget(txn, d);
+	unsigned n;
 	int rc;
 
-	rc = real_mdb_txn_commit(txn);
+	if (!real_commit)
+		real_commit = (txn_commit_fn)run_next("mdb_txn_commit");
+	n = txn_forget(txn, d);
+	rc = real_commit(txn);
 	while (n-- > 0)
 		pmg_close(d[n], PMG_WRITE);
 	return rc;
 }
 
-RUN_API void mdb_txn_abort(MDB_txn *txn)
+RUN_API int mdb_txn_commit(MDB_txn *txn)
 {
-	REAL(mdb_txn_abort);
-	struct pmg_domain *d[MAX_WTXNS];
-	unsigned n = txn_forget(txn, d);
+	txn_commit_fn f = real_commit;
 
-	real_mdb_txn_abort(txn);
+	/* txn_forget()'s own test: no write transaction on this thread */
+	if (f && (!txn || !nwtx))
+		return f(txn);
+	return txn_commit_slow(txn);
+}
+
+static __attribute__((noinline)) void txn_abort_slow(MDB_txn *txn)
+{
+	struct pmg_domain *d[MAX_WTXNS];
+	unsigned n;
+
+	if (!real_abort)
+		real_abort = (txn_abort_fn)run_next("mdb_txn_abort");
+	n = txn_forget(txn, d);
+	real_abort(txn);
 	while (n-- > 0)
 		pmg_close(d[n], PMG_WRITE);
+}
+
+RUN_API void mdb_txn_abort(MDB_txn *txn)
+{
+	txn_abort_fn f = real_abort;
+
+	if (f && (!txn || !nwtx))
+		f(txn);
+	else
+		txn_abort_slow(txn);
 }

@@ -33,9 +33,10 @@
  *   persist_S, pmdk_S, persist_prot_S  pmg_memcpy_persist() on an
  *               unprotected pool, PMDK's pmem_memcpy_persist() on the same
  *               mapping (libpmem.so.1 dlopen'ed; left out without it), and
- *               ours on a protected pool, S = 64, 4096, 65536, 2097152
- *               bytes; both sides on the flush path (PMGUARD_IS_PMEM_FORCE,
- *               PMEM_IS_PMEM_FORCE, as bench persist does off DAX)
+ *               ours on a protected pool, S = 64, 256, 4096, 65536,
+ *               2097152 bytes; both sides on the flush path
+ *               (PMGUARD_IS_PMEM_FORCE, PMEM_IS_PMEM_FORCE, as bench
+ *               persist does off DAX)
  * Each operation runs once before its region (the thread's first window,
  * the pages faulted in), so that the region counts the steady state.
  */
@@ -165,8 +166,8 @@ static void pairs(struct pmg_domain *d, struct pmg_domain *rd, long n)
 		       extra_wrpkru_pair(d));
 }
 
-static const size_t sizes[] = { 64, 4096, 65536, 2 << 20 };
-static const long size_iters[] = { 256, 32, 8, 2 };
+static const size_t sizes[] = { 64, 256, 4096, 65536, 2 << 20 };
+static const long size_iters[] = { 256, 128, 32, 8, 2 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 /* One size's three variants; @i the index in sizes[] (a constant after
@@ -235,6 +236,7 @@ static int persists(const char *dir)
 	PERSIST(1);
 	PERSIST(2);
 	PERSIST(3);
+	PERSIST(4);
 out:
 	free(src);
 	pmg_pool_close(&pp);
