@@ -182,3 +182,19 @@ rt_bench() {
 	fi
 	echo "# bench: $label ($RECS records): plain $best_p s, pmguard run $best_r s, run/plain $(echo "$best_r $best_p" | awk '{ printf "%.2f", $1 / $2 }') (best of $reps, backend ${backend:-unknown})"
 }
+
+# free_port FROM: a port free for TCP and UDP on 127.0.0.1 (from
+# /proc/net), FROM up; 0 if none
+free_port() {
+	p=$1
+	while [ "$p" -lt 65000 ]; do
+		h=$(printf ':%04X ' "$p")
+		if ! cat /proc/net/udp /proc/net/tcp /proc/net/udp6 \
+			/proc/net/tcp6 2>/dev/null | grep -q "$h"; then
+			echo "$p"
+			return
+		fi
+		p=$((p + 1))
+	done
+	echo 0
+}
