@@ -5,7 +5,9 @@
 # mk/*.mk).
 #
 # needs: liblmdb-dev libpmem-dev libpmem2-dev lmdb-utils python3-lmdb
-#        libdw-dev; knot knot-resolver knot-dnsutils dnsperf (servers)
+#        libdw-dev; knot knot-resolver knot-dnsutils dnsperf slapd
+#        ldap-utils postfix postfix-lmdb liblmdb-file-perl librust-lmdb-dev
+#        cargo gdb strace (servers and runtimes)
 #
 # Targets:
 #   run-lib     $(O)/libpmguard-run.so (also part of `make all`)
@@ -17,12 +19,19 @@
 #               selftest` exactly as written (a boot of its own, counted
 #               in the summary); last line `run-vm: N passed, ...`; part of
 #               `make check`
-#   run-servers-check  Knot DNS (knotd) and Knot Resolver (kresd), Debian's,
-#               under `pmguard run` on loopback in each mode, with a wild
-#               write into kresd's cache (tests/run/test-servers.sh, TAP,
-#               about 25 s); last line `run-servers: N passed, ...`; part
-#               of `make check`; SKIP without the servers (install-deps),
-#               a failure with CI=true
+#   run-servers-check  real servers and runtimes, Debian's, under
+#               `pmguard run`, each with a wild write into its LMDB map in
+#               each mode and a run/plain bench line: Knot DNS (knotd) and
+#               Knot Resolver (kresd) on loopback (tests/run/
+#               test-servers.sh, about 25 s), OpenLDAP's slapd
+#               (test-slapd.sh), Postfix's postmap (test-postfix.sh),
+#               Python -X faulthandler with py-lmdb (test-py.sh), a Rust
+#               program on the lmdb crate, built offline under
+#               $(O)/tests/run/lmdb-rust (test-rust.sh), Perl's LMDB_File
+#               (test-perl.sh), and lmdb-prog under gdb and strace
+#               (test-gdb.sh); last line `run-servers: N passed, ...`;
+#               part of `make check`; each SKIPs without its programs
+#               (install-deps), a failure with CI=true
 #   run-servers-bench  kresd's qps with a warm and a cold cache, plain vs
 #               `pmguard run`, alternated (tests/run/bench-servers.sh)
 #   run-bench   the overhead benchmark (tests/run/bench.sh): >= 1,000,000
@@ -135,12 +144,13 @@ run-check: all
 		"tests/run/test-daemon.sh $(O)"; \
 	fi
 
-# Two real servers (Debian's knotd and kresd) under `pmguard run` on
-# loopback (tests/run/test-servers.sh): SKIP without them, a failure with
-# CI=true.
+# Real servers and runtimes (Debian's) under `pmguard run`
+# (tests/run/test-servers.sh, test-slapd.sh, ...): each SKIPs without
+# its programs, a failure with CI=true.
+RUN_RUNTIME_TESTS := servers slapd postfix py rust perl gdb
 run-servers-check: all
 	@O=$(O) tests/runtests.sh -t 240 -n run-servers \
-		"tests/run/test-servers.sh $(O)"
+		$(foreach t,$(RUN_RUNTIME_TESTS),"tests/run/test-$(t).sh $(O)")
 
 # The same suite in the PKU guest, on dynamically linked programs.
 run-vm-check: all vm-bins

@@ -7,7 +7,7 @@
 # tests/run/lmdb-rust is built OFFLINE from Debian's packaged crates
 # (/usr/share/cargo/registry as a directory source) into
 # BUILD_DIR/tests/run/lmdb-rust (never the source tree), with the cargo
-# in PATH (rustup's or Debian's; CARGO names another).  Rust's std
+# in PATH (rustup's or Debian's; CARGO names another, RUSTC its rustc).  Rust's std
 # installs its SIGSEGV/SIGBUS handlers (stack overflow) only where the
 # handler is SIG_DFL: it leaves the preload's in place.  The wild-write
 # cases of tests/run/runtime-lib.sh and the run/plain bench line.  TAP.
@@ -34,6 +34,9 @@ replace-with = "debian"
 [source.debian]
 directory = "$REG"
 EOC
+	# a lock file of another cargo (rustup's, Debian's) may be in a
+	# format this one cannot read: resolved again, offline
+	rm -f "$B/Cargo.lock"
 	cp "$SRC/Cargo.toml" "$B/"
 	cp "$SRC/src/main.rs" "$B/src/"
 	(cd "$B" && CARGO_HOME=$B/.cargo CARGO_TARGET_DIR=$B/target \
