@@ -30,6 +30,12 @@ v() { $PY "$SCRIPT" verify "$1" $RECS; }
 $PMG run -- $PY -X faulthandler -c 'import faulthandler, sys
 sys.exit(0 if faulthandler.is_enabled() else 1)' >"$T/out" 2>&1
 check "python3 -X faulthandler under pmguard run: faulthandler enabled" [ $? = 0 ]
+# a real crash of the program's own is still faulthandler's to report
+$PMG run -- $PY -X faulthandler -c 'import ctypes; ctypes.string_at(0)' \
+	>"$T/out" 2>&1
+rc=$?
+check "python3 -X faulthandler under pmguard run: a NULL read still gets faulthandler's traceback, SIGSEGV (rc $rc)" \
+	sh -c "[ $rc = 139 ] && grep -q 'Fatal Python error: Segmentation fault' '$T/out'"
 
 # AFTER 51: py-lmdb's lmdb.open() commits a transaction of its own
 # before the script's 50
