@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
 #
 # runtime-lib.sh - sourced by the runtime tests (tests/run/test-slapd.sh,
-# test-postfix.sh, test-py.sh, test-rust.sh, test-perl.sh, test-gdb.sh):
-# TAP helpers, a temporary directory removed on exit, the missing-program
-# SKIP (a failure with CI=true), the wild-write cases every LMDB program
-# gets, and the run/plain bench line.
+# test-postfix.sh, test-py.sh, test-rust.sh, test-perl.sh, test-gdb.sh;
+# test-servers.sh for the server helpers at the end): TAP helpers, a
+# temporary directory removed on exit, the missing-program SKIP (a
+# failure with CI=true), the wild-write cases every LMDB program gets,
+# the run/plain bench line, and waiting on servers.
 #
 # The sourcing script sets O (the build directory) first; PMG and WILD
 # may be given as environment variables (the guest passes its paths).
@@ -56,18 +57,40 @@ rt_start() {
 	echo "# backend: ${backend:-unknown}"
 }
 rt_cleanup() { :; }
+
+# rt_need WHY CMD...: CMD must succeed (a module the program needs is
+# there); otherwise SKIP (exit 77) saying WHY and CMD's last message,
+# with CI=true a failure
+rt_need() {
+	why=$1; shift
+	"$@" >/dev/null 2>"$T/need.err" && return 0
+	why="$why: $(tail -1 "$T/need.err")"
+	[ "${CI:-}" = true ] && { nok "$rt_name: $why"; finish; exit 1; }
+	echo "1..0 # SKIP $why"
+	exit 77
+}
+
+# rt_cross LABEL: lmdb-prog ($LMDBPROG) reads the $RECS records the
+# program wrote in the contain case (the same records, the same layout)
+rt_cross() {
+	[ -x "$LMDBPROG" ] || return 0
+	$LMDBPROG verify "$T/$1-contain" $RECS >"$T/out" 2>&1
+	check "lmdb-prog reads the records $1 wrote under pmguard run (contain)" [ $? = 0 ]
+}
 w_prep() { :; }
 
 # count PATTERN FILE: matching lines (0 without the file)
 count() { grep -c "$1" "$2" 2>/dev/null || true; }
 
-# now: seconds since the epoch, nanoseconds included
-now() { date +%s.%N; }
+# now: seconds since boot, to the hundredth (/proc/uptime: busybox's date,
+# in the guest, has no %N)
+now() { read -r up _ </proc/uptime && echo "$up"; }
 
 # rt_lmdb_cases LABEL AFTER [RUN-OPTION...]: the cases of an LMDB
 # program the sourcing script describes with three functions: w DIR
-# prints the command (words without blanks: the paths are under $T) that
-# writes $RECS records into the environment in DIR, w_prep DIR prepares
+# [TXNS PER] prints the command (words without blanks: the paths are
+# under $T) that writes $RECS records (or TXNS transactions of PER) into
+# the environment in DIR, w_prep DIR prepares
 # DIR for it (may do nothing), v DIR verifies them (exit 0 when intact).  AFTER: the commit after which the injector writes (the
 # program's last one: its own write transactions, and any it commits
 # to open its database).  Each case in $T/LABEL-CASE:
@@ -143,13 +166,13 @@ rt_lmdb_cases() {
 	fi
 }
 
-# rt_bench LABEL REPS [RUN-OPTION...]: w into a fresh directory, plain
-# and under `pmguard run`, alternated REPS times; the best of each and
-# their ratio as a "# bench:" line (not an assertion: the machine is
-# shared).
+# rt_bench LABEL REPS TXNS PER [RUN-OPTION...]: w into a fresh
+# directory (TXNS transactions of PER records), plain and under `pmguard
+# run`, alternated REPS times; the best of each and their ratio as a
+# "# bench:" line (not an assertion: the machine is shared).
 rt_bench() {
-	label=$1 reps=$2
-	shift 2
+	label=$1 reps=$2 btx=$3 bper=$4
+	shift 4
 	best_p= best_r= bad=
 	i=0
 	while [ $i -lt "$reps" ]; do
@@ -160,9 +183,9 @@ rt_bench() {
 			t0=$(now)
 			# shellcheck disable=SC2046
 			if [ $how = p ]; then
-				$(w "$d") >/dev/null 2>&1
+				$(w "$d" $btx $bper) >/dev/null 2>&1
 			else
-				$PMG run "$@" -- $(w "$d") >/dev/null 2>&1
+				$PMG run "$@" -- $(w "$d" $btx $bper) >/dev/null 2>&1
 			fi
 			rc=$?
 			[ $rc = 0 ] || bad="$bad $how:$rc"
@@ -180,7 +203,7 @@ rt_bench() {
 		echo "# bench: $label: no figure, a run failed (p plain, r pmguard run: exit status):$bad"
 		return
 	fi
-	echo "# bench: $label ($RECS records): plain $best_p s, pmguard run $best_r s, run/plain $(echo "$best_r $best_p" | awk '{ printf "%.2f", $1 / $2 }') (best of $reps, backend ${backend:-unknown})"
+	echo "# bench: $label ($btx write transactions of $bper records): plain $best_p s, pmguard run $best_r s, run/plain $(echo "$best_r $best_p" | awk '{ printf "%.2f", $1 / $2 }') (best of $reps, backend ${backend:-unknown})"
 }
 
 # free_port FROM: a port free for TCP and UDP on 127.0.0.1 (from
@@ -197,4 +220,39 @@ free_port() {
 		p=$((p + 1))
 	done
 	echo 0
+}
+
+# wait_gone PID: until PID ended (15 s); its status in $rc, PID out of
+# $pids (the processes the test stops on exit)
+wait_gone() {
+	i=0
+	while kill -0 "$1" 2>/dev/null && [ $i -lt 150 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		rc=timeout
+		return 1
+	fi
+	wait "$1"
+	rc=$?
+	pids=$(echo " $pids " | sed "s/ $1 / /")
+}
+wait_log() { # wait_log FILE PATTERN: 10 s
+	i=0
+	while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	grep -q "$2" "$1" 2>/dev/null
+}
+# wild_bytes LOG DATA: the 8 bytes (hex) at the target of the injector
+# whose messages are in LOG, in the environment's DATA file ("none"
+# before it wrote)
+wild_bytes() {
+	pg=$(sed -n 's/^wild: LMDB root page \([0-9]*\) (page size \([0-9]*\)).*/\1 \2/p' \
+		"$1" | tail -1)
+	[ -n "$pg" ] || { echo none; return; }
+	set -- "$2" $pg
+	od -An -tx1 -j $(($2 * $3 + $3 / 2)) -N 8 "$1" | tr -d ' \n'
 }

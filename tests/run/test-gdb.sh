@@ -18,7 +18,8 @@
 # wild write (tests/run/libwild.so after the 50th commit) in strict
 # (aborted, reported, records intact), contain (undone, exit 0, records
 # intact) and audit (reported, runs on); under strace the fault is in
-# its log (SIGSEGV, SEGV_ACCERR at the injector's address).  TAP.
+# its log (SIGSEGV at the injector's address: SEGV_ACCERR on the
+# mprotect backend, SEGV_PKUERR on PKU).  TAP.
 # Without gdb or strace: that half SKIPs (with CI=true a failure).
 set -u
 O=${1:-build}
@@ -97,9 +98,13 @@ if [ -x "$STRACE" ]; then
 	tool_cases strace $STRACE -f -o "$T/strace.log"
 	# the injector's target, from the report of the last run (audit,
 	# strace's log is its): the fault in strace's log
+	# (a protection key's fault on PKU, the page's on mprotect)
 	a=$(sed -n 's/.*audit: stray write to \(0x[0-9a-f]*\) .*/\1/p' "$T/strace-audit.rep" | head -1)
-	check "strace, audit: its log shows the fault (SIGSEGV, SEGV_ACCERR) at the injector's address ($a)" \
-		sh -c "[ -n '$a' ] && grep -q 'SIGSEGV {si_signo=SIGSEGV, si_code=SEGV_ACCERR, si_addr=$a}' '$T/strace.log'"
+	code=SEGV_ACCERR
+	[ "$backend" = pku ] && code=SEGV_PKUERR
+	check "strace, audit: its log shows the fault (SIGSEGV, $code) at the injector's address ($a)" \
+		sh -c "[ -n '$a' ] && grep -q 'SIGSEGV {si_signo=SIGSEGV, si_code=$code, si_addr=$a[,}]' '$T/strace.log'"
+	[ -n "$a" ] && grep "si_addr=$a" "$T/strace.log" | head -2 | sed 's/^/# /' 
 elif [ "${CI:-}" = true ]; then
 	nok "strace: not installed: $STRACE"
 else

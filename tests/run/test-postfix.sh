@@ -54,5 +54,6 @@ got=$($PMG run --lmdb-writemap --report "$T/q.rep" -- $PM -q \
 	key04999.pmg.test lmdb:"$T/postfix-contain/table" 2>"$T/q.err")
 check "postmap -q under pmguard run: the value the contain run wrote ($got), the table named as read-only" \
 	sh -c "[ '$got' = value-4999-of-the-pmguard-table ] && grep -q 'postmap (pid [0-9]*): LMDB environment .*: not protected: opened read-only' '$T/q.rep'"
-rt_bench postfix 3 --lmdb-writemap
+# (one transaction of the 5,000 entries, postmap's)
+rt_bench postfix 5 1 5000 --lmdb-writemap
 finish
