@@ -15,7 +15,9 @@
 #               `run: N passed, N failed, N skipped`; part of `make check`
 #   run-vm-check  the suite in the PKU guest (guest/vm-run-check: the
 #               loader, the programs' libraries and Python with py-lmdb in
-#               the initramfs), and the README's `guest/vmrun -- pmguard
+#               the initramfs), with test-py.sh, test-rust.sh and
+#               test-gdb.sh (Python -X faulthandler, the Rust program,
+#               gdb and strace), and the README's `guest/vmrun -- pmguard
 #               selftest` exactly as written (a boot of its own, counted
 #               in the summary); last line `run-vm: N passed, ...`; part of
 #               `make check`
