@@ -114,7 +114,7 @@ rt_lmdb_cases() {
 	$PMG run --report "$d.rep" "$@" -- $(w "$d") >"$d.out" 2>&1
 	rc=$?
 	check "$label, strict, correct program: exit 0, environment protected, no stray write" \
-		sh -c "[ $rc = 0 ] && grep -q 'LMDB environment $d[^ ]*: protected' '$d.rep' && ! grep -q stray '$d.rep'"
+		sh -c "[ $rc = 0 ] && grep -q 'LMDB environment ${d}[^ ]*: protected' '$d.rep' && ! grep -q stray '$d.rep'"
 	[ $rc = 0 ] || diag "$d.out" "$d.rep"
 	v "$d" >"$d.vout" 2>&1
 	check "$label, strict, correct program: $RECS records verify" [ $? = 0 ]
@@ -151,7 +151,7 @@ rt_lmdb_cases() {
 	d=$T/$label-plain
 	mkdir -p "$d"
 	w_prep "$d"
-	# shellcheck disable=SC2046
+	# shellcheck disable=SC2046,SC2091
 	LD_PRELOAD=$WILD WILD_AFTER=$after $(w "$d") >"$d.out" 2>&1
 	rc=$?
 	if [ -n "${NEG_SEGV:-}" ]; then
@@ -173,7 +173,7 @@ rt_lmdb_cases() {
 rt_bench() {
 	label=$1 reps=$2 btx=$3 bper=$4
 	shift 4
-	best_p= best_r= bad=
+	best_p='' best_r='' bad=
 	i=0
 	while [ $i -lt "$reps" ]; do
 		for how in p r; do
@@ -181,11 +181,11 @@ rt_bench() {
 			mkdir -p "$d"
 			w_prep "$d"
 			t0=$(now)
-			# shellcheck disable=SC2046
+			# shellcheck disable=SC2046,SC2091
 			if [ $how = p ]; then
-				$(w "$d" $btx $bper) >/dev/null 2>&1
+				$(w "$d" "$btx" "$bper") >/dev/null 2>&1
 			else
-				$PMG run "$@" -- $(w "$d" $btx $bper) >/dev/null 2>&1
+				$PMG run "$@" -- $(w "$d" "$btx" "$bper") >/dev/null 2>&1
 			fi
 			rc=$?
 			[ $rc = 0 ] || bad="$bad $how:$rc"

@@ -103,7 +103,7 @@ if [ -x "$STRACE" ]; then
 	code=SEGV_ACCERR
 	[ "$backend" = pku ] && code=SEGV_PKUERR
 	check "strace, audit: its log shows the fault (SIGSEGV, $code) at the injector's address ($a)" \
-		sh -c "[ -n '$a' ] && grep -q 'SIGSEGV {si_signo=SIGSEGV, si_code=$code, si_addr=$a[,}]' '$T/strace.log'"
+		sh -c "[ -n '$a' ] && grep -q 'SIGSEGV {si_signo=SIGSEGV, si_code=$code, si_addr=${a}[,}]' '$T/strace.log'"
 	[ -n "$a" ] && grep "si_addr=$a" "$T/strace.log" | head -2 | sed 's/^/# /' 
 elif [ "${CI:-}" = true ]; then
 	nok "strace: not installed: $STRACE"
