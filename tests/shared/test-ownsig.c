@@ -18,6 +18,8 @@
  *    SIG_DFL), pmguard still handling stray writes meanwhile;
  *  - sigaction(sig, NULL, &old) and the old-action out-parameter return
  *    what the program set, or what was there before pmguard (SIG_DFL);
+ *  - a shared library linked against libc alone binds signal@GLIBC_2.2.5
+ *    (looked up here with dlvsym()): interposed too;
  *  - SIG_IGN on SIGTRAP and a contained stray write: contained, the
  *    program goes on;
  *  - the program's SIGTRAP handler never sees pmguard's single steps
@@ -29,6 +31,7 @@
  * interposers); runs on both backends (mprotect here, PKU in the guest).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -451,6 +454,36 @@ static void test_readback(void)
 	       "before pmguard), never pmguard's; the kernel keeps pmguard's");
 }
 
+/* ---- a library's call, bound to glibc's version of the symbol ---- */
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
+
+static int versioned_child(void *arg)
+{
+	signal_fn f = (signal_fn)dlvsym(RTLD_DEFAULT, "signal", "GLIBC_2.2.5");
+	void *kseg = kernel_handler(SIGSEGV);
+	struct sigaction cur;
+
+	(void)arg;
+	if (!f)
+		return 3;
+	if (f(SIGSEGV, segv_exit) != SIG_DFL)
+		return 10;
+	if (sigaction(SIGSEGV, NULL, &cur) || cur.sa_handler != segv_exit)
+		return 11;
+	return kernel_handler(SIGSEGV) == kseg ? 0 : 12;
+}
+
+static void test_versioned(void)
+{
+	int st = tap_child(versioned_child, NULL);
+	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+
+	if (!ok)
+		tap_diag("status %#x", st);
+	tap_ok(ok, "signal@GLIBC_2.2.5, as a shared library linked against "
+	       "libc alone binds it: recorded, pmguard's handler kept");
+}
+
 /* ---- SIGTRAP ---- */
 static int trap_ign_child(void *arg)
 {
@@ -649,7 +682,7 @@ static void test_restart(int restart)
 
 int main(void)
 {
-	tap_init(13);
+	tap_init(14);
 	sh = tap_shared_page();
 	if (!sh || pmg_init()) {
 		tap_ok(0, "set-up: %s", pmg_errormsg());
@@ -661,6 +694,7 @@ int main(void)
 	test_own_faults();
 	test_resethand();
 	test_readback();
+	test_versioned();
 	test_trap_ignored();
 	test_trap_own();
 	test_kin();
