@@ -37,6 +37,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -143,6 +144,24 @@ static void own_restart(int sig, struct own *o)
 		o->ours = k;
 }
 
+/*
+ * fork() while another thread holds the lock would leave the child's copy
+ * held for good (and the record half written): fork waits for it.  The
+ * forking thread blocks every signal meanwhile, as the holder does.
+ */
+static uint64_t fork_mask;
+static bool fork_hooked;
+
+static void fork_prepare(void)
+{
+	fork_mask = own_block();
+}
+
+static void fork_done(void)
+{
+	own_unblock(fork_mask);
+}
+
 int _pmg_sig_take(int sig, const struct sigaction *ours)
 {
 	struct own *o = own_of(sig);
@@ -152,6 +171,13 @@ int _pmg_sig_take(int sig, const struct sigaction *ours)
 
 	if (!o)
 		return -EINVAL;
+	if (!__atomic_exchange_n(&fork_hooked, true, __ATOMIC_ACQ_REL)) {
+		rc = pthread_atfork(fork_prepare, fork_done, fork_done);
+		if (rc) {
+			__atomic_store_n(&fork_hooked, false, __ATOMIC_RELEASE);
+			return -rc;
+		}
+	}
 	m = own_block();
 	if (real(sig, ours, &prev)) {
 		rc = -errno;

@@ -24,6 +24,8 @@
  *    program goes on;
  *  - the program's SIGTRAP handler never sees pmguard's single steps
  *    (audit, contain) and does see its own raise(SIGTRAP) and int3;
+ *  - threads installing SIGBUS handlers while it is raised, a handler
+ *    that calls sigaction() itself, forks: no deadlock, no signal lost;
  *  - signal()'s kin for SIGBUS (sysv_signal() one-shot, sigset(),
  *    sigignore(), siginterrupt()), and the program's SA_RESTART deciding
  *    whether a sent SIGBUS interrupts a blocking read() (EINTR).
@@ -617,6 +619,108 @@ static void test_kin(void)
 	       "stays in the kernel");
 }
 
+/* ---- threads, a handler and fork() racing on the record ---- */
+static volatile int stop_racers;
+static volatile int bus_a, bus_b;
+
+static void bus_a_fn(int sig)
+{
+	struct sigaction old;
+
+	(void)sig;
+	bus_a++;
+	/* a handler may read and set the record */
+	sigaction(SIGBUS, NULL, &old);
+}
+
+static void bus_b_fn(int sig)
+{
+	(void)sig;
+	bus_b++;
+}
+
+static void *racer(void *arg)
+{
+	struct sigaction sa;
+	int i;
+
+	(void)arg;
+	memset(&sa, 0, sizeof(sa));
+	for (i = 0; !stop_racers; i++) {
+		sa.sa_handler = i & 1 ? bus_a_fn : bus_b_fn;
+		sigaction(SIGBUS, &sa, NULL);
+	}
+	return NULL;
+}
+
+/* The child's end within 10 s; else killed (SIGKILL: a child stuck on
+ * the record's lock has every other signal blocked) and false. */
+static int reaped(pid_t pid, int *st)
+{
+	int i;
+
+	for (i = 0; i < 10000; i++) {
+		if (waitpid(pid, st, WNOHANG) == pid)
+			return 1;
+		usleep(1000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, st, 0);
+	return 0;
+}
+
+static int race_child(void *arg)
+{
+	enum { THREADS = 3, RAISES = 3000 };
+	void *kbus = kernel_handler(SIGBUS);
+	pthread_t t[THREADS];
+	struct sigaction sa;
+	int i, st;
+	pid_t pid;
+
+	(void)arg;
+	alarm(60); /* a deadlock fails the case, not the suite */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = bus_a_fn;
+	if (sigaction(SIGBUS, &sa, NULL))
+		return 3;
+	for (i = 0; i < THREADS; i++)
+		if (pthread_create(&t[i], NULL, racer, NULL))
+			return 3;
+	for (i = 0; i < RAISES; i++) {
+		raise(SIGBUS);
+		if (i % 100 == 0) {
+			pid = fork();
+			if (pid == 0) {
+				sa.sa_handler = bus_b_fn;
+				_exit(sigaction(SIGBUS, &sa, NULL) ? 1 : 0);
+			}
+			if (pid < 0 || !reaped(pid, &st) || !WIFEXITED(st) ||
+			    WEXITSTATUS(st))
+				return 10;
+		}
+	}
+	stop_racers = 1;
+	for (i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	if (bus_a + bus_b != RAISES)
+		return 11;
+	return kernel_handler(SIGBUS) == kbus ? 0 : 12;
+}
+
+static void test_race(void)
+{
+	int st = tap_child(race_child, NULL);
+	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+
+	if (!ok)
+		tap_diag("status %#x", st);
+	tap_ok(ok, "3 threads setting SIGBUS handlers while it is raised "
+	       "3000 times, a handler calling sigaction(), 30 forks whose "
+	       "children set one: no deadlock, every signal handled once, "
+	       "pmguard's handler kept");
+}
+
 /* A sent SIGBUS and a blocking read(): EINTR unless SA_RESTART. */
 struct restart_arg {
 	pthread_t main;
@@ -682,7 +786,7 @@ static void test_restart(int restart)
 
 int main(void)
 {
-	tap_init(14);
+	tap_init(15);
 	sh = tap_shared_page();
 	if (!sh || pmg_init()) {
 		tap_ok(0, "set-up: %s", pmg_errormsg());
@@ -698,6 +802,7 @@ int main(void)
 	test_trap_ignored();
 	test_trap_own();
 	test_kin();
+	test_race();
 	test_restart(0);
 	test_restart(1);
 	return tap_done();
