@@ -115,8 +115,11 @@ static uint64_t own_block(void)
 	uint64_t all = ~0ULL, old = 0;
 
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(all));
-	while (__atomic_exchange_n(&own_lock_word, 1, __ATOMIC_ACQUIRE))
+	while (__atomic_exchange_n(&own_lock_word, 1, __ATOMIC_ACQUIRE)) {
+#if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
+#endif
+	}
 	return old;
 }
 
@@ -148,9 +151,14 @@ static void own_restart(int sig, struct own *o)
  * fork() while another thread holds the lock would leave the child's copy
  * held for good (and the record half written): fork waits for it.  The
  * forking thread blocks every signal meanwhile, as the holder does.
+ * Registered at load, before pmg_init() registers the library's own
+ * (thread.c; pmguard run's constructor calls it: this constructor's
+ * priority puts it first): prepare handlers run in the reverse order, so this one
+ * runs last, once the others hold their locks.  A thread that holds one
+ * of those and chains a signal (_pmg_sig_deliver()) then never waits
+ * for a forking thread that waits for it.
  */
 static uint64_t fork_mask;
-static bool fork_hooked;
 
 static void fork_prepare(void)
 {
@@ -162,6 +170,12 @@ static void fork_done(void)
 	own_unblock(fork_mask);
 }
 
+__attribute__((constructor(101))) static void sigown_fork_hook(void)
+{
+	/* fails only without memory: fork then does not wait */
+	(void)pthread_atfork(fork_prepare, fork_done, fork_done);
+}
+
 int _pmg_sig_take(int sig, const struct sigaction *ours)
 {
 	struct own *o = own_of(sig);
@@ -171,13 +185,6 @@ int _pmg_sig_take(int sig, const struct sigaction *ours)
 
 	if (!o)
 		return -EINVAL;
-	if (!__atomic_exchange_n(&fork_hooked, true, __ATOMIC_ACQ_REL)) {
-		rc = pthread_atfork(fork_prepare, fork_done, fork_done);
-		if (rc) {
-			__atomic_store_n(&fork_hooked, false, __ATOMIC_RELEASE);
-			return -rc;
-		}
-	}
 	m = own_block();
 	if (real(sig, ours, &prev)) {
 		rc = -errno;
