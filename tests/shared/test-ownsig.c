@@ -174,6 +174,20 @@ static void reset_seen(void)
 	memset(sh, 0, sizeof(*sh));
 }
 
+/* Run @fn(@arg) in a child: did it exit 0?  If not, what it died of and
+ * what the handlers saw, as a diagnostic. */
+static int child_ok(int (*fn)(void *), void *arg)
+{
+	int st = tap_child(fn, arg);
+	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+
+	if (!ok)
+		tap_diag("child: status %#x; handler calls: SIGSEGV %d, "
+			 "SIGTRAP %d, SIGBUS %d",
+			 st, sh->segv, sh->trap, sh->bus);
+	return ok;
+}
+
 /* ---- strict: pmguard's report and abort, not the program's handler ---- */
 struct strict_arg {
 	char *page;
@@ -265,15 +279,10 @@ static int window_child(void *arg)
 
 static void test_windows(void)
 {
-	int st, ok;
-
 	reset_seen();
-	st = tap_child(window_child, NULL);
-	ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && sh->segv == 0;
-	if (!ok)
-		tap_diag("status %#x, handler calls %d", st, sh->segv);
-	tap_ok(ok, "write windows (%s) run with the program's SIGSEGV handler "
-	       "set after pmg_init: the handler never called",
+	tap_ok(child_ok(window_child, NULL) && sh->segv == 0,
+	       "write windows (%s) run with the program's SIGSEGV handler set "
+	       "after pmg_init: the handler never called",
 	       pmg_backend_name(pmg_backend()));
 }
 
@@ -324,14 +333,10 @@ static int own_child(void *arg)
 
 static void test_own_faults(void)
 {
-	int st, ok;
+	int ok;
 
 	reset_seen();
-	st = tap_child(own_child, NULL);
-	ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-	if (!ok)
-		tap_diag("status %#x, handler calls %d", st, sh->segv);
-	tap_ok(ok, "contain: a null dereference and the program's PROT_NONE "
+	tap_ok(child_ok(own_child, NULL), "contain: a null dereference and the program's PROT_NONE "
 	       "page reach its handler (siglongjmp out), a stray write "
 	       "between them does not");
 	ok = sh->segv == 3 && sh->code[0] == SEGV_MAPERR &&
@@ -446,14 +451,10 @@ static int readback_child(void *arg)
 
 static void test_readback(void)
 {
-	int st = tap_child(readback_child, NULL);
-	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-
-	if (!ok)
-		tap_diag("status %#x", st);
-	tap_ok(ok, "sigaction(sig, NULL, &old) and the old-action "
-	       "out-parameter give the program's action (or SIG_DFL, there "
-	       "before pmguard), never pmguard's; the kernel keeps pmguard's");
+	tap_ok(child_ok(readback_child, NULL),
+	       "sigaction(sig, NULL, &old) and the old-action out-parameter "
+	       "give the program's action (or SIG_DFL, there before pmguard), "
+	       "never pmguard's; the kernel keeps pmguard's");
 }
 
 /* ---- a library's call, bound to glibc's version of the symbol ---- */
@@ -477,13 +478,9 @@ static int versioned_child(void *arg)
 
 static void test_versioned(void)
 {
-	int st = tap_child(versioned_child, NULL);
-	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-
-	if (!ok)
-		tap_diag("status %#x", st);
-	tap_ok(ok, "signal@GLIBC_2.2.5, as a shared library linked against "
-	       "libc alone binds it: recorded, pmguard's handler kept");
+	tap_ok(child_ok(versioned_child, NULL),
+	       "signal@GLIBC_2.2.5, as a shared library linked against libc "
+	       "alone binds it: recorded, pmguard's handler kept");
 }
 
 /* ---- SIGTRAP ---- */
@@ -506,13 +503,9 @@ static int trap_ign_child(void *arg)
 
 static void test_trap_ignored(void)
 {
-	int st = tap_child(trap_ign_child, NULL);
-	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-
-	if (!ok)
-		tap_diag("status %#x", st);
-	tap_ok(ok, "signal(SIGTRAP, SIG_IGN) after pmg_init, contain: stray "
-	       "writes contained, the program goes on");
+	tap_ok(child_ok(trap_ign_child, NULL),
+	       "signal(SIGTRAP, SIG_IGN) after pmg_init, contain: stray writes "
+	       "contained, the program goes on");
 }
 
 static int trap_own_child(void *arg)
@@ -547,15 +540,14 @@ static int trap_own_child(void *arg)
 
 static void test_trap_own(void)
 {
-	int st, ok;
+	int ok;
 
 	reset_seen();
-	st = tap_child(trap_own_child, NULL);
-	ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && sh->trap == 2 &&
+	ok = child_ok(trap_own_child, NULL) && sh->trap == 2 &&
 	     sh->code[0] == SI_TKILL && sh->code[1] == SI_KERNEL;
 	if (!ok)
-		tap_diag("status %#x, traps %d, codes %d %d", st, sh->trap,
-			 sh->code[0], sh->code[1]);
+		tap_diag("traps %d, codes %d %d", sh->trap, sh->code[0],
+			 sh->code[1]);
 	tap_ok(ok, "the program's SIGTRAP handler never sees pmguard's "
 	       "single steps (audit, contain) and does see its raise(SIGTRAP) "
 	       "(SI_TKILL) and int3 (SI_KERNEL)");
@@ -607,16 +599,11 @@ static int kin_child(void *arg)
 
 static void test_kin(void)
 {
-	int st, ok;
-
 	reset_seen();
-	st = tap_child(kin_child, NULL);
-	ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-	if (!ok)
-		tap_diag("status %#x, SIGBUS handler calls %d", st, sh->bus);
-	tap_ok(ok, "SIGBUS: sysv_signal() one-shot, sigset(), siginterrupt() "
-	       "on the recorded SA_RESTART, sigignore(); pmguard's handler "
-	       "stays in the kernel");
+	tap_ok(child_ok(kin_child, NULL),
+	       "SIGBUS: sysv_signal() one-shot, sigset(), siginterrupt() on the "
+	       "recorded SA_RESTART, sigignore(); pmguard's handler stays in "
+	       "the kernel");
 }
 
 /* ---- threads, a handler and fork() racing on the record ---- */
@@ -710,15 +697,11 @@ static int race_child(void *arg)
 
 static void test_race(void)
 {
-	int st = tap_child(race_child, NULL);
-	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-
-	if (!ok)
-		tap_diag("status %#x", st);
-	tap_ok(ok, "3 threads setting SIGBUS handlers while it is raised "
-	       "3000 times, a handler calling sigaction(), 30 forks whose "
-	       "children set one: no deadlock, every signal handled once, "
-	       "pmguard's handler kept");
+	tap_ok(child_ok(race_child, NULL),
+	       "3 threads setting SIGBUS handlers while it is raised 3000 "
+	       "times, a handler calling sigaction(), 30 forks whose children "
+	       "set one: no deadlock, every signal handled once, pmguard's "
+	       "handler kept");
 }
 
 /* A sent SIGBUS and a blocking read(): EINTR unless SA_RESTART. */
@@ -771,14 +754,9 @@ static int restart_child(void *arg)
 
 static void test_restart(int restart)
 {
-	int st, ok;
-
 	reset_seen();
-	st = tap_child(restart_child, (void *)(intptr_t)restart);
-	ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-	if (!ok)
-		tap_diag("status %#x, SIGBUS handler calls %d", st, sh->bus);
-	tap_ok(ok, "a sent SIGBUS to the program's handler %s SA_RESTART: a "
+	tap_ok(child_ok(restart_child, (void *)(intptr_t)restart),
+	       "a sent SIGBUS to the program's handler %s SA_RESTART: a "
 	       "blocking read() %s",
 	       restart ? "with" : "without",
 	       restart ? "restarts" : "fails with EINTR");
