@@ -463,8 +463,8 @@ PMG_API int siginterrupt(int sig, int flag)
 	m = own_block();
 	__atomic_store_n(&o->intr, flag != 0, __ATOMIC_RELAXED);
 	if (!__atomic_load_n(&o->taken, __ATOMIC_ACQUIRE)) {
-		rc = ((sigint_fn)next(&real_siginterrupt, "siginterrupt"))(
-			sig, flag);
+		rc = ((sigint_fn)next(&real_siginterrupt,
+				      "siginterrupt"))(sig, flag);
 	} else {
 		if (flag)
 			o->prog.sa_flags &= ~SA_RESTART;
