@@ -56,7 +56,8 @@ endif
 ifeq ($(call have_hdr,lmdb,lmdb.h),1)
 RUN_TEST_BINS += $(O)/tests/run/lmdb-prog
 RUN_EXTRA_BINS := $(O)/tests/run/lmdb-early $(O)/tests/run/lmdb-daemon \
-	$(O)/tests/run/lmdb-multi $(O)/tests/run/lmdb-locks
+	$(O)/tests/run/lmdb-multi $(O)/tests/run/lmdb-locks \
+	$(O)/tests/run/lmdb-ownsig
 endif
 ifeq ($(call have_hdr,libpmem2,libpmem2.h),1)
 RUN_TEST_BINS += $(O)/tests/run/pmem2-prog
@@ -131,6 +132,10 @@ $(O)/tests/run/lmdb-locks: tests/run/lmdb-locks.c
 $(O)/tests/run/lmdb-early: tests/run/lmdb-early.c
 	@mkdir -p $(dir $@)
 	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb -lpthread
+
+$(O)/tests/run/lmdb-ownsig: tests/run/lmdb-ownsig.c
+	@mkdir -p $(dir $@)
+	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
 
 # Each backend this machine has: mprotect always, PKU where the CPU has it
 # (auto picks it; without PKU the second entry runs mprotect again).

@@ -37,6 +37,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -114,8 +115,11 @@ static uint64_t own_block(void)
 	uint64_t all = ~0ULL, old = 0;
 
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(all));
-	while (__atomic_exchange_n(&own_lock_word, 1, __ATOMIC_ACQUIRE))
+	while (__atomic_exchange_n(&own_lock_word, 1, __ATOMIC_ACQUIRE)) {
+#if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
+#endif
+	}
 	return old;
 }
 
@@ -141,6 +145,35 @@ static void own_restart(int sig, struct own *o)
 	k.sa_flags = want ? k.sa_flags | SA_RESTART : k.sa_flags & ~SA_RESTART;
 	if (!real(sig, &k, NULL))
 		o->ours = k;
+}
+
+/*
+ * fork() while another thread holds the lock would leave the child's copy
+ * held for good (and the record half written): fork waits for it.  The
+ * forking thread blocks every signal meanwhile, as the holder does.
+ * Registered at load, before pmg_init() registers the library's own
+ * (thread.c; pmguard run's constructor calls it: this constructor's
+ * priority puts it first): prepare handlers run in the reverse order, so this one
+ * runs last, once the others hold their locks.  A thread that holds one
+ * of those and chains a signal (_pmg_sig_deliver()) then never waits
+ * for a forking thread that waits for it.
+ */
+static uint64_t fork_mask;
+
+static void fork_prepare(void)
+{
+	fork_mask = own_block();
+}
+
+static void fork_done(void)
+{
+	own_unblock(fork_mask);
+}
+
+__attribute__((constructor(101))) static void sigown_fork_hook(void)
+{
+	/* fails only without memory: fork then does not wait */
+	(void)pthread_atfork(fork_prepare, fork_done, fork_done);
 }
 
 int _pmg_sig_take(int sig, const struct sigaction *ours)
@@ -430,8 +463,8 @@ PMG_API int siginterrupt(int sig, int flag)
 	m = own_block();
 	__atomic_store_n(&o->intr, flag != 0, __ATOMIC_RELAXED);
 	if (!__atomic_load_n(&o->taken, __ATOMIC_ACQUIRE)) {
-		rc = ((sigint_fn)next(&real_siginterrupt, "siginterrupt"))(
-			sig, flag);
+		rc = ((sigint_fn)next(&real_siginterrupt,
+				      "siginterrupt"))(sig, flag);
 	} else {
 		if (flag)
 			o->prog.sa_flags &= ~SA_RESTART;

@@ -18,10 +18,14 @@
  *    SIG_DFL), pmguard still handling stray writes meanwhile;
  *  - sigaction(sig, NULL, &old) and the old-action out-parameter return
  *    what the program set, or what was there before pmguard (SIG_DFL);
+ *  - a shared library linked against libc alone binds signal@GLIBC_2.2.5
+ *    (looked up here with dlvsym()): interposed too;
  *  - SIG_IGN on SIGTRAP and a contained stray write: contained, the
  *    program goes on;
  *  - the program's SIGTRAP handler never sees pmguard's single steps
  *    (audit, contain) and does see its own raise(SIGTRAP) and int3;
+ *  - threads installing SIGBUS handlers while it is raised, a handler
+ *    that calls sigaction() itself, forks: no deadlock, no signal lost;
  *  - signal()'s kin for SIGBUS (sysv_signal() one-shot, sigset(),
  *    sigignore(), siginterrupt()), and the program's SA_RESTART deciding
  *    whether a sent SIGBUS interrupts a blocking read() (EINTR).
@@ -29,6 +33,7 @@
  * interposers); runs on both backends (mprotect here, PKU in the guest).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -169,6 +174,20 @@ static void reset_seen(void)
 	memset(sh, 0, sizeof(*sh));
 }
 
+/* Run @fn(@arg) in a child: did it exit 0?  If not, what it died of and
+ * what the handlers saw, as a diagnostic. */
+static int child_ok(int (*fn)(void *), void *arg)
+{
+	int st = tap_child(fn, arg);
+	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+
+	if (!ok)
+		tap_diag("child: status %#x; handler calls: SIGSEGV %d, "
+			 "SIGTRAP %d, SIGBUS %d",
+			 st, sh->segv, sh->trap, sh->bus);
+	return ok;
+}
+
 /* ---- strict: pmguard's report and abort, not the program's handler ---- */
 struct strict_arg {
 	char *page;
@@ -260,15 +279,10 @@ static int window_child(void *arg)
 
 static void test_windows(void)
 {
-	int st, ok;
-
 	reset_seen();
-	st = tap_child(window_child, NULL);
-	ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && sh->segv == 0;
-	if (!ok)
-		tap_diag("status %#x, handler calls %d", st, sh->segv);
-	tap_ok(ok, "write windows (%s) run with the program's SIGSEGV handler "
-	       "set after pmg_init: the handler never called",
+	tap_ok(child_ok(window_child, NULL) && sh->segv == 0,
+	       "write windows (%s) run with the program's SIGSEGV handler set "
+	       "after pmg_init: the handler never called",
 	       pmg_backend_name(pmg_backend()));
 }
 
@@ -319,14 +333,10 @@ static int own_child(void *arg)
 
 static void test_own_faults(void)
 {
-	int st, ok;
+	int ok;
 
 	reset_seen();
-	st = tap_child(own_child, NULL);
-	ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-	if (!ok)
-		tap_diag("status %#x, handler calls %d", st, sh->segv);
-	tap_ok(ok, "contain: a null dereference and the program's PROT_NONE "
+	tap_ok(child_ok(own_child, NULL), "contain: a null dereference and the program's PROT_NONE "
 	       "page reach its handler (siglongjmp out), a stray write "
 	       "between them does not");
 	ok = sh->segv == 3 && sh->code[0] == SEGV_MAPERR &&
@@ -441,14 +451,36 @@ static int readback_child(void *arg)
 
 static void test_readback(void)
 {
-	int st = tap_child(readback_child, NULL);
-	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	tap_ok(child_ok(readback_child, NULL),
+	       "sigaction(sig, NULL, &old) and the old-action out-parameter "
+	       "give the program's action (or SIG_DFL, there before pmguard), "
+	       "never pmguard's; the kernel keeps pmguard's");
+}
 
-	if (!ok)
-		tap_diag("status %#x", st);
-	tap_ok(ok, "sigaction(sig, NULL, &old) and the old-action "
-	       "out-parameter give the program's action (or SIG_DFL, there "
-	       "before pmguard), never pmguard's; the kernel keeps pmguard's");
+/* ---- a library's call, bound to glibc's version of the symbol ---- */
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
+
+static int versioned_child(void *arg)
+{
+	signal_fn f = (signal_fn)dlvsym(RTLD_DEFAULT, "signal", "GLIBC_2.2.5");
+	void *kseg = kernel_handler(SIGSEGV);
+	struct sigaction cur;
+
+	(void)arg;
+	if (!f)
+		return 3;
+	if (f(SIGSEGV, segv_exit) != SIG_DFL)
+		return 10;
+	if (sigaction(SIGSEGV, NULL, &cur) || cur.sa_handler != segv_exit)
+		return 11;
+	return kernel_handler(SIGSEGV) == kseg ? 0 : 12;
+}
+
+static void test_versioned(void)
+{
+	tap_ok(child_ok(versioned_child, NULL),
+	       "signal@GLIBC_2.2.5, as a shared library linked against libc "
+	       "alone binds it: recorded, pmguard's handler kept");
 }
 
 /* ---- SIGTRAP ---- */
@@ -471,13 +503,9 @@ static int trap_ign_child(void *arg)
 
 static void test_trap_ignored(void)
 {
-	int st = tap_child(trap_ign_child, NULL);
-	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-
-	if (!ok)
-		tap_diag("status %#x", st);
-	tap_ok(ok, "signal(SIGTRAP, SIG_IGN) after pmg_init, contain: stray "
-	       "writes contained, the program goes on");
+	tap_ok(child_ok(trap_ign_child, NULL),
+	       "signal(SIGTRAP, SIG_IGN) after pmg_init, contain: stray writes "
+	       "contained, the program goes on");
 }
 
 static int trap_own_child(void *arg)
@@ -512,15 +540,14 @@ static int trap_own_child(void *arg)
 
 static void test_trap_own(void)
 {
-	int st, ok;
+	int ok;
 
 	reset_seen();
-	st = tap_child(trap_own_child, NULL);
-	ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && sh->trap == 2 &&
+	ok = child_ok(trap_own_child, NULL) && sh->trap == 2 &&
 	     sh->code[0] == SI_TKILL && sh->code[1] == SI_KERNEL;
 	if (!ok)
-		tap_diag("status %#x, traps %d, codes %d %d", st, sh->trap,
-			 sh->code[0], sh->code[1]);
+		tap_diag("traps %d, codes %d %d", sh->trap, sh->code[0],
+			 sh->code[1]);
 	tap_ok(ok, "the program's SIGTRAP handler never sees pmguard's "
 	       "single steps (audit, contain) and does see its raise(SIGTRAP) "
 	       "(SI_TKILL) and int3 (SI_KERNEL)");
@@ -572,16 +599,109 @@ static int kin_child(void *arg)
 
 static void test_kin(void)
 {
-	int st, ok;
-
 	reset_seen();
-	st = tap_child(kin_child, NULL);
-	ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-	if (!ok)
-		tap_diag("status %#x, SIGBUS handler calls %d", st, sh->bus);
-	tap_ok(ok, "SIGBUS: sysv_signal() one-shot, sigset(), siginterrupt() "
-	       "on the recorded SA_RESTART, sigignore(); pmguard's handler "
-	       "stays in the kernel");
+	tap_ok(child_ok(kin_child, NULL),
+	       "SIGBUS: sysv_signal() one-shot, sigset(), siginterrupt() on the "
+	       "recorded SA_RESTART, sigignore(); pmguard's handler stays in "
+	       "the kernel");
+}
+
+/* ---- threads, a handler and fork() racing on the record ---- */
+static volatile int stop_racers;
+static volatile int bus_a, bus_b;
+
+static void bus_a_fn(int sig)
+{
+	struct sigaction old;
+
+	(void)sig;
+	bus_a++;
+	/* a handler may read and set the record */
+	sigaction(SIGBUS, NULL, &old);
+}
+
+static void bus_b_fn(int sig)
+{
+	(void)sig;
+	bus_b++;
+}
+
+static void *racer(void *arg)
+{
+	struct sigaction sa;
+	int i;
+
+	(void)arg;
+	memset(&sa, 0, sizeof(sa));
+	for (i = 0; !stop_racers; i++) {
+		sa.sa_handler = i & 1 ? bus_a_fn : bus_b_fn;
+		sigaction(SIGBUS, &sa, NULL);
+	}
+	return NULL;
+}
+
+/* The child's end within 10 s; else killed (SIGKILL: a child stuck on
+ * the record's lock has every other signal blocked) and false. */
+static int reaped(pid_t pid, int *st)
+{
+	int i;
+
+	for (i = 0; i < 10000; i++) {
+		if (waitpid(pid, st, WNOHANG) == pid)
+			return 1;
+		usleep(1000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, st, 0);
+	return 0;
+}
+
+static int race_child(void *arg)
+{
+	enum { THREADS = 3, RAISES = 3000 };
+	void *kbus = kernel_handler(SIGBUS);
+	pthread_t t[THREADS];
+	struct sigaction sa;
+	int i, st;
+	pid_t pid;
+
+	(void)arg;
+	alarm(60); /* a deadlock fails the case, not the suite */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = bus_a_fn;
+	if (sigaction(SIGBUS, &sa, NULL))
+		return 3;
+	for (i = 0; i < THREADS; i++)
+		if (pthread_create(&t[i], NULL, racer, NULL))
+			return 3;
+	for (i = 0; i < RAISES; i++) {
+		raise(SIGBUS);
+		if (i % 100 == 0) {
+			pid = fork();
+			if (pid == 0) {
+				sa.sa_handler = bus_b_fn;
+				_exit(sigaction(SIGBUS, &sa, NULL) ? 1 : 0);
+			}
+			if (pid < 0 || !reaped(pid, &st) || !WIFEXITED(st) ||
+			    WEXITSTATUS(st))
+				return 10;
+		}
+	}
+	stop_racers = 1;
+	for (i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	if (bus_a + bus_b != RAISES)
+		return 11;
+	return kernel_handler(SIGBUS) == kbus ? 0 : 12;
+}
+
+static void test_race(void)
+{
+	tap_ok(child_ok(race_child, NULL),
+	       "3 threads setting SIGBUS handlers while it is raised 3000 "
+	       "times, a handler calling sigaction(), 30 forks whose children "
+	       "set one: no deadlock, every signal handled once, pmguard's "
+	       "handler kept");
 }
 
 /* A sent SIGBUS and a blocking read(): EINTR unless SA_RESTART. */
@@ -634,14 +754,9 @@ static int restart_child(void *arg)
 
 static void test_restart(int restart)
 {
-	int st, ok;
-
 	reset_seen();
-	st = tap_child(restart_child, (void *)(intptr_t)restart);
-	ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-	if (!ok)
-		tap_diag("status %#x, SIGBUS handler calls %d", st, sh->bus);
-	tap_ok(ok, "a sent SIGBUS to the program's handler %s SA_RESTART: a "
+	tap_ok(child_ok(restart_child, (void *)(intptr_t)restart),
+	       "a sent SIGBUS to the program's handler %s SA_RESTART: a "
 	       "blocking read() %s",
 	       restart ? "with" : "without",
 	       restart ? "restarts" : "fails with EINTR");
@@ -649,7 +764,7 @@ static void test_restart(int restart)
 
 int main(void)
 {
-	tap_init(13);
+	tap_init(15);
 	sh = tap_shared_page();
 	if (!sh || pmg_init()) {
 		tap_ok(0, "set-up: %s", pmg_errormsg());
@@ -661,9 +776,11 @@ int main(void)
 	test_own_faults();
 	test_resethand();
 	test_readback();
+	test_versioned();
 	test_trap_ignored();
 	test_trap_own();
 	test_kin();
+	test_race();
 	test_restart(0);
 	test_restart(1);
 	return tap_done();
