@@ -5,7 +5,9 @@
 # mk/*.mk).
 #
 # needs: liblmdb-dev libpmem-dev libpmem2-dev lmdb-utils python3-lmdb
-#        libdw-dev; knot knot-resolver knot-dnsutils dnsperf (servers)
+#        libdw-dev; knot knot-resolver knot-dnsutils dnsperf slapd
+#        ldap-utils postfix postfix-lmdb liblmdb-file-perl librust-lmdb-dev
+#        cargo gdb strace (servers and runtimes)
 #
 # Targets:
 #   run-lib     $(O)/libpmguard-run.so (also part of `make all`)
@@ -13,16 +15,25 @@
 #               `run: N passed, N failed, N skipped`; part of `make check`
 #   run-vm-check  the suite in the PKU guest (guest/vm-run-check: the
 #               loader, the programs' libraries and Python with py-lmdb in
-#               the initramfs), and the README's `guest/vmrun -- pmguard
+#               the initramfs), with test-py.sh, test-rust.sh and
+#               test-gdb.sh (Python -X faulthandler, the Rust program,
+#               gdb and strace), and the README's `guest/vmrun -- pmguard
 #               selftest` exactly as written (a boot of its own, counted
 #               in the summary); last line `run-vm: N passed, ...`; part of
 #               `make check`
-#   run-servers-check  Knot DNS (knotd) and Knot Resolver (kresd), Debian's,
-#               under `pmguard run` on loopback in each mode, with a wild
-#               write into kresd's cache (tests/run/test-servers.sh, TAP,
-#               about 25 s); last line `run-servers: N passed, ...`; part
-#               of `make check`; SKIP without the servers (install-deps),
-#               a failure with CI=true
+#   run-servers-check  real servers and runtimes, Debian's, under
+#               `pmguard run`, each with a wild write into its LMDB map in
+#               each mode and a run/plain bench line: Knot DNS (knotd) and
+#               Knot Resolver (kresd) on loopback (tests/run/
+#               test-servers.sh, about 25 s), OpenLDAP's slapd
+#               (test-slapd.sh), Postfix's postmap (test-postfix.sh),
+#               Python -X faulthandler with py-lmdb (test-py.sh), a Rust
+#               program on the lmdb crate, built offline under
+#               $(O)/tests/run/lmdb-rust (test-rust.sh), Perl's LMDB_File
+#               (test-perl.sh), and lmdb-prog under gdb and strace
+#               (test-gdb.sh); last line `run-servers: N passed, ...`;
+#               part of `make check`; each SKIPs without its programs
+#               (install-deps), a failure with CI=true
 #   run-servers-bench  kresd's qps with a warm and a cold cache, plain vs
 #               `pmguard run`, alternated (tests/run/bench-servers.sh)
 #   run-bench   the overhead benchmark (tests/run/bench.sh): >= 1,000,000
@@ -45,7 +56,8 @@ endif
 ifeq ($(call have_hdr,lmdb,lmdb.h),1)
 RUN_TEST_BINS += $(O)/tests/run/lmdb-prog
 RUN_EXTRA_BINS := $(O)/tests/run/lmdb-early $(O)/tests/run/lmdb-daemon \
-	$(O)/tests/run/lmdb-multi $(O)/tests/run/lmdb-locks
+	$(O)/tests/run/lmdb-multi $(O)/tests/run/lmdb-locks \
+	$(O)/tests/run/lmdb-ownsig
 endif
 ifeq ($(call have_hdr,libpmem2,libpmem2.h),1)
 RUN_TEST_BINS += $(O)/tests/run/pmem2-prog
@@ -121,6 +133,10 @@ $(O)/tests/run/lmdb-early: tests/run/lmdb-early.c
 	@mkdir -p $(dir $@)
 	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb -lpthread
 
+$(O)/tests/run/lmdb-ownsig: tests/run/lmdb-ownsig.c
+	@mkdir -p $(dir $@)
+	$(CC) $(DEPS_BIN) -std=gnu11 $(WARN) $(CFLAGS) -o $@ $< -llmdb
+
 # Each backend this machine has: mprotect always, PKU where the CPU has it
 # (auto picks it; without PKU the second entry runs mprotect again).
 run-check: all
@@ -136,12 +152,13 @@ run-check: all
 		"tests/run/test-privdrop.sh $(O)"; \
 	fi
 
-# Two real servers (Debian's knotd and kresd) under `pmguard run` on
-# loopback (tests/run/test-servers.sh): SKIP without them, a failure with
-# CI=true.
+# Real servers and runtimes (Debian's) under `pmguard run`
+# (tests/run/test-servers.sh, test-slapd.sh, ...): each SKIPs without
+# its programs, a failure with CI=true.
+RUN_RUNTIME_TESTS := servers slapd postfix py rust perl gdb
 run-servers-check: all
 	@O=$(O) tests/runtests.sh -t 240 -n run-servers \
-		"tests/run/test-servers.sh $(O)"
+		$(foreach t,$(RUN_RUNTIME_TESTS),"tests/run/test-$(t).sh $(O)")
 
 # The same suite in the PKU guest, on dynamically linked programs.
 run-vm-check: all vm-bins

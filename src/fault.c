@@ -4,11 +4,12 @@
  * SEGV_PKUERR with si_pkey) or faults inside protected ranges (mprotect:
  * SEGV_ACCERR), SIGTRAP for the re-arm after a single step (audit,
  * contain), SIGBUS to end a step the program's handler may leave; and
- * the chaining of every signal that is not ours to the handler installed
- * before us (or the default action), unchanged.  The handlers and what
+ * the chaining of every signal that is not ours to the program's action
+ * (installed before us, or set after us: sigown.c), unchanged.  The handlers and what
  * they call are async-signal-safe: no locks, no allocation, output
  * through write(2) (report.c).  _pmg_fault_install() is not: it calls
- * sigaction().
+ * sigaction().  The program's own actions for these three signals, set
+ * before or after pmguard's, are kept in sigown.c.
  *
  * The decision is the policy's (_pmg_fault_decide(), policy.c); this file
  * only finds the domain, the key, the access and the saved register, and
@@ -51,8 +52,6 @@
 #ifndef TRAP_TRACE
 #define TRAP_TRACE 2
 #endif
-
-static struct sigaction old_segv, old_trap, old_bus;
 
 /* The handlers' name for the thread's step record (held: steps.c). */
 #define pending (*_pmg_cur_step)
@@ -160,42 +159,42 @@ static void chain_mask(int sig, void *ucv, const struct sigaction *old)
 	pthread_sigmask(SIG_SETMASK, &m, NULL);
 }
 
-static void chain(int sig, siginfo_t *si, void *uc, struct sigaction *saved)
+/*
+ * A signal that is not pmguard's, to the program's action for it: the one
+ * it set after pmguard (recorded by the interposers, sigown.c) or the one
+ * there before, as the kernel would have carried it out.
+ */
+static void chain(int sig, siginfo_t *si, void *uc)
 {
-	struct sigaction dfl, copy = *saved;
-	const struct sigaction *old = &copy;
+	struct sigaction a;
+	/* sent (kill(), raise(), sigqueue()), or a machine check "action
+	 * optional": not a fault or a trap of this instruction */
+	bool sent = si->si_code <= 0 ||
+		    (sig == SIGBUS && si->si_code == BUS_MCEERR_AO);
 
-	/* one-shot, as the kernel does it: the default from now on */
-	if (copy.sa_flags & SA_RESETHAND) {
-		memset(saved, 0, sizeof(*saved));
-		saved->sa_handler = SIG_DFL;
-	}
-
-	if ((old->sa_flags & SA_SIGINFO) ||
-	    (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN))
-		chain_mask(sig, uc, old);
-	if (old->sa_flags & SA_SIGINFO) {
-		if (old->sa_sigaction) {
-			old->sa_sigaction(sig, si, uc);
+	_pmg_sig_deliver(sig, &a); /* one-shot: reset there */
+	if (a.sa_flags & SA_SIGINFO) {
+		if (a.sa_sigaction) {
+			chain_mask(sig, uc, &a);
+			a.sa_sigaction(sig, si, uc);
 			return;
 		}
-	} else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
-		old->sa_handler(sig);
+	} else if (a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN) {
+		chain_mask(sig, uc, &a);
+		a.sa_handler(sig);
 		return;
-	} else if (old->sa_handler == SIG_IGN && sig == SIGTRAP) {
+	} else if (a.sa_handler == SIG_IGN && sent) {
 		return;
 	}
 	/*
-	 * Default action.  A fault re-executes and kills with the original
-	 * siginfo; a trap, a sent signal or a machine-check "action
-	 * optional" SIGBUS does not recur, so raise it.
+	 * Default action; also an ignored fault or trap, which the kernel
+	 * delivers with the default action (force_sig()).  A fault
+	 * re-executes and kills with the original siginfo; a trap, a sent
+	 * signal or a machine-check "action optional" SIGBUS does not
+	 * recur, so raise it.
 	 */
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	sigaction(sig, &dfl, NULL);
-	if (!((sig == SIGSEGV && si->si_code > 0) ||
-	      (sig == SIGBUS && si->si_code > 0 &&
-	       si->si_code != BUS_MCEERR_AO)))
+	_pmg_sig_default(sig);
+	if (!((sig == SIGSEGV && !sent) || (sig == SIGBUS && !sent)))
 		raise(sig);
 }
 
@@ -696,7 +695,7 @@ not_ours:
 	_pmg_pool_quarantine_fault(sig, si->si_code,
 				   (uintptr_t)si->si_addr, ucv);
 	errno = saved_errno;
-	chain(sig, si, ucv, &old_segv);
+	chain(sig, si, ucv);
 }
 
 /*
@@ -796,7 +795,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 		step_abort(uc);
 		_pmg_keys_leave();
 		errno = saved_errno;
-		chain(sig, si, ucv, &old_trap);
+		chain(sig, si, ucv);
 		return;
 	}
 	/* as the SIGSEGV handler: contain_end() may fall back to strict
@@ -813,7 +812,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	 * trap is also the one the CPU owes it after the instruction.
 	 */
 	if (had_tf)
-		chain(sig, si, ucv, &old_trap);
+		chain(sig, si, ucv);
 }
 
 /*
@@ -832,38 +831,42 @@ static void bus_handler(int sig, siginfo_t *si, void *ucv)
 		_pmg_keys_leave();
 	}
 	errno = saved_errno;
-	chain(sig, si, ucv, &old_bus);
+	chain(sig, si, ucv);
 }
 
+/*
+ * pmguard's handlers into the kernel, for good: the program's own later
+ * actions for these signals are recorded, not installed (sigown.c).
+ * SA_ONSTACK: on a thread with an alternate signal stack (Rust's, Go's)
+ * a stray write on an overflowing stack is still handled; a program's
+ * handler chained to runs there too, whether it asked for it or not.
+ */
 int _pmg_fault_install(void)
 {
+	static const struct {
+		int sig;
+		void (*fn)(int, siginfo_t *, void *);
+		const char *name;
+	} h[] = {
+		{ SIGSEGV, segv_handler, "SIGSEGV" },
+		{ SIGTRAP, trap_handler, "SIGTRAP" },
+		{ SIGBUS, bus_handler, "SIGBUS" },
+	};
 	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	struct sigaction prev;
+	unsigned i;
+	int rc;
 
 	async_set_init();
 	_pmg_vm_copy_probe();
-	sa.sa_sigaction = segv_handler;
+	memset(&sa, 0, sizeof(sa));
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 	sa.sa_mask = async_set; /* nothing nests into ours */
-	/* a retried init must not chain to itself */
-	if (sigaction(SIGSEGV, &sa, &prev))
-		return _pmg_err(-errno, "installing the SIGSEGV handler: %s",
-				strerror(errno));
-	if (prev.sa_sigaction != segv_handler)
-		old_segv = prev;
-	sa.sa_sigaction = trap_handler;
-	if (sigaction(SIGTRAP, &sa, &prev))
-		return _pmg_err(-errno, "installing the SIGTRAP handler: %s",
-				strerror(errno));
-	if (prev.sa_sigaction != trap_handler)
-		old_trap = prev;
-	sa.sa_sigaction = bus_handler;
-	if (sigaction(SIGBUS, &sa, &prev))
-		return _pmg_err(-errno, "installing the SIGBUS handler: %s",
-				strerror(errno));
-	if (prev.sa_sigaction != bus_handler)
-		old_bus = prev;
+	for (i = 0; i < sizeof(h) / sizeof(h[0]); i++) {
+		sa.sa_sigaction = h[i].fn;
+		rc = _pmg_sig_take(h[i].sig, &sa);
+		if (rc)
+			return _pmg_err(rc, "installing the %s handler: %s",
+					h[i].name, strerror(-rc));
+	}
 	return 0;
 }

@@ -350,6 +350,14 @@ void _pmg_gone_forget(uintptr_t base, uintptr_t end);
 
 /* fault.c */
 int _pmg_fault_install(void);
+/* The program's actions for pmguard's signals (sigown.c): pmguard's
+ * handler installed and kept; the recorded action read (and reset if
+ * one-shot) for a signal that is not pmguard's; the default action from
+ * now on.  The last two are async-signal-safe. */
+struct sigaction;
+int _pmg_sig_take(int sig, const struct sigaction *ours);
+void _pmg_sig_deliver(int sig, struct sigaction *out);
+void _pmg_sig_default(int sig);
 /* hooks.c: a new domain in slot @id starts without the old one's
  * callback (lock held) */
 void _pmg_fault_cb_clear(int id);

@@ -7,7 +7,7 @@
 # and without the wild-write injector (tests/run/wild.c).  TAP.
 #
 # Paths (override for the guest): PMG (pmguard), WILD (libwild.so),
-# LMDBPROG, PMEMPROG, STOPPROG (stopinit-prog), SCRIPT (lmdb-script.py),
+# LMDBPROG, PMEMPROG, LMDBOWNSIG, STOPPROG (stopinit-prog), SCRIPT (lmdb-script.py),
 # SIGNALS (signals.py), PY
 # (python3 with the lmdb module; tests that need it skip without it),
 # MDB_DIR (where mdb_* are).
@@ -24,6 +24,7 @@ PMEMPROG=${PMEMPROG:-$O/tests/run/pmem-prog}
 LMDBEARLY=${LMDBEARLY:-$O/tests/run/lmdb-early}
 LMDBMULTI=${LMDBMULTI:-$O/tests/run/lmdb-multi}
 LMDBLOCKS=${LMDBLOCKS:-$O/tests/run/lmdb-locks}
+LMDBOWNSIG=${LMDBOWNSIG:-$O/tests/run/lmdb-ownsig}
 SCRIPT=${SCRIPT:-$(dirname "$0")/lmdb-script.py}
 SIGNALS=${SIGNALS:-$(dirname "$0")/signals.py}
 STOPPROG=${STOPPROG:-$O/tests/run/stopinit-prog}
@@ -213,6 +214,28 @@ for s in 15 0; do
 		! grep -q '^not ok' '$T/out' && [ $vrc = 0 ]"
 	[ $rc = 139 ] && [ $vrc = 0 ] || diag "$T/out" "$T/vout"
 done
+
+# ---- the program's own handlers, installed in main() after the
+# preload's (slapd: signal(SIGTRAP, ...); crash reporters: SIGSEGV) ----
+if [ ! -x "$LMDBOWNSIG" ]; then
+	skip "lmdb-ownsig: signal(SIGTRAP, h) after start, contain" "no $LMDBOWNSIG"
+	skip "lmdb-ownsig: its own SIGSEGV handler after start, strict" "no $LMDBOWNSIG"
+else
+	$PMG run --mode contain --report "$T/os1.rep" -- $LMDBOWNSIG "$T/os1" trap \
+		>"$T/out" 2>&1; rc=$?
+	check "lmdb-ownsig: signal(SIGTRAP, h) after start, contain: the stray write undone, h never called, the program goes on" \
+		sh -c "[ $rc = 0 ] && grep -q '^lmdb-ownsig: ok' '$T/out' && \
+		grep -q 'contain: stray write by' '$T/os1.rep'"
+	[ $rc = 0 ] || diag "$T/out" "$T/os1.rep"
+	$PMG run --mode strict --report "$T/os2.rep" -- $LMDBOWNSIG "$T/os2" segv \
+		>"$T/out" 2>&1; rc=$?
+	at=$(sed -n 's/^lmdb-ownsig: stray at \(0x[0-9a-f]*\)$/\1/p' "$T/out")
+	check "lmdb-ownsig: its own SIGSEGV handler after start, strict: pmguard's report and abort, never that handler" \
+		sh -c "[ $rc = 134 ] && [ -n '$at' ] && \
+		! grep -q 'own handler' '$T/out' && \
+		grep -q \"strict (aborting): stray write to $at \" '$T/os2.rep'"
+	[ $rc = 134 ] || diag "$T/out" "$T/os2.rep"
+fi
 
 # --lmdb-writemap is read when the program starts: a program that clears
 # its environment (as daemons do) before mdb_env_open() still gets

@@ -42,6 +42,8 @@ KDIG=${KDIG:-/usr/bin/kdig}
 DNSPERF=${DNSPERF:-/usr/bin/dnsperf}
 case $WILD in /*) ;; *) WILD=$(pwd)/$WILD ;; esac
 case $PMG in /*) ;; *) PMG=$(pwd)/$PMG ;; esac
+# free_port, wait_gone, wait_log, wild_bytes
+. "$(dirname "$0")/runtime-lib.sh"
 
 echo "TAP version 13"
 missing=
@@ -99,20 +101,6 @@ echo "# backend: ${backend:-unknown}"
 $KNOTD -V 2>&1 | head -1 | sed 's/^/# /'
 $KRESD -V 2>&1 | head -1 | sed 's/^/# /'
 
-# A port free for UDP and TCP on 127.0.0.1 (from /proc/net), from $1 up.
-free_port() {
-	p=$1
-	while [ "$p" -lt 65000 ]; do
-		h=$(printf ':%04X ' "$p")
-		if ! cat /proc/net/udp /proc/net/tcp /proc/net/udp6 \
-			/proc/net/tcp6 2>/dev/null | grep -q "$h"; then
-			echo "$p"
-			return
-		fi
-		p=$((p + 1))
-	done
-	echo 0
-}
 KPORT=$(free_port $((20000 + $$ % 20000)))
 RPORT=$(free_port $((KPORT + 1)))
 echo "# knotd on 127.0.0.1@$KPORT, kresd on 127.0.0.1@$RPORT"
@@ -235,22 +223,6 @@ wait_up() {
 	done
 	return 1
 }
-# wait_gone PID: until PID ended (15 s); its status in $rc
-wait_gone() {
-	i=0
-	while kill -0 "$1" 2>/dev/null && [ $i -lt 150 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	if kill -0 "$1" 2>/dev/null; then
-		rc=timeout
-		return 1
-	fi
-	wait "$1"
-	rc=$?
-	pids=$(echo " $pids " | sed "s/ $1 / /")
-}
-
 # start_knot TAG [pmguard run options...]: knotd, plain without options
 start_knot() {
 	tag=$1; shift
@@ -424,23 +396,6 @@ wild_kres() {
 	cmp -s "$T/got2" "$T/want2" || { diff "$T/want2" "$T/got2" | diag; return 1; }
 	: >"$T/trigger-$tag"
 }
-# the 8 bytes at the injector's target in the cache file
-wild_bytes() {
-	pg=$(sed -n 's/^wild: LMDB root page \([0-9]*\) (page size \([0-9]*\)).*/\1 \2/p' \
-		"$T/kres-$1.log" | tail -1)
-	[ -n "$pg" ] || { echo none; return; }
-	set -- "$1" $pg
-	od -An -tx1 -j $(($2 * $3 + $3 / 2)) -N 8 "$T/kres-$1/cache/data.mdb" |
-		tr -d ' \n'
-}
-wait_log() { # wait_log FILE PATTERN: 10 s
-	i=0
-	while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	grep -q "$2" "$1" 2>/dev/null
-}
 EE=eeeeeeeeeeeeeeee
 
 start_knot wild --lmdb-writemap --report "$T/knot-wild.rep" ||
@@ -452,7 +407,7 @@ if wild_kres ws --report "$T/kres-ws.rep"; then
 	check "wild write into kresd's cache, strict: kresd aborted (rc $rc), reported" \
 		sh -c "[ '$rc' = 134 ] && grep -q 'strict (aborting): stray write.*libwild.so+0x' '$T/kres-ws.rep'"
 	[ "$rc" = 134 ] || diag "$T/kres-ws.log" "$T/kres-ws.rep"
-	b=$(wild_bytes ws)
+	b=$(wild_bytes "$T/kres-ws.log" "$T/kres-ws/cache/data.mdb")
 	check "strict: the wild bytes are not in the cache file ($b)" \
 		sh -c "[ '$b' != none ] && [ '$b' != $EE ]"
 else
@@ -475,7 +430,7 @@ start_knot wild2 --lmdb-writemap --report "$T/knot-wild.rep" ||
 # unprotected: the bytes land in the cache file (the negative control)
 if wild_kres wu; then
 	wait_log "$T/kres-wu.log" 'wild: 1 writes done'
-	b=$(wild_bytes wu)
+	b=$(wild_bytes "$T/kres-wu.log" "$T/kres-wu/cache/data.mdb")
 	check "negative control: without pmguard the wild bytes land in the cache file ($b)" \
 		[ "$b" = $EE ]
 	stop_kres
@@ -486,7 +441,7 @@ fi
 # contain: undone, kresd runs on and answers from its cache
 if wild_kres wc --mode contain --report "$T/kres-wc.rep"; then
 	wait_log "$T/kres-wc.log" 'wild: 1 writes done'
-	b=$(wild_bytes wc)
+	b=$(wild_bytes "$T/kres-wc.log" "$T/kres-wc/cache/data.mdb")
 	check "wild write, contain: contained and reported, kresd runs on" \
 		sh -c "grep -q 'contain: stray write by' '$T/kres-wc.rep' && kill -0 $kres_pid"
 	check "contain: the wild bytes are not in the cache file ($b)" \

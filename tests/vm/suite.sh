@@ -12,7 +12,7 @@
 # selftest" as one entry, test-lazywin once more on the mprotect
 # backend (with 4 huge pages reserved for its hugetlb case), and the
 # virtual-domain runs (PMGUARD_KEYS=0/1/4 test-vdomains, PMGUARD_KEYS=0
-# test-shared, test-ownprot, test-modes and test-contain). TEST arguments replace that list (same
+# test-shared, test-ownprot, test-ownsig, test-modes and test-contain). TEST arguments replace that list (same
 # syntax as runtests.sh: "pmguard selftest 1 2" is one entry).
 # Per-test timeout: $PMGUARD_TEST_TIMEOUT seconds (default 300).
 # Exit status: runtests.sh's (0 iff nothing failed).
@@ -66,7 +66,7 @@ if [ $# -eq 0 ]; then
 		[ -x /bin/test-vdomains ] &&
 			set -- "$@" "env PMGUARD_KEYS=$k /bin/test-vdomains"
 	done
-	for t in test-shared test-ownprot; do
+	for t in test-shared test-ownprot test-ownsig; do
 		[ -x /bin/$t ] && set -- "$@" "env PMGUARD_KEYS=0 /bin/$t"
 	done
 	for t in test-modes test-contain; do
