@@ -199,8 +199,13 @@ for mode in strict contain; do
 		"$T/got" "$T/want"
 	stop_slapd
 	check "$mode: slapd stops cleanly (rc $rc), no stray write reported" \
-		sh -c "[ '$rc' = 0 ] && ! grep -v 'nothing was protected' '$r' | grep -q 'stray\\|unbalanced\\|cannot'"
-	grep -h 'stray\|unbalanced\|cannot' "$r" | grep -v 'nothing was protected' | head -5 | sed 's/^/# /'
+		sh -c "[ '$rc' = 0 ] && ! grep -q 'stray\\|unbalanced\\|cannot' '$r'"
+	grep -h 'stray\|unbalanced\|cannot' "$r" | head -5 | sed 's/^/# /'
+	# slapd opens its database after dropping to openldap: the
+	# launcher's status channel still reaches it (docs/run.md, "The
+	# launcher's channels")
+	check "$mode: no false \"nothing was protected\" after slapd's drop to openldap" \
+		sh -c "! grep -q 'nothing was protected\\|unknown whether' '$r'"
 	check "$mode: the report names back-mdb's environment, protected (MDB_WRITEMAP its own)" \
 		grep -q "slapd (pid [0-9]*): LMDB environment $T/slapd-$mode/db: protected.*asked by the program" "$r"
 done
