@@ -56,6 +56,9 @@ Tier 2, the rest of make check but the kernels (most boot the QEMU TCG guest, -c
 Tier 3, the kernels (root to install linux-source; builds are cached)
   linux-check          Linux 6.12 + series: six boots, fio, XFS, dm    5 min warm
   linux-6.1-check      Linux 6.1 + its series: four boots              1 min warm
+  linux-compile-check  6.12 + series, every hunk's option on, objtool
+                       noinstr validation, never booted                cached 5 s,
+                                                                       cold 40 min
   linux-bisect-check   build after every patch (not in CI)             hours
   linux-mutation-check every kernel mutant caught (not in CI)          2-3 h
 
