@@ -58,7 +58,7 @@ Tier 3, the kernels (root to install linux-source; builds are cached)
   linux-6.1-check      Linux 6.1 + its series: four boots              1 min warm
   linux-compile-check  6.12 + series, every hunk's option on, objtool
                        noinstr validation, never booted                cached 5 s,
-                                                                       cold 1 h+
+                                                                       cold 1 h
   linux-bisect-check   build after every patch (not in CI)             hours
   linux-mutation-check every kernel mutant caught (not in CI)          2-3 h
 
