@@ -282,8 +282,8 @@ dest_of(const char *fn, const void *addr, size_t len, struct dest *t)
 
 /* A miss: the registry, then the cache; a source across a range's edge
  * is looked up at both ends (guard_range()) and not cached. */
-static __attribute__((noinline)) int src_fill(struct guard *g,
-					      const void *addr, size_t len)
+static __attribute__((noinline)) int src_fill(struct guard *g, const void *addr,
+					      size_t len)
 {
 	uintptr_t a = (uintptr_t)addr, last = a + len - 1;
 	unsigned sc = scache.sc;
@@ -321,11 +321,12 @@ guard_src(struct guard *g, const void *addr, size_t len)
 	SIGFENCE();
 	e = scache.e;
 	SIGFENCE();
-	if (__builtin_expect(!(sc & 1) && scache.sc == sc &&
-				     e.gen == __atomic_load_n(&_pmg_rt_gen,
-							      __ATOMIC_ACQUIRE) &&
-				     a >= e.lo && a + len - 1 < e.hi,
-			     1))
+	if (__builtin_expect(
+		    !(sc & 1) && scache.sc == sc &&
+			    e.gen == __atomic_load_n(&_pmg_rt_gen,
+						     __ATOMIC_ACQUIRE) &&
+			    a >= e.lo && a + len - 1 < e.hi,
+		    1))
 		return e.d ? guard_add(g, e.d, PMG_READ) : 0;
 	return src_fill(g, addr, len);
 }

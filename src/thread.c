@@ -43,7 +43,6 @@
 __thread struct _pmg_src_cache _pmg_scache
 	__attribute__((tls_model("initial-exec")));
 
-
 static __thread unsigned char end_rounds
 	__attribute__((tls_model("initial-exec")));
 

@@ -193,12 +193,14 @@ static void test_persist_source_cache(void)
 	CHECK(ok, pmg_unprotect(m + PAGE, PAGE) == 0);
 	CHECK(ok, pmg_memcpy_persist(dst, m + PAGE + 8, 64) == dst);
 	CHECK(ok, pmg_memcpy_persist(dst, m + 2 * PAGE, 64) == dst &&
-		  dst[0] == 0x63);
+			  dst[0] == 0x63);
 	strays += probe_log.strays - from;
 	CHECK(ok, strays == 0);
-	tap_ok(ok, "persistence source cache: a range protected inside a "
+	tap_ok(ok,
+	       "persistence source cache: a range protected inside a "
 	       "gap it remembered gets its read window, an unprotected one "
-	       "none (%d stray reads)", strays);
+	       "none (%d stray reads)",
+	       strays);
 	pmg_domain_delete(&d);
 	munmap(m, 3 * PAGE);
 	munmap(dst, PAGE);

@@ -1182,8 +1182,8 @@ static bool pass_fd(const char *var, int fd, const char *spec)
 	if (fd < 0)
 		return true;
 	nfd = fcntl(fd, F_DUPFD, 3);
-	if (nfd < 0 || (size_t)snprintf(v, sizeof(v), "%d:%s", nfd, spec) >=
-				sizeof(v))
+	if (nfd < 0 ||
+	    (size_t)snprintf(v, sizeof(v), "%d:%s", nfd, spec) >= sizeof(v))
 		return false;
 	return setenv(var, v, 1) == 0;
 }
@@ -1234,8 +1234,7 @@ static int spawn(char **argv, const char *verb, const char *lib,
 			_exit(127);
 		if (!pass_fd("PMGUARD_RUN_STATUS", pass->status_fd,
 			     pass->status) ||
-		    !pass_fd("PMGUARD_RUN_LEARN", pass->learn_fd,
-			     pass->learn))
+		    !pass_fd("PMGUARD_RUN_LEARN", pass->learn_fd, pass->learn))
 			_exit(127);
 		if (rep_fd >= 0) {
 			snprintf(v, sizeof(v), "%llu:%llu",
@@ -1473,14 +1472,15 @@ static void nothing_said(const struct run_opts *o, const char *verb,
 			 "%s\n",
 			 verb, map + RUN_STATUS_WHY);
 	else
-		snprintf(msg, sizeof(msg),
-		 "pmguard %s: nothing was protected: no process of this run "
-		 "opened an LMDB environment with MDB_WRITEMAP or a libpmem "
-		 "mapping through the dynamic linker before %s ended (a copy "
-		 "linked into the program itself, as in Debian's lmdb-utils, "
-		 "cannot be interposed; a process left running, a daemon, is "
-		 "not counted after that)\n",
-		 verb, prog);
+		snprintf(
+			msg, sizeof(msg),
+			"pmguard %s: nothing was protected: no process of this run "
+			"opened an LMDB environment with MDB_WRITEMAP or a libpmem "
+			"mapping through the dynamic linker before %s ended (a copy "
+			"linked into the program itself, as in Debian's lmdb-utils, "
+			"cannot be interposed; a process left running, a daemon, is "
+			"not counted after that)\n",
+			verb, prog);
 	if (syslog_sock[0]) {
 		syslog_say(msg);
 		return;
