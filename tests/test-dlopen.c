@@ -21,7 +21,7 @@
 
 #define PAGE 4096
 #define TLS_BUDGET 512 /* glibc.rtld.optional_static_tls default */
-#define TLS_MAX 384 /* what libpmguard may take of it (380 now) */
+#define TLS_MAX 384 /* what libpmguard may take of it (376 now) */
 
 static char lib[4200];
 
