@@ -170,8 +170,10 @@ rt_lmdb_cases() {
 # directory (TXNS transactions of PER records), plain and under `pmguard
 # run`, alternated REPS times; the best of each and their ratio as a
 # "# bench:" line (not an assertion: the machine is shared).
+# RT_BENCH_REPS, where set, replaces REPS (the PKU guest: 1, TCG's
+# figures say nothing of PKU's cost and each repetition takes seconds).
 rt_bench() {
-	label=$1 reps=$2 btx=$3 bper=$4
+	label=$1 reps=${RT_BENCH_REPS:-$2} btx=$3 bper=$4
 	shift 4
 	best_p='' best_r='' bad=
 	i=0
