@@ -41,8 +41,9 @@ Tier 2, the rest of make check but the kernels (most boot the QEMU TCG guest, -c
   vm-check             the host tests on the PKU backend               5 min
   dax-check            pools on ext4 -o dax and device dax (pmem)      2-3 min
   run-check            pmguard run on LMDB and libpmem programs        2 min
-  run-vm-check         the same in the PKU guest                       3 min
-  run-servers-check    Knot DNS, Knot Resolver under pmguard run       1 min
+  run-vm-check         the same, and the runtimes, in the PKU guest    6 min
+  run-servers-check    knotd, kresd, slapd, postmap, Python, Rust,     1 min
+                       Perl, gdb, strace under pmguard run
   ffi-vm-check         the window edges from Python ctypes, PKU guest  30 s
   count-check          exact WRPKRU/syscall/instruction counts per
                        operation (TCG plugin) against tools/tcg/budgets 1 min
