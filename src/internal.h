@@ -320,6 +320,9 @@ int _pmg_reg_remove(uintptr_t base, uintptr_t end, int *id);
  * 2), or -ENOENT, -ENOMEM (nothing changed).  Lock held. */
 int _pmg_reg_cut(const struct _pmg_range *r, uintptr_t a, uintptr_t e);
 int _pmg_reg_find(uintptr_t addr, struct _pmg_range *out);
+/* the domain number of the range holding @addr and its end, 0 if none:
+ * _pmg_reg_find() without copying the range (the persistence calls) */
+int _pmg_reg_dom_at(uintptr_t addr, uintptr_t *end);
 /* The range holding @addr, or the gap around it (dom 0).  AS-safe. */
 void _pmg_reg_interval(uintptr_t addr, struct _pmg_range *out);
 /* The first range overlapping [base, end): 0 and *out, or -ENOENT.

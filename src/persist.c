@@ -588,7 +588,7 @@ mem_op(const char *fn, void *dest, const void *src, int c, size_t len,
 		rc = guard_write(&g, t.d, dest, len);
 	else if (rc == 1)
 		rc = guard_range(&g, dest, len, PMG_WRITE);
-	if (rc == 0 && s == src && s && any_noaccess())
+	if (rc == 0 && s == src && s)
 		rc = guard_src(&g, s, len);
 	if (rc) {
 		guard_close(&g);

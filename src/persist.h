@@ -63,10 +63,6 @@ struct _pmg_src_cache {
 extern __thread struct _pmg_src_cache _pmg_scache
 	__attribute__((tls_model("initial-exec")));
 
-/* registry.c: the domain number of the protected range holding @addr
- * and its end, 0 if none. */
-int _pmg_reg_dom_at(uintptr_t addr, uintptr_t *end);
-
 /* 0, or -EINVAL with the message naming the bad variable. */
 int _pmg_persist_env_check(void);
 

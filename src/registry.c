@@ -29,7 +29,6 @@
 #include <string.h>
 
 #include "internal.h"
-#include "persist.h" /* _pmg_reg_dom_at() */
 
 #define SC __ATOMIC_SEQ_CST
 
