@@ -194,7 +194,7 @@ static void chain(int sig, siginfo_t *si, void *uc)
 	 * recur, so raise it.
 	 */
 	_pmg_sig_default(sig);
-	if (!((sig == SIGSEGV && !sent) || (sig == SIGBUS && !sent)))
+	if (sent || sig == SIGTRAP)
 		raise(sig);
 }
 

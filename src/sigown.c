@@ -51,37 +51,48 @@
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
-static sigaction_fn real_sigaction;
-
 #ifdef PMG_SHARED
-/* Resolved at load; a call before then (another constructor's) asks
- * dlsym() itself. */
+/* libc's own @name: resolved at load (below); a call before then
+ * (another constructor's) asks dlsym() itself */
+static void *next(void **slot, const char *name)
+{
+	void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+
+	if (!f) {
+		f = dlsym(RTLD_NEXT, name);
+		__atomic_store_n(slot, f, __ATOMIC_RELEASE);
+	}
+	return f;
+}
+
+static void *real_sigaction, *real_signal, *real_sysv, *real_sigset,
+	*real_sigignore, *real_siginterrupt;
+
 __attribute__((constructor)) static void sigown_resolve(void)
 {
-	__atomic_store_n(&real_sigaction,
-			 (sigaction_fn)dlsym(RTLD_NEXT, "sigaction"),
-			 __ATOMIC_RELEASE);
+	(void)next(&real_sigaction, "sigaction");
+	(void)next(&real_signal, "signal");
+	(void)next(&real_sysv, "sysv_signal");
+	(void)next(&real_sigset, "sigset");
+	(void)next(&real_sigignore, "sigignore");
+	(void)next(&real_siginterrupt, "siginterrupt");
 }
 #endif
 
 /* libc's sigaction(), not the interposer below: pmguard's own calls. */
 static int real(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	sigaction_fn f = __atomic_load_n(&real_sigaction, __ATOMIC_ACQUIRE);
+#ifdef PMG_SHARED
+	sigaction_fn f = (sigaction_fn)next(&real_sigaction, "sigaction");
 
 	if (!f) {
-#ifdef PMG_SHARED
-		f = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-		if (!f) {
-			errno = ENOSYS;
-			return -1;
-		}
-#else
-		f = sigaction;
-#endif
-		__atomic_store_n(&real_sigaction, f, __ATOMIC_RELEASE);
+		errno = ENOSYS;
+		return -1;
 	}
 	return f(sig, act, old);
+#else
+	return sigaction(sig, act, old);
+#endif
 }
 
 /* One signal pmguard's handler holds. */
@@ -238,17 +249,16 @@ void _pmg_sig_default(int sig)
 		void (*restorer)(void);
 		uint64_t mask;
 	} k = { SIG_DFL, 0, NULL, 0 };
-	uint64_t m;
+	uint64_t m = 0;
 
 	if (o) {
 		m = own_block();
 		o->prog.sa_handler = SIG_DFL;
 		o->prog.sa_flags &= ~SA_SIGINFO;
-		syscall(SYS_rt_sigaction, sig, &k, NULL, sizeof(k.mask));
-		own_unblock(m);
-		return;
 	}
 	syscall(SYS_rt_sigaction, sig, &k, NULL, sizeof(k.mask));
+	if (o)
+		own_unblock(m);
 }
 
 #ifdef PMG_SHARED
@@ -322,31 +332,6 @@ static sighandler_t own_signal(int sig, struct own *o, sighandler_t h,
 typedef sighandler_t (*signal_fn)(int, sighandler_t);
 typedef int (*sigint_fn)(int, int);
 typedef int (*sigig_fn)(int);
-
-/* libc's own @name (dlsym() on first use: not for a handler's first
- * call, which no program makes before main()) */
-static void *next(void **slot, const char *name)
-{
-	void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-
-	if (!f) {
-		f = dlsym(RTLD_NEXT, name);
-		__atomic_store_n(slot, f, __ATOMIC_RELEASE);
-	}
-	return f;
-}
-
-static void *real_signal, *real_sysv, *real_sigset, *real_sigignore,
-	*real_siginterrupt;
-
-__attribute__((constructor)) static void sigown_resolve_more(void)
-{
-	(void)next(&real_signal, "signal");
-	(void)next(&real_sysv, "sysv_signal");
-	(void)next(&real_sigset, "sigset");
-	(void)next(&real_sigignore, "sigignore");
-	(void)next(&real_siginterrupt, "siginterrupt");
-}
 
 /* libc declares these under feature macros of their own, or not at all */
 int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
