@@ -737,7 +737,8 @@ NOSAN PMG_API ssize_t preadv(int fd, const struct iovec *iov, int cnt,
 
 	if (LIVE())
 		grant_iov(iov, cnt);
-	return f ? f(fd, iov, cnt, off) : sys_rwv2(SYS_preadv2, fd, iov, cnt, off, 0);
+	return f ? f(fd, iov, cnt, off)
+		 : sys_rwv2(SYS_preadv2, fd, iov, cnt, off, 0);
 }
 
 NOSAN PMG_API ssize_t preadv64(int fd, const struct iovec *iov, int cnt,
@@ -747,7 +748,8 @@ NOSAN PMG_API ssize_t preadv64(int fd, const struct iovec *iov, int cnt,
 
 	if (LIVE())
 		grant_iov(iov, cnt);
-	return f ? f(fd, iov, cnt, off) : sys_rwv2(SYS_preadv2, fd, iov, cnt, off, 0);
+	return f ? f(fd, iov, cnt, off)
+		 : sys_rwv2(SYS_preadv2, fd, iov, cnt, off, 0);
 }
 
 NOSAN PMG_API ssize_t preadv2(int fd, const struct iovec *iov, int cnt,
@@ -1047,7 +1049,8 @@ NOSAN PMG_API ssize_t pwritev(int fd, const struct iovec *iov, int cnt,
 
 	if (LIVE())
 		grant_src_iov(iov, cnt);
-	return f ? f(fd, iov, cnt, off) : sys_rwv2(SYS_pwritev2, fd, iov, cnt, off, 0);
+	return f ? f(fd, iov, cnt, off)
+		 : sys_rwv2(SYS_pwritev2, fd, iov, cnt, off, 0);
 }
 
 NOSAN PMG_API ssize_t pwritev64(int fd, const struct iovec *iov, int cnt,
@@ -1057,7 +1060,8 @@ NOSAN PMG_API ssize_t pwritev64(int fd, const struct iovec *iov, int cnt,
 
 	if (LIVE())
 		grant_src_iov(iov, cnt);
-	return f ? f(fd, iov, cnt, off) : sys_rwv2(SYS_pwritev2, fd, iov, cnt, off, 0);
+	return f ? f(fd, iov, cnt, off)
+		 : sys_rwv2(SYS_pwritev2, fd, iov, cnt, off, 0);
 }
 
 NOSAN PMG_API ssize_t pwritev2(int fd, const struct iovec *iov, int cnt,
