@@ -96,7 +96,8 @@ static char *map_of(int (*fd_fn)(void *, int *), size_t len)
 }
 
 /* LMDB's on-disk layout (lmdb 0.9, 64-bit): page header 16 bytes; meta:
- * txnid at 152, main database root at 128. */
+ * txnid at 144 (the meta page header, 16 bytes, then mm_txnid at 128 in
+ * MDB_meta), main database root at 128 (mm_dbs[MAIN_DBI].md_root). */
 static char *lmdb_target(void)
 {
 	struct { void *addr; size_t mapsize, last_pg, last_txn;
@@ -115,7 +116,7 @@ static char *lmdb_target(void)
 		return NULL;
 	m0 = map;
 	m1 = map + st.psize;
-	meta = *(uint64_t *)(m1 + 152) > *(uint64_t *)(m0 + 152) ? m1 : m0;
+	meta = *(uint64_t *)(m1 + 144) > *(uint64_t *)(m0 + 144) ? m1 : m0;
 	root = *(uint64_t *)(meta + 128);
 	if (root > info.last_pg) {
 		/* an empty main database (P_INVALID): no root page */
