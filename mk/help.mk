@@ -62,7 +62,7 @@ Tier 3, the kernels (root to install linux-source; builds are cached)
                        series vs unpatched kernel (TCG plugin) against
                        tools/tcg/budgets-linux                         3 min warm
   linux-compile-check  6.12 + series, every hunk's option on, objtool
-                       noinstr validation, never booted (not in CI)     cached 5 s,
+                       noinstr validation, never booted                3 min warm,
                                                                        cold 1 h
   linux-bisect-check   build after every patch (not in CI)             hours
   linux-mutation-check every kernel mutant caught (not in CI)          2-3 h
