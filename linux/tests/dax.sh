@@ -248,6 +248,27 @@ dax_kvm_test() {
 	no_pks_events "$mark" "KVM: kvmclock updates into device-dax memory"
 }
 
+# 4b. KVM's kvm_vcpu_map() over device-dax memory (patch "KVM: Map
+#    protected device pages of kvm_vcpu_map() with vmap()"): a VM whose
+#    memory is an mmap() of the device-dax device runs VMRUN with a zeroed
+#    VMCB; KVM maps the VMCB with kvm_vcpu_map() and writes the failed
+#    VMRUN's exit code into it.  No fault counted, no PKS line.
+dax_nested_svm_test() {
+	name=$(dax_dev4k)
+	if [ -z "$name" ]; then
+		notok "nested SVM: a 4 KiB-aligned device-dax device for the VM's memory ($(ls /sys/bus/dax/devices 2>&1))"
+		return
+	fi
+	check "nested SVM: kvm_amd's nested is on ($(cat /sys/module/kvm_amd/parameters/nested 2>&1))" \
+		grep -qx '[1Y]' /sys/module/kvm_amd/parameters/nested
+	mark=$(($(kmsg_lines) + 1))
+	rfp=$(cat "$RELAXED_FAULTS" 2>/dev/null)
+	dax_run "nested SVM: a VM in device-dax memory (/dev/$name) runs VMRUN and KVM writes its VMCB" \
+		nested-svm-dax "/dev/$name"
+	dax_faults "nested SVM: KVM's kvm_vcpu_map() of a VMCB in device-dax memory"
+	no_pks_events "$mark" "nested SVM: KVM's kvm_vcpu_map() of a VMCB in device-dax memory"
+}
+
 # 5. A namespace unbound while a thread is inside a DAX access (finding
 #    4a; patch "dax: Stray access protection for dax_direct_access()"):
 #    the thread's dax_mk_noaccess() on the dead device must still take its
@@ -282,5 +303,6 @@ dax_unbind_test() {
 dax_extra_tests() {
 	diag "the debug kernel's extra tests (KVM, unbind), relaxed mode"
 	dax_kvm_test
+	dax_nested_svm_test
 	dax_unbind_test
 }
