@@ -284,6 +284,7 @@ dax_nested_svm_test() {
 # 44 MiB: past the write cache's volume (32-40 MiB), before guest.sh's
 # stray-write page (46.9 MiB)
 DAX_DMA_PAGE=11264
+DAX_LEAKS=/sys/module/memremap/parameters/pks_access_leaks
 dax_dma_test() {
 	sw=$DBG/swiotlb
 	check "swiotlb: the boot bounces every DMA mapping (swiotlb=force; io_tlb_nslabs '$(cat $sw/io_tlb_nslabs 2>&1)')" \
@@ -301,10 +302,16 @@ dax_dma_test() {
 	no_pks_events "$mark" "swiotlb: the bounce of protected pages"
 
 	mark=$(($(kmsg_lines) + 1))
+	lk0=$(cat $DAX_LEAKS 2>/dev/null)
 	pmem_cmd sg_miter /dev/pmem0 $DAX_DMA_PAGE
 	diag "pks_pmem: $res"
 	check "sg_miter: an iterator without SG_MITER_ATOMIC read and wrote the two pages (pages=$(field pages) read=$(field read) written=$(field written))" \
 		test "$(field pages)$(field read)$(field written)" = 211
+	# a window sg_miter_stop() left open is closed (and counted) only at
+	# the return to user mode, reported once per boot: see the count
+	lk1=$(cat $DAX_LEAKS 2>/dev/null)
+	check "sg_miter: sg_miter_stop() closed every window (access count after it: '$(field count)'; pks_access_leaks '$lk0' -> '$lk1')" \
+		test "$(field count)" = 0 -a -n "$lk1" -a "$lk1" = "$lk0"
 	dax_faults "sg_miter: kmap of protected pages"
 	no_pks_events "$mark" "sg_miter: kmap of protected pages"
 }
