@@ -248,6 +248,81 @@ dax_kvm_test() {
 	no_pks_events "$mark" "KVM: kvmclock updates into device-dax memory"
 }
 
+# 4b. KVM's kvm_vcpu_map() over device-dax memory (patch "KVM: Map
+#    protected device pages of kvm_vcpu_map() with vmap()"): a VM whose
+#    memory is an mmap() of the device-dax device runs VMRUN with a zeroed
+#    VMCB; KVM maps the VMCB with kvm_vcpu_map() and writes the failed
+#    VMRUN's exit code into it.  No fault counted, no PKS line.
+dax_nested_svm_test() {
+	name=$(dax_dev4k)
+	if [ -z "$name" ]; then
+		notok "nested SVM: a 4 KiB-aligned device-dax device for the VM's memory ($(ls /sys/bus/dax/devices 2>&1))"
+		return
+	fi
+	check "nested SVM: kvm_amd's nested is on ($(cat /sys/module/kvm_amd/parameters/nested 2>&1))" \
+		grep -qx '[1Y]' /sys/module/kvm_amd/parameters/nested
+	mark=$(($(kmsg_lines) + 1))
+	rfp=$(cat "$RELAXED_FAULTS" 2>/dev/null)
+	dax_run "nested SVM: a VM in device-dax memory (/dev/$name) runs VMRUN and KVM writes its VMCB" \
+		nested-svm-dax "/dev/$name"
+	dax_faults "nested SVM: KVM's kvm_vcpu_map() of a VMCB in device-dax memory"
+	no_pks_events "$mark" "nested SVM: KVM's kvm_vcpu_map() of a VMCB in device-dax memory"
+}
+
+# 4c. swiotlb and sg_miter over protected pages (patches "swiotlb: Bounce
+#    protected device pages through kmap_local_page()" and "scatterlist:
+#    Map protected device pages of sg_miter with kmap_local_page()"): the
+#    guest has no block driver that bounces or copies by PIO, so the
+#    pks_pmem hook's swiotlb and sg_miter commands reach them, on 128
+#    bytes from 64 before the end of a page of /dev/pmem0 into the next
+#    one.  swiotlb: the debug boot has swiotlb=force; the mapping must
+#    have bounced (a DMA address in the bounce buffer, io_tlb_used_hiwater
+#    above 0), the bounce buffer must hold the pages' bytes after the map,
+#    and the pages the bytes the "device" wrote there after the unmap,
+#    which runs in a hard interrupt, as a DMA completion.  sg_miter: two
+#    mappings, the bytes read and written.  No fault counted, no PKS line.
+# 44 MiB: past the write cache's volume (32-40 MiB), before guest.sh's
+# stray-write page (46.9 MiB)
+DAX_DMA_PAGE=11264
+DAX_LEAKS=/sys/module/memremap/parameters/pks_access_leaks
+dax_dma_test() {
+	sw=$DBG/swiotlb
+	check "swiotlb: the boot bounces every DMA mapping (swiotlb=force; io_tlb_nslabs '$(cat $sw/io_tlb_nslabs 2>&1)')" \
+		grep -qw 'swiotlb=force' /proc/cmdline
+	mark=$(($(kmsg_lines) + 1))
+	rfp=$(cat "$RELAXED_FAULTS" 2>/dev/null)
+	pmem_cmd swiotlb /dev/pmem0 $DAX_DMA_PAGE
+	diag "pks_pmem: $res"
+	# io_tlb_used_hiwater is 6.6's (6.1: bounced=, the DMA address, alone)
+	hw=$(cat $sw/io_tlb_used_hiwater 2>/dev/null || echo none)
+	hwok=0
+	case $hw in
+	none) hwok=1 ;;
+	'' | *[!0-9]*) ;;
+	*) [ "$hw" -gt 0 ] && hwok=1 ;;
+	esac
+	check "swiotlb: a DMA mapping of /dev/pmem0 pages $DAX_DMA_PAGE-$((DAX_DMA_PAGE + 1)) bounced (bounced=$(field bounced), io_tlb_used_hiwater '$hw')" \
+		test "$(field bounced)$hwok" = 11
+	check "swiotlb: the map bounced the pages' bytes out and the unmap, in a hard interrupt, the device's back (to_device=$(field to_device) from_device=$(field from_device) in_irq=$(field in_irq))" \
+		test "$(field to_device)$(field from_device)$(field in_irq)" = 111
+	dax_faults "swiotlb: the bounce of protected pages"
+	no_pks_events "$mark" "swiotlb: the bounce of protected pages"
+
+	mark=$(($(kmsg_lines) + 1))
+	lk0=$(cat $DAX_LEAKS 2>/dev/null)
+	pmem_cmd sg_miter /dev/pmem0 $DAX_DMA_PAGE
+	diag "pks_pmem: $res"
+	check "sg_miter: an iterator without SG_MITER_ATOMIC read and wrote the two pages (pages=$(field pages) read=$(field read) written=$(field written))" \
+		test "$(field pages)$(field read)$(field written)" = 211
+	# a window sg_miter_stop() left open is closed (and counted) only at
+	# the return to user mode, reported once per boot: see the count
+	lk1=$(cat $DAX_LEAKS 2>/dev/null)
+	check "sg_miter: sg_miter_stop() closed every window (access count after it: '$(field count)'; pks_access_leaks '$lk0' -> '$lk1')" \
+		test "$(field count)" = 0 -a -n "$lk1" -a "$lk1" = "$lk0"
+	dax_faults "sg_miter: kmap of protected pages"
+	no_pks_events "$mark" "sg_miter: kmap of protected pages"
+}
+
 # 5. A namespace unbound while a thread is inside a DAX access (finding
 #    4a; patch "dax: Stray access protection for dax_direct_access()"):
 #    the thread's dax_mk_noaccess() on the dead device must still take its
@@ -280,7 +355,9 @@ dax_unbind_test() {
 }
 
 dax_extra_tests() {
-	diag "the debug kernel's extra tests (KVM, unbind), relaxed mode"
+	diag "the debug kernel's extra tests (KVM, swiotlb and sg_miter, unbind), relaxed mode"
 	dax_kvm_test
+	dax_nested_svm_test
+	dax_dma_test
 	dax_unbind_test
 }

@@ -21,9 +21,11 @@
 #            as a pass only then
 #   extra    the debug kernel's tests of features the main config lacks
 #            (linux/tests/dax.sh, dax_extra_tests): a KVM VM whose memory
-#            is device-dax (kvmclock), a namespace unbound inside a DAX
-#            read (userfaultfd); relaxed mode; after the debug boot's main
-#            tests and workloads, as they leave the devices
+#            is device-dax (kvmclock; nested SVM's VMRUN), swiotlb and
+#            sg_miter over pmem pages (the boot has swiotlb=force), a
+#            namespace unbound inside a DAX read (userfaultfd); relaxed
+#            mode; after the debug boot's main tests and workloads, as
+#            they leave the devices
 #
 # Output: TAP result lines "ok - what" / "not ok - what" (unnumbered; the
 # host numbers them), everything else as "# " lines, and last
