@@ -29,6 +29,14 @@
 #    page while they are open faults; dax: dax_mk_readwrite() /
 #    dax_mk_noaccess() nest the same way on /dev/pmem0's DAX device and
 #    the page is readable only inside them.
+# 4. pks_pmem "dbg": a kernel data breakpoint hit inside a window (a #DB
+#    trap, entered through irqentry_nmi_enter()): its handler runs with
+#    PKRS at PKS_INIT_VALUE and a count of 0, and after the #DB the
+#    window's PKRS and count are back and the page reads through it.
+# 5. dax-msync (linux/tests/dax-msync.c): msync(2) of 64 dirty pages of a
+#    MAP_SHARED mapping of an ext4 -o dax file opens a window per page
+#    for dax_flush() (memremap.pks_windows rises by at least 64: CLWB is
+#    a no-op under TCG, so a missing window could not fault here).
 
 EXC_PAGE=${STRAY_PAGE:-12000}
 
@@ -60,7 +68,54 @@ exc_daxread() {
 		test "$n" = 0
 	check "daxread ($mode): pks_relaxed_faults unchanged ('$rf0' -> '$rf1')" \
 		test -n "$rf0" -a "$rf0" = "$rf1"
+	exc_msync "$mode"
 	umount /mnt/exc 2>/dev/null
+}
+
+# exc_msync MODE: dax-msync on the ext4 -o dax file system of exc_daxread
+exc_msync() {
+	if [ ! -x /bin/dax-msync ]; then
+		notok "dax-msync ($1): /bin/dax-msync not built (make linux-tests)"
+		return
+	fi
+	mark=$(($(kmsg_lines) + 1))
+	rf0=$(cat "$RELAXED_FAULTS" 2>/dev/null)
+	diag "/dev/pmem0's DAX write cache: '$(cat /sys/block/pmem0/dax/write_cache 2>&1)' (dax_flush() writes back only when it is on)"
+	timeout 120 dax-msync /mnt/exc >/tmp/msync.out 2>&1
+	rc=$?
+	rf1=$(cat "$RELAXED_FAULTS" 2>/dev/null)
+	show /tmp/msync.out
+	n=$(kmsg "$mark" | grep -Ec "$PKS_FAULT")
+	check "dax-msync ($1): msync() of a dirty DAX mapping opens a window per page for dax_flush(), data verified ($(tail -n 1 /tmp/msync.out), exit $rc)" \
+		test "$rc" = 0
+	check "dax-msync ($1): no PKS fault: 0 memremap/WARNING/oops lines (got $n), pks_relaxed_faults unchanged ('$rf0' -> '$rf1')" \
+		test "$n" = 0 -a -n "$rf0" -a "$rf0" = "$rf1"
+}
+
+# exc_dbg MODE: a kernel #DB (data breakpoint) inside a window
+exc_dbg() {
+	w="#DB in a window ($1)"
+	pmem_cmd read /dev/pmem0 "$EXC_PAGE"
+	want=$(field byte)
+	mark=$(($(kmsg_lines) + 1))
+	rf0=$(cat "$RELAXED_FAULTS" 2>/dev/null)
+	if ! pmem_cmd dbg /dev/pmem0 "$EXC_PAGE"; then
+		notok "$w: pks_pmem dbg ($res)"
+		return
+	fi
+	rf1=$(cat "$RELAXED_FAULTS" 2>/dev/null)
+	diag "pks_pmem: $res"
+	check "$w: the breakpoint hit (hits=$(field hits))" \
+		test "$(field hits)" -ge 1 2>/dev/null
+	check "$w: its handler runs with PKRS at PKS_INIT_VALUE, no access, count 0 (bp_pkrs=$(field bp_pkrs) init=$(field init) bp_rw=$(field bp_rw) bp_count=$(field bp_count))" \
+		test "$(field bp_pkrs)" = "$(field init)" -a "$(field bp_rw)" = 0 -a "$(field bp_count)" = 0
+	check "$w: after it the window's PKRS and count are back (after_pkrs=$(field after_pkrs) window=$(field window) after_count=$(field after_count) win_count=$(field win_count))" \
+		test "$(field after_pkrs)" = "$(field window)" -a "$(field after_count)" = "$(field win_count)" -a "$(field win_count)" = 1
+	check "$w: the page reads through the window after the #DB (read=$(field read) byte=$(field byte), guarded read '$want')" \
+		test "$(field read)" = 1 -a "$(field byte)" = "$want"
+	n=$(kmsg "$mark" | grep -Ec "$PKS_FAULT")
+	check "$w: no PKS fault: 0 memremap/WARNING/oops lines (got $n), pks_relaxed_faults unchanged ('$rf0' -> '$rf1')" \
+		test "$n" = 0 -a -n "$rf0" -a "$rf0" = "$rf1"
 }
 
 # exc_stray_lines WHAT MARK N: exactly N PKS lines in the log since MARK,
@@ -173,6 +228,7 @@ exc_tests() {
 	for c in nmi irq fork; do
 		exc_ctx "$c" "$1"
 	done
+	exc_dbg "$1"
 	if [ "$1" = strict ]; then
 		for c in nmi irq fork; do
 			exc_ctx "$c" "$1" 1

@@ -383,6 +383,56 @@ relaxed_stray() {
 		test -n "$now" -a "$now" = "$wrote"
 }
 
+# cpu_hotplug: CPU 1 taken offline and brought back.  Its bring-up
+# (pks_setup(), patches 0009 and 0014) must set PKRS and the per-CPU
+# cache of the last value written (pks_write_pkrs() skips a write equal
+# to it) together: the CPU comes back from an INIT with PKRS reset to 0
+# (every key open), while the cache still holds the value written before
+# it went offline.  So on CPU 1, first of all, a stray write must fault
+# (relaxed: counted and logged, the write lands), then a guarded read
+# (a pgmap_mk_readwrite() window) and kmap_local_page() must read the
+# byte with no fault.  Relaxed mode.
+cpu_hotplug() {
+	on=/sys/devices/system/cpu/cpu1/online
+	if [ ! -w $on ]; then
+		notok "cpu hotplug: $on is writable (the guests boot -smp 2 with HOTPLUG_CPU)"
+		return
+	fi
+	echo 0 >$on 2>/tmp/hp.err
+	st0=$(cat $on 2>&1)
+	echo 1 >$on 2>>/tmp/hp.err
+	st1=$(cat $on 2>&1)
+	show /tmp/hp.err
+	check "cpu hotplug: cpu1 went offline ('$st0') and came back online ('$st1')" \
+		test "$st0" = 0 -a "$st1" = 1
+	pmem_cmd read /dev/pmem0 $STRAY_PAGE
+	before=$(field byte)
+	case $before in 0x5a | 0x5A) wrote=0xa5 ;; *) wrote=0x5a ;; esac
+	mark=$(($(kmsg_lines) + 1))
+	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
+	# taskset: the write(2) to the hook, which runs the command, on cpu1
+	taskset -c 1 sh -c "echo stray /dev/pmem0 $STRAY_PAGE $wrote >$PKS_PMEM"
+	rc=$?
+	rf1=$(cat $RELAXED_FAULTS 2>/dev/null)
+	nl=$(kmsg "$mark" | grep -c 'stray write of PKS protected device memory.*relaxed: allowed')
+	pmem_cmd read /dev/pmem0 $STRAY_PAGE
+	now=$(field byte)
+	check "cpu hotplug: a stray write on cpu1 after it came back faults (taskset exit $rc, pks_relaxed_faults '$rf0' -> '$rf1', $nl log line(s))" \
+		test "$rc" = 0 -a -n "$rf0" -a "$rf1" = "$((rf0 + 1))" -a "$nl" = 1
+	check "cpu hotplug: the stray write landed (relaxed: $before -> $now, wrote $wrote)" \
+		test -n "$now" -a "$now" = "$wrote"
+	for cmd in read kmap_local; do
+		mark=$(($(kmsg_lines) + 1))
+		rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
+		taskset -c 1 sh -c "echo $cmd /dev/pmem0 $STRAY_PAGE >$PKS_PMEM"
+		res=$(cat $PKS_PMEM 2>&1)
+		rf1=$(cat $RELAXED_FAULTS 2>/dev/null)
+		n=$(kmsg "$mark" | grep -Ec "$PKS_FAULT")
+		check "cpu hotplug: $cmd on cpu1 reads the byte through its window with no fault ('$res', pks_relaxed_faults '$rf0' -> '$rf1', $n memremap/WARNING/oops lines)" \
+			test "$(field byte)" = "$wrote" -a -n "$rf0" -a "$rf0" = "$rf1" -a "$n" = 0
+	done
+}
+
 # ---- kmap of a protected pmem page (patch 0042, kmap: Ensure kmap
 # works for devmap pages).  They use STRAY_PAGE, whose first byte the
 # stray-write test has set: a known, non-zero value.
@@ -535,6 +585,7 @@ main)
 	fi
 	devdax_test
 	[ $pmem = 1 ] && exc_tests relaxed
+	[ $pmem = 1 ] && cpu_hotplug
 	[ $pmem = 1 ] && dax_tests relaxed
 	[ $pmem = 1 ] && leak_tests relaxed
 	[ "${PMGUARD_LINUX_VM_TESTS:-1}" = 1 ] && vm_tests
