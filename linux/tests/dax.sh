@@ -355,7 +355,7 @@ dax_unbind_test() {
 }
 
 # vmap_aliases: the vmap() aliases of KVM's shared helper
-# (kvm_map_guest_page(), patch 0051: the gfn_to_pfn_cache and
+# (kvm_map_guest_page(), patch 0046: the gfn_to_pfn_cache and
 # kvm_vcpu_map() map a protected guest page with a vmap() of its own) that
 # /proc/vmallocinfo lists now: its "vmap" lines whose caller is in KVM
 vmap_aliases() {
