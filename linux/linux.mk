@@ -67,7 +67,7 @@ linux-debug:
 
 linux-tests: $(LINUX_TESTS)
 
-$(O)/linux-tests/%: linux/tests/%.c linux/tests/tap.h
+$(O)/linux-tests/%: linux/tests/%.c linux/tests/tap.h linux/tests/kvm-vm.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -static -o $@ $< -pthread
 

@@ -32,7 +32,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "tap.h"
+#include "kvm-vm.h"
 
 #define MEM (64 * 1024)
 #define CODE 0x1000
@@ -59,68 +59,35 @@ int main(int argc, char **argv)
 		0x0f, 0x30,
 		0xf4,
 	};
-	struct kvm_userspace_memory_region region;
 	struct kvm_sregs sregs;
 	struct kvm_regs regs;
-	struct kvm_run *run;
 	struct pvclock *pv;
-	int kvm, vm, vcpu, dfd, i, runsz, halted = 0;
-	uint8_t *mem;
+	struct dax_vm v;
+	int i, halted;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: kvmclock-dax DEV\n");
 		return 2;
 	}
-	kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (!result(kvm >= 0, "open /dev/kvm (%s)", kvm >= 0 ? "ok" : strerror(errno)))
+	if (dax_vm_create(&v, argv[1], MEM, code, sizeof(code), CODE))
 		return tap_done("kvmclock-dax");
-	dfd = open(argv[1], O_RDWR | O_CLOEXEC);
-	mem = dfd < 0 ? MAP_FAILED :
-		mmap(NULL, MEM, PROT_READ | PROT_WRITE, MAP_SHARED, dfd, 0);
-	if (!result(mem != MAP_FAILED, "%s mapped MAP_SHARED, %d KiB (%s)", argv[1], MEM / 1024,
-		    mem != MAP_FAILED ? "ok" : strerror(errno)))
-		return tap_done("kvmclock-dax");
-	memset(mem, 0, MEM);
-	memcpy(mem + CODE, code, sizeof(code));
-
-	vm = ioctl(kvm, KVM_CREATE_VM, 0);
-	region = (struct kvm_userspace_memory_region){
-		.slot = 0, .guest_phys_addr = 0, .memory_size = MEM,
-		.userspace_addr = (uintptr_t)mem,
-	};
-	i = vm < 0 ? -1 : ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region);
-	vcpu = i ? -1 : ioctl(vm, KVM_CREATE_VCPU, 0);
-	runsz = vcpu < 0 ? -1 : ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-	run = runsz <= 0 ? MAP_FAILED :
-		mmap(NULL, (size_t)runsz, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
-	if (!result(run != MAP_FAILED,
-		    "a VM with the device-dax mapping as its memory and one vCPU (vm %d, slot %d, vcpu %d: %s)",
-		    vm, i, vcpu, run != MAP_FAILED ? "ok" : strerror(errno)))
-		return tap_done("kvmclock-dax");
-	if (ioctl(vcpu, KVM_GET_SREGS, &sregs) == 0) {
+	if (ioctl(v.vcpu, KVM_GET_SREGS, &sregs) == 0) {
 		sregs.cs.base = 0;
 		sregs.cs.selector = 0;
-		i = ioctl(vcpu, KVM_SET_SREGS, &sregs);
+		i = ioctl(v.vcpu, KVM_SET_SREGS, &sregs);
 	} else {
 		i = -1;
 	}
 	memset(&regs, 0, sizeof(regs));
 	regs.rip = CODE;
 	regs.rflags = 2;
-	if (!result(i == 0 && ioctl(vcpu, KVM_SET_REGS, &regs) == 0,
+	if (!result(i == 0 && ioctl(v.vcpu, KVM_SET_REGS, &regs) == 0,
 		    "the vCPU starts in real mode at 0x%x", CODE))
 		return tap_done("kvmclock-dax");
-	for (i = 0; i < 10 && !halted; i++) {
-		if (ioctl(vcpu, KVM_RUN, 0)) {
-			printf("# KVM_RUN: %s\n", strerror(errno));
-			break;
-		}
-		printf("# exit reason %u\n", run->exit_reason);
-		halted = run->exit_reason == KVM_EXIT_HLT;
-	}
+	halted = dax_vm_run(&v);
 	result(halted, "the VM ran its wrmsr of MSR_KVM_SYSTEM_TIME_NEW (0x%x) and halted",
 	       MSR_KVM_SYSTEM_TIME_NEW);
-	pv = (struct pvclock *)(mem + CLOCK);
+	pv = (struct pvclock *)(v.mem + CLOCK);
 	printf("# pvclock at 0x%x: version %u tsc_to_system_mul %u tsc_shift %d system_time %llu flags 0x%x\n",
 	       CLOCK, pv->version, pv->tsc_to_system_mul, pv->tsc_shift,
 	       (unsigned long long)pv->system_time, pv->flags);

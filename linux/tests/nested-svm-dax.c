@@ -38,7 +38,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "tap.h"
+#include "kvm-vm.h"
 
 #define MEM (64 * 1024)
 #define CODE 0x1000
@@ -106,50 +106,25 @@ int main(int argc, char **argv)
 		0x0f, 0x01, 0xd8,
 		0xf4,
 	};
-	struct kvm_userspace_memory_region region;
 	struct kvm_sregs sregs;
 	struct kvm_regs regs;
-	struct kvm_run *run;
 	uint32_t code_lo, code_hi;
-	int kvm, vm, vcpu, dfd, i, runsz, halted = 0;
-	uint8_t *mem;
+	struct dax_vm v;
+	int i, halted;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: nested-svm-dax DEV\n");
 		return 2;
 	}
-	kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (!result(kvm >= 0, "open /dev/kvm (%s)", kvm >= 0 ? "ok" : strerror(errno)))
+	if (dax_vm_create(&v, argv[1], MEM, code, sizeof(code), CODE))
 		return tap_done("nested-svm-dax");
-	dfd = open(argv[1], O_RDWR | O_CLOEXEC);
-	mem = dfd < 0 ? MAP_FAILED :
-		mmap(NULL, MEM, PROT_READ | PROT_WRITE, MAP_SHARED, dfd, 0);
-	if (!result(mem != MAP_FAILED, "%s mapped MAP_SHARED, %d KiB (%s)", argv[1], MEM / 1024,
-		    mem != MAP_FAILED ? "ok" : strerror(errno)))
-		return tap_done("nested-svm-dax");
-	memset(mem, 0, MEM);
-	memcpy(mem + CODE, code, sizeof(code));
 	/* PDE 0: present, writable, 4 MiB page at 0 */
-	*(uint32_t *)(mem + PGDIR) = 0x83;
+	*(uint32_t *)(v.mem + PGDIR) = 0x83;
 
-	vm = ioctl(kvm, KVM_CREATE_VM, 0);
-	region = (struct kvm_userspace_memory_region){
-		.slot = 0, .guest_phys_addr = 0, .memory_size = MEM,
-		.userspace_addr = (uintptr_t)mem,
-	};
-	i = vm < 0 ? -1 : ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region);
-	vcpu = i ? -1 : ioctl(vm, KVM_CREATE_VCPU, 0);
-	runsz = vcpu < 0 ? -1 : ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-	run = runsz <= 0 ? MAP_FAILED :
-		mmap(NULL, (size_t)runsz, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
-	if (!result(run != MAP_FAILED,
-		    "a VM with the device-dax mapping as its memory and one vCPU (vm %d, slot %d, vcpu %d: %s)",
-		    vm, i, vcpu, run != MAP_FAILED ? "ok" : strerror(errno)))
-		return tap_done("nested-svm-dax");
-	i = set_cpuid(kvm, vcpu);
+	i = set_cpuid(v.kvm, v.vcpu);
 	if (!result(i == 0, "the vCPU gets KVM's supported CPUID (%s)", i ? strerror(errno) : "ok"))
 		return tap_done("nested-svm-dax");
-	i = ioctl(vcpu, KVM_GET_SREGS, &sregs);
+	i = ioctl(v.vcpu, KVM_GET_SREGS, &sregs);
 	if (i == 0) {
 		flat(&sregs.cs, 0x08, 11);
 		flat(&sregs.ds, 0x10, 3);
@@ -158,34 +133,24 @@ int main(int argc, char **argv)
 		sregs.cr4 = CR4_PSE;
 		sregs.cr3 = PGDIR;
 		sregs.efer = EFER_SVME;
-		i = ioctl(vcpu, KVM_SET_SREGS, &sregs);
+		i = ioctl(v.vcpu, KVM_SET_SREGS, &sregs);
 	}
 	memset(&regs, 0, sizeof(regs));
 	regs.rip = CODE;
 	regs.rflags = 2;
-	if (!result(i == 0 && ioctl(vcpu, KVM_SET_REGS, &regs) == 0,
+	if (!result(i == 0 && ioctl(v.vcpu, KVM_SET_REGS, &regs) == 0,
 		    "the vCPU starts in 32-bit paged protected mode with EFER.SVME at 0x%x (%s)",
 		    CODE, i ? strerror(errno) : "ok"))
 		return tap_done("nested-svm-dax");
-	for (i = 0; i < 10 && !halted; i++) {
-		if (ioctl(vcpu, KVM_RUN, 0)) {
-			printf("# KVM_RUN: %s\n", strerror(errno));
-			break;
-		}
-		printf("# exit reason %u\n", run->exit_reason);
-		halted = run->exit_reason == KVM_EXIT_HLT;
-		if (run->exit_reason == KVM_EXIT_SHUTDOWN || run->exit_reason == KVM_EXIT_FAIL_ENTRY ||
-		    run->exit_reason == KVM_EXIT_INTERNAL_ERROR)
-			break;
-	}
-	if (ioctl(vcpu, KVM_GET_REGS, &regs) == 0)
+	halted = dax_vm_run(&v);
+	if (ioctl(v.vcpu, KVM_GET_REGS, &regs) == 0)
 		printf("# rip 0x%llx rax 0x%llx\n", (unsigned long long)regs.rip,
 		       (unsigned long long)regs.rax);
 	result(halted && regs.rip == CODE + sizeof(code),
 	       "the VM ran wrmsr MSR_VM_HSAVE_PA, vmrun and halted after it (rip 0x%llx)",
 	       (unsigned long long)regs.rip);
-	memcpy(&code_lo, mem + VMCB12 + VMCB_EXIT_CODE, 4);
-	memcpy(&code_hi, mem + VMCB12 + VMCB_EXIT_CODE_HI, 4);
+	memcpy(&code_lo, v.mem + VMCB12 + VMCB_EXIT_CODE, 4);
+	memcpy(&code_hi, v.mem + VMCB12 + VMCB_EXIT_CODE_HI, 4);
 	result(code_lo == SVM_EXIT_ERR && code_hi == SVM_EXIT_ERR,
 	       "KVM wrote the failed VMRUN's exit_code SVM_EXIT_ERR into the VMCB in device-dax memory (exit_code 0x%x, exit_code_hi 0x%x)",
 	       code_lo, code_hi);
