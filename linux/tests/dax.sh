@@ -269,6 +269,36 @@ dax_nested_svm_test() {
 	no_pks_events "$mark" "nested SVM: KVM's kvm_vcpu_map() of a VMCB in device-dax memory"
 }
 
+# 4b. O_DIRECT between a bouncing block device and a DAX mapping (patch
+#    "swiotlb: Bounce protected device pages through kmap_local_page()"):
+#    the debug boot's /dev/vda is a virtio-blk disk that QEMU offers with
+#    ACCESS_PLATFORM (guest/vmrun --disk), so its requests go through the
+#    DMA API, and swiotlb=force bounces each: the write's copy from the
+#    pinned pmem pages in the caller, the read's copy into them in the
+#    completion interrupt (linux/tests/dax-odirect.c).  The bounce
+#    buffer's high-water mark, reset before, shows that they bounced.  No
+#    fault counted, no PKS line.
+dax_odirect_test() {
+	name=$(dax_dev4k)
+	if [ -z "$name" ] || [ ! -b /dev/vda ]; then
+		notok "O_DIRECT: a 4 KiB-aligned device-dax device ('$name') and the virtio-blk disk /dev/vda ($(ls /sys/block 2>&1 | tr '\n' ' '))"
+		return
+	fi
+	hwf=$DBG/swiotlb/io_tlb_used_hiwater
+	echo 0 >$hwf 2>/dev/null
+	hw0=$(cat $hwf 2>&1)
+	mark=$(($(kmsg_lines) + 1))
+	rfp=$(cat "$RELAXED_FAULTS" 2>/dev/null)
+	dax_run "O_DIRECT: /dev/vda written from and read into a device-dax mapping (/dev/$name), swiotlb=force" \
+		dax-odirect "/dev/$name" /dev/vda
+	hw1=$(cat $hwf 2>&1)
+	case $hw1 in '' | *[!0-9]*) hw1=0 ;; esac
+	check "O_DIRECT: the requests bounced (swiotlb io_tlb_used_hiwater '$hw0' after the reset, '$hw1' after)" \
+		test "$hw0" = 0 -a "$hw1" -gt 0
+	dax_faults "O_DIRECT: the bounce of device-dax pages"
+	no_pks_events "$mark" "O_DIRECT: the bounce of device-dax pages"
+}
+
 # 4c. swiotlb and sg_miter over protected pages (patches "swiotlb: Bounce
 #    protected device pages through kmap_local_page()" and "scatterlist:
 #    Map protected device pages of sg_miter with kmap_local_page()"): the
@@ -406,12 +436,13 @@ dax_tail_stray() {
 }
 
 dax_extra_tests() {
-	diag "the debug kernel's extra tests (KVM, swiotlb and sg_miter, unbind), relaxed mode"
+	diag "the debug kernel's extra tests (KVM, swiotlb and sg_miter, O_DIRECT, unbind), relaxed mode"
 	VA0=$(vmap_aliases)
 	dax_kvm_test
 	dax_nested_svm_test
 	dax_vmap_test
 	dax_tail_stray
 	dax_dma_test
+	dax_odirect_test
 	dax_unbind_test
 }

@@ -405,32 +405,110 @@ cpu_hotplug() {
 	show /tmp/hp.err
 	check "cpu hotplug: cpu1 went offline ('$st0') and came back online ('$st1')" \
 		test "$st0" = 0 -a "$st1" = 1
-	pmem_cmd read /dev/pmem0 $STRAY_PAGE
-	before=$(field byte)
-	case $before in 0x5a | 0x5A) wrote=0xa5 ;; *) wrote=0x5a ;; esac
+	cpu_probe "cpu hotplug" 1
+}
+
+# pinned_stray WHAT CPU VALUE: on CPU, a stray write of VALUE to
+# STRAY_PAGE of /dev/pmem0 must fault (relaxed: counted, logged once, the
+# write lands).  The hook runs a command in the write(2) to it, so taskset
+# pins the command.
+pinned_stray() {
 	mark=$(($(kmsg_lines) + 1))
 	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
-	# taskset: the write(2) to the hook, which runs the command, on cpu1
-	taskset -c 1 sh -c "echo stray /dev/pmem0 $STRAY_PAGE $wrote >$PKS_PMEM"
+	taskset -c "$2" sh -c "echo stray /dev/pmem0 $STRAY_PAGE $3 >$PKS_PMEM"
 	rc=$?
 	rf1=$(cat $RELAXED_FAULTS 2>/dev/null)
 	nl=$(kmsg "$mark" | grep -c 'stray write of PKS protected device memory.*relaxed: allowed')
-	pmem_cmd read /dev/pmem0 $STRAY_PAGE
-	now=$(field byte)
-	check "cpu hotplug: a stray write on cpu1 after it came back faults (taskset exit $rc, pks_relaxed_faults '$rf0' -> '$rf1', $nl log line(s))" \
+	check "$1: a stray write on cpu$2 faults (taskset exit $rc, pks_relaxed_faults '$rf0' -> '$rf1', $nl log line(s))" \
 		test "$rc" = 0 -a -n "$rf0" -a "$rf1" = "$((rf0 + 1))" -a "$nl" = 1
-	check "cpu hotplug: the stray write landed (relaxed: $before -> $now, wrote $wrote)" \
-		test -n "$now" -a "$now" = "$wrote"
+}
+
+# pinned_reads WHAT CPU BYTE: on CPU, a guarded read (a
+# pgmap_mk_readwrite() window) and kmap_local_page() must read BYTE from
+# STRAY_PAGE of /dev/pmem0 with no fault.
+pinned_reads() {
 	for cmd in read kmap_local; do
 		mark=$(($(kmsg_lines) + 1))
 		rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
-		taskset -c 1 sh -c "echo $cmd /dev/pmem0 $STRAY_PAGE >$PKS_PMEM"
+		taskset -c "$2" sh -c "echo $cmd /dev/pmem0 $STRAY_PAGE >$PKS_PMEM"
 		res=$(cat $PKS_PMEM 2>&1)
 		rf1=$(cat $RELAXED_FAULTS 2>/dev/null)
 		n=$(kmsg "$mark" | grep -Ec "$PKS_FAULT")
-		check "cpu hotplug: $cmd on cpu1 reads the byte through its window with no fault ('$res', pks_relaxed_faults '$rf0' -> '$rf1', $n memremap/WARNING/oops lines)" \
-			test "$(field byte)" = "$wrote" -a -n "$rf0" -a "$rf0" = "$rf1" -a "$n" = 0
+		check "$1: $cmd on cpu$2 reads the byte through its window with no fault ('$res', pks_relaxed_faults '$rf0' -> '$rf1', $n memremap/WARNING/oops lines)" \
+			test "$(field byte)" = "$3" -a -n "$rf0" -a "$rf0" = "$rf1" -a "$n" = 0
 	done
+}
+
+# other BYTE: a value that differs from BYTE
+other() { case $1 in 0x5a | 0x5A) echo 0xa5 ;; *) echo 0x5a ;; esac; }
+
+# cpu_probe WHAT CPU: pinned_stray, the write landed, pinned_reads.
+cpu_probe() {
+	pmem_cmd read /dev/pmem0 $STRAY_PAGE
+	before=$(field byte)
+	wrote=$(other "$before")
+	pinned_stray "$1" "$2" "$wrote"
+	pmem_cmd read /dev/pmem0 $STRAY_PAGE
+	now=$(field byte)
+	check "$1: the stray write on cpu$2 landed (relaxed: $before -> $now, wrote $wrote)" \
+		test -n "$now" -a "$now" = "$wrote"
+	pinned_reads "$1" "$2" "$wrote"
+}
+
+# suspend_resume: suspend to RAM (ACPI S3, the debug kernel: CONFIG_SUSPEND)
+# and back, woken by the CMOS RTC's alarm.  QEMU resets the CPUs on the
+# wake-up, so the boot CPU resumes with PKRS 0 (every key open) and CR4
+# from the firmware; __restore_processor_state() restores CR4 (PKS on) and
+# must load PKRS through pks_setup() (patch 0009), whatever the per-CPU
+# cache of the last value written says: that cache is in RAM, which kept
+# it, and pks_write_pkrs() skips a write equal to it, so a pks_setup()
+# that trusted it would leave every key open on the CPU until its next
+# window.  CPU 1 comes back through CPU hotplug, from the same reset.  So
+# the first PKS access on each CPU after the resume is a stray write,
+# which must fault (cpu0, then cpu1: nothing else opens a window on
+# either before, and the byte is read, unpinned, only after both); then
+# the guarded reads on each.  Relaxed mode.
+suspend_resume() {
+	wa=/sys/class/rtc/rtc0/wakealarm
+	if ! grep -qw mem /sys/power/state 2>/dev/null || [ ! -w $wa ]; then
+		notok "suspend: /sys/power/state offers mem ('$(cat /sys/power/state 2>&1)') and $wa is writable (CONFIG_SUSPEND, RTC_DRV_CMOS)"
+		return
+	fi
+	echo deep >/sys/power/mem_sleep 2>/tmp/s3.err
+	check "suspend: mem_sleep is deep, ACPI S3 ('$(cat /sys/power/mem_sleep 2>&1)')" \
+		grep -q '\[deep\]' /sys/power/mem_sleep
+	pmem_cmd read /dev/pmem0 $STRAY_PAGE
+	before=$(field byte)
+	w0=$(other "$before")
+	w1=$(other "$w0")
+	ok0=$(cat /sys/power/suspend_stats/success 2>/dev/null)
+	# a marker, not a line count: the debug kernel's log buffer is full
+	# by now, and the suspend's lines push out as many as they add
+	smark="pmguard-s3-$$-$(date +%s)"
+	echo "$smark" >/dev/kmsg
+	echo 0 >$wa
+	# 8 s: time enough under TCG to suspend every device first (an alarm
+	# that fires before the sleep aborts it: pm_wakeup_pending())
+	echo +8 >$wa
+	echo mem >/sys/power/state 2>>/tmp/s3.err
+	rc=$?
+	pinned_stray "after S3" 0 "$w0"
+	pinned_stray "after S3" 1 "$w1"
+	ok1=$(cat /sys/power/suspend_stats/success 2>/dev/null)
+	show /tmp/s3.err
+	kmsg | sed -n "/$smark/,\$p" >/tmp/s3.log
+	grep -E 'PM: |ACPI: PM:|CPU1|smpboot' /tmp/s3.log | sed 's/^/#   /' | head -n 20
+	woke=$(grep -c 'Waking up from system sleep state S3' /tmp/s3.log)
+	check "suspend: to S3 and back (echo mem exit $rc, suspend_stats success '$ok0' -> '$ok1', $woke 'Waking up from system sleep state S3')" \
+		test "$rc" = 0 -a -n "$ok0" -a "$ok1" = "$((ok0 + 1))" -a "$woke" = 1
+	check "suspend: cpu1 is back online ('$(cat /sys/devices/system/cpu/cpu1/online 2>&1)')" \
+		test "$(cat /sys/devices/system/cpu/cpu1/online 2>/dev/null)" = 1
+	pmem_cmd read /dev/pmem0 $STRAY_PAGE
+	now=$(field byte)
+	check "after S3: both stray writes landed (relaxed: $before -> $w0 -> $now, wrote $w1 last)" \
+		test -n "$now" -a "$now" = "$w1"
+	pinned_reads "after S3" 0 "$w1"
+	pinned_reads "after S3" 1 "$w1"
 }
 
 # ---- kmap of a protected pmem page (patch 0042, kmap: Ensure kmap
@@ -673,6 +751,7 @@ extra)
 	check "pks_fault_mode is relaxed ('$(cat $FAULT_MODE 2>/dev/null)')" \
 		test "$(cat $FAULT_MODE 2>/dev/null)" = relaxed
 	dax_extra_tests
+	pmem_setup && suspend_resume
 	;;
 *)
 	notok "unknown boot '$boot'"
