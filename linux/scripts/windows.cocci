@@ -25,80 +25,40 @@
 @balanced@
 position p1;
 expression E;
+identifier open = {__pgmap_mk_readwrite, pgmap_mk_readwrite, dax_mk_readwrite,
+                   __pmem_mk_readwrite, pks_mk_readwrite};
+identifier close = {__pgmap_mk_noaccess, pgmap_mk_noaccess, dax_mk_noaccess,
+                    __pmem_mk_noaccess, pks_mk_noaccess};
 @@
-(
-__pgmap_mk_readwrite@p1(E);
-|
-pgmap_mk_readwrite@p1(E);
-|
-dax_mk_readwrite@p1(E);
-|
-__pmem_mk_readwrite@p1(E);
-|
-pks_mk_readwrite@p1(E);
-)
+open@p1(E);
 ... when strict
-(
-__pgmap_mk_noaccess(E);
-|
-pgmap_mk_noaccess(E);
-|
-dax_mk_noaccess(E);
-|
-__pmem_mk_noaccess(E);
-|
-pks_mk_noaccess(E);
-)
+close(E);
 
 // the same condition around both: if (C) open(E); ... if (C) close(E);
 @balanced_if@
 position p1;
 expression E, C;
+identifier open = {__pgmap_mk_readwrite, pgmap_mk_readwrite, dax_mk_readwrite,
+                   __pmem_mk_readwrite, pks_mk_readwrite};
+identifier close = {__pgmap_mk_noaccess, pgmap_mk_noaccess, dax_mk_noaccess,
+                    __pmem_mk_noaccess, pks_mk_noaccess};
 @@
 if (C)
-(
-__pgmap_mk_readwrite@p1(E);
-|
-pgmap_mk_readwrite@p1(E);
-|
-dax_mk_readwrite@p1(E);
-|
-__pmem_mk_readwrite@p1(E);
-|
-pks_mk_readwrite@p1(E);
-)
+  open@p1(E);
 ... when strict
 if (C)
-(
-__pgmap_mk_noaccess(E);
-|
-pgmap_mk_noaccess(E);
-|
-dax_mk_noaccess(E);
-|
-__pmem_mk_noaccess(E);
-|
-pks_mk_noaccess(E);
-)
+  close(E);
 
 @unbalanced@
 position p1 != {balanced.p1, balanced_if.p1};
 expression E;
 identifier fn;
+identifier open = {__pgmap_mk_readwrite, pgmap_mk_readwrite, dax_mk_readwrite,
+                   __pmem_mk_readwrite, pks_mk_readwrite};
 @@
 fn(...) {
 <+...
-(
-__pgmap_mk_readwrite@p1(E);
-|
-pgmap_mk_readwrite@p1(E);
-|
-dax_mk_readwrite@p1(E);
-|
-__pmem_mk_readwrite@p1(E);
-|
-pks_mk_readwrite@p1(E);
-)
+open@p1(E);
 ...+>
 }
 
