@@ -269,6 +269,13 @@ dax_nested_svm_test() {
 	no_pks_events "$mark" "nested SVM: KVM's kvm_vcpu_map() of a VMCB in device-dax memory"
 }
 
+# hiwater_above0 HW: swiotlb's io_tlb_used_hiwater, read as HW, is above 0,
+# or there is no such counter (HW "none": 6.1)
+hiwater_above0() {
+	case $1 in none) return 0 ;; '' | *[!0-9]*) return 1 ;; esac
+	[ "$1" -gt 0 ]
+}
+
 # 4b. O_DIRECT between a bouncing block device and a DAX mapping (patch
 #    "swiotlb: Bounce protected device pages through kmap_local_page()"):
 #    the debug boot's /dev/vda is a virtio-blk disk that QEMU offers with
@@ -294,10 +301,9 @@ dax_odirect_test() {
 		dax-odirect "/dev/$name" /dev/vda
 	hw1=$(cat $hwf 2>/dev/null || echo none)
 	hwok=0
-	case $hw0/$hw1 in
-	none/none) grep -qw 'swiotlb=force' /proc/cmdline && hwok=1 ;;
-	0/*[!0-9]* | 0/) ;;
-	0/*) [ "$hw1" -gt 0 ] && hwok=1 ;;
+	case $hw0 in
+	none) [ "$hw1" = none ] && grep -qw 'swiotlb=force' /proc/cmdline && hwok=1 ;;
+	0) [ "$hw1" != none ] && hiwater_above0 "$hw1" && hwok=1 ;;
 	esac
 	check "O_DIRECT: the requests bounced (swiotlb io_tlb_used_hiwater '$hw0' after the reset, '$hw1' after; 'none': no such counter, swiotlb=force alone)" \
 		test $hwok = 1
@@ -421,11 +427,7 @@ dax_dma_test() {
 	# io_tlb_used_hiwater is 6.6's (6.1: bounced=, the DMA address, alone)
 	hw=$(cat $sw/io_tlb_used_hiwater 2>/dev/null || echo none)
 	hwok=0
-	case $hw in
-	none) hwok=1 ;;
-	'' | *[!0-9]*) ;;
-	*) [ "$hw" -gt 0 ] && hwok=1 ;;
-	esac
+	hiwater_above0 "$hw" && hwok=1
 	check "swiotlb: a DMA mapping of /dev/pmem0 pages $DAX_DMA_PAGE-$((DAX_DMA_PAGE + 1)) bounced (bounced=$(field bounced), io_tlb_used_hiwater '$hw')" \
 		test "$(field bounced)$hwok" = 11
 	check "swiotlb: the map bounced the pages' bytes out and the unmap, in a hard interrupt, the device's back (to_device=$(field to_device) from_device=$(field from_device) in_irq=$(field in_irq))" \
@@ -516,7 +518,7 @@ dax_tail_stray() {
 	base=phys:$(cat "$d/resource")
 	pmem_cmd read "$base" 1
 	before=$(field byte)
-	case $before in 0x5a | 0x5A) wrote=0xa5 ;; *) wrote=0x5a ;; esac
+	wrote=$(other "$before")
 	mark=$(($(kmsg_lines) + 1))
 	rf0=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 	pmem_cmd stray "$base" 1 $wrote

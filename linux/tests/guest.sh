@@ -156,6 +156,8 @@ pmem_cmd() {
 }
 # field NAME: the value of NAME=VALUE in $res
 field() { echo " $res " | sed -n "s/.* $1=\([^ ]*\) .*/\1/p"; }
+# other BYTE: a value for a stray write that differs from BYTE
+other() { case $1 in 0x5a | 0x5A) echo 0xa5 ;; *) echo 0x5a ;; esac; }
 
 # key_check WHAT TARGET N: the page's direct-map PTE carries the PMEM key
 key_check() {
@@ -350,7 +352,7 @@ test_pks_test() {
 stray() {
 	pmem_cmd read /dev/pmem0 $STRAY_PAGE
 	before=$(field byte)
-	case $before in 0x5a | 0x5A) wrote=0xa5 ;; *) wrote=0x5a ;; esac
+	wrote=$(other "$before")
 	diag "page $STRAY_PAGE of /dev/pmem0 holds $before; stray write of $wrote ($1)"
 	pmem_cmd stray /dev/pmem0 $STRAY_PAGE $wrote
 	diag "pks_pmem: $res"
@@ -438,9 +440,6 @@ pinned_reads() {
 			test "$(field byte)" = "$3" -a -n "$rf0" -a "$rf0" = "$rf1" -a "$n" = 0
 	done
 }
-
-# other BYTE: a value that differs from BYTE
-other() { case $1 in 0x5a | 0x5A) echo 0xa5 ;; *) echo 0x5a ;; esac; }
 
 # cpu_probe WHAT CPU: pinned_stray, the write landed, pinned_reads.
 cpu_probe() {
@@ -703,7 +702,7 @@ strict)
 	leak_tests strict
 	pmem_cmd read /dev/pmem0 $STRAY_PAGE
 	before=$(field byte)
-	case $before in 0x5a | 0x5A) wrote=0xa5 ;; *) wrote=0x5a ;; esac
+	wrote=$(other "$before")
 	diag "page $STRAY_PAGE holds $before; stray write of $wrote, strict"
 	echo "@@EXPECT-OOPS stray write, strict@@"
 	expect_oops_mark "stray write, strict"
