@@ -193,10 +193,10 @@ HOST_CAMPAIGN := env PMGUARD_TEST_CONTAIN_WRITES=20000 \
 # default), the pure core and the bad-input tests, and the window edges
 # called out of line from Python (tests/test-ffi.py, mk/ffi.mk); PKU tests
 # say SKIP here and run in the VM.  The window, mode, thread, contain and persistence
-# tests run a second time with the eager windows
+# tests and test-edgerace run a second time with the eager windows
 # (PMGUARD_MPROTECT_WINDOWS=eager), a supported setting of their own.
 EAGER_TESTS := test-windows test-modes test-threads test-api test-contain \
-	       test-persist
+	       test-persist test-edgerace
 host-check: all
 	PMGUARD_BACKEND=mprotect PMGUARD_CLI=$(O)/pmguard O=$(O) \
 		tests/runtests.sh -n host \

@@ -1037,9 +1037,17 @@ static bool rep_read_bulk(const struct pmg_fault *f, ucontext_t *uc,
 		if (!_pmg_reg_find(pg < dlo ? dlo : pg, &r))
 			return false; /* into protected memory: per element */
 	}
+	/* readable for the copy, never below what a window opened since
+	 * the fault (a write window opened whole: read-write) */
 	if (!pku)
-		for (pg = lo & PMG_PAGE_MASK; pg < hi; pg += PMG_PAGE_SIZE)
-			_pmg_fault_protect_page(pg, PROT_READ);
+		for (pg = lo & PMG_PAGE_MASK; pg < hi; pg += PMG_PAGE_SIZE) {
+			struct _pmg_range r;
+
+			if (!_pmg_reg_find(pg < lo ? lo : pg, &r))
+				_pmg_fault_set_page(r.dom, pg, PROT_READ);
+			else
+				_pmg_fault_protect_page(pg, PROT_READ);
+		}
 	/* chunks in the instruction's order; a short copy stops the run */
 	for (done = 0; done < run;) {
 		uint64_t m = bufsz / s, got;

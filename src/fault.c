@@ -637,8 +637,10 @@ static enum segv_verdict segv_act(struct segv_fault *c, ucontext_t *uc)
 
 		/* lazy windows: the next write window's close re-arms it */
 		if (rights == PMG_RIGHTS_RW)
-			_pmg_lazy_note(f->dom, c->page);
-		_pmg_fault_protect_page(c->page, _pmg_prot_of(rights));
+			_pmg_lazy_note_open(f->dom, c->page);
+		else /* a read grant: never below what a window gave since */
+			_pmg_fault_set_page(f->dom, c->page,
+					    _pmg_prot_of(rights));
 	}
 	return SEGV_OURS;
 }

@@ -202,7 +202,9 @@ extern bool _pmg_lazy;
 bool _pmg_lazy_grant(int id, uintptr_t page); /* AS-safe */
 void _pmg_lazy_close(int id, bool whole_done);
 void _pmg_lazy_open(int id);
-void _pmg_lazy_note(int id, uintptr_t page); /* AS-safe */
+/* a grant outside a lazy window: the page made read-write, recorded for
+ * the next close.  AS-safe. */
+void _pmg_lazy_note_open(int id, uintptr_t page);
 void _pmg_lazy_reset(int id);
 /* a write window opens on @id (lock held): its record, allocated on
  * first use.  0 or -ENOMEM. */

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "steps.h"
 
 /* ---------------------------------------------------- lazy write windows */
 
@@ -276,6 +277,32 @@ static int block_grant(int id, uintptr_t b)
 }
 
 /*
+ * The window closed while a handler granted the block at @b (the whole
+ * domain if @full): the close may not have seen it; put it back to the
+ * domain's rights (the retry decides again).  Inside the lowering
+ * bracket.  The rights are read again after the mprotect(2) and it is
+ * redone until they hold, as _pmg_fault_set_page() does: another edge
+ * may have changed them in between (a read window opened and closed on
+ * a no-access domain), and rights read before its count changed must not
+ * land after its pages did.  AS-safe.
+ */
+static void put_back(int id, uintptr_t b, bool full)
+{
+	int prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[id])), now, i;
+
+	for (i = 0; i < 64; i++) {
+		if (!full)
+			run_prot(id, b, b + LZ_BLOCK, prot);
+		else
+			ranges_prot(id, prot);
+		now = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[id]));
+		if (now == prot)
+			break;
+		prot = now;
+	}
+}
+
+/*
  * The fault handler: a fault on @page of @id, in a range the program
  * lets us write.  true: a write window is open on @id and the page is
  * now writable (retry the access); false: not ours to grant.  AS-safe.
@@ -328,16 +355,8 @@ bool _pmg_lazy_grant(int id, uintptr_t page)
 	}
 	ph = _pmg_lazy_lower_begin();
 	if (__atomic_load_n(&l->epoch, __ATOMIC_SEQ_CST) != e ||
-	    !__atomic_load_n(&_pmg.dom[id].gw, __ATOMIC_SEQ_CST)) {
-		/* the window closed meanwhile: the close may not have seen
-		 * this block; put it back, the retry decides again */
-		int prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[id]));
-
-		if (!full)
-			run_prot(id, b, b + LZ_BLOCK, prot);
-		else
-			ranges_prot(id, prot);
-	}
+	    !__atomic_load_n(&_pmg.dom[id].gw, __ATOMIC_SEQ_CST))
+		put_back(id, b, full);
 	_pmg_lazy_lower_end(ph);
 	return true;
 }
@@ -434,21 +453,30 @@ static void pregrant(uintptr_t a, size_t n, bool src)
  * kernel kills for that: no handler could grant the block.  Such a window
  * opens the whole domain now, as an eager window does, and the close
  * that ends the last write window re-protects it whole.  Read from the
- * kernel, not a libc wrapper a sanitizer intercepts.
+ * kernel, not a libc wrapper a sanitizer intercepts.  Eager windows
+ * (PMGUARD_MPROTECT_WINDOWS=eager) wait for the lowering handlers too.
  */
 void _pmg_lazy_open(int id)
 {
 	struct lz *l = lz_of(id); /* made by _pmg_lazy_prepare() */
 	uint64_t set = 0;
 
-	if (!_pmg_lazy || !l)
+	if (_pmg_lazy && !l)
 		return;
-	if (!__atomic_exchange_n(&l->live, 1, __ATOMIC_SEQ_CST))
+	if (_pmg_lazy && !__atomic_exchange_n(&l->live, 1, __ATOMIC_SEQ_CST))
 		__atomic_add_fetch(&_pmg_lazy_live, 1, __ATOMIC_SEQ_CST);
 	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &set, sizeof(set)))
 		set = ~0ULL; /* cannot tell: take the safe side */
 	if (!(set & (1ULL << (SIGSEGV - 1))))
 		return;
+	if (!_pmg_lazy) {
+		/* eager windows: the edge has made the domain read-write,
+		 * but a handler's re-protect that read the rights before
+		 * the count changed may land after it */
+		lowerers_wait();
+		ranges_prot(id, PROT_READ | PROT_WRITE);
+		return;
+	}
 	/* from here _pmg_process_rights() says read-write: every edge
 	 * keeps the domain so until the last close */
 	if (!__atomic_exchange_n(&l->full, 1, __ATOMIC_SEQ_CST))
@@ -459,23 +487,53 @@ void _pmg_lazy_open(int id)
 	ranges_prot(id, PROT_READ | PROT_WRITE);
 }
 
-/*
- * The handler granted @page of @id outside a lazy grant (relaxed mode, a
- * domain callback): recorded, so that the next close of a write window
- * puts it back, as the whole-domain edges used to ("re-armed by the next
- * window edge").  AS-safe.
- */
-void _pmg_lazy_note(int id, uintptr_t page)
+/* Record @page of @id for the next close (see _pmg_lazy_note_open()). */
+static void lazy_note(struct lz *l, int id, uintptr_t page)
 {
-	struct lz *l;
-
-	if (!_pmg_lazy || lazy_full(id))
+	if (lazy_full(id))
 		return;
-	/* a domain that never had a write window has no record yet */
-	l = lz_make(id);
-	if (l && !record(l, page & ~(LZ_BLOCK - 1)) &&
+	if (!record(l, page & ~(LZ_BLOCK - 1)) &&
 	    !__atomic_exchange_n(&l->full, 1, __ATOMIC_SEQ_CST))
 		_PMG_STAT_INC(lazy_full);
+}
+
+/*
+ * The handler grants @page of @id outside a lazy grant (relaxed mode, a
+ * domain callback): the page made read-write and recorded, so that the
+ * next close of a write window puts it back, as the whole-domain edges
+ * used to ("re-armed by the next window edge").  It is recorded before
+ * it is made writable; a close that takes the record in between (the
+ * epoch moved; a close makes it odd while it takes the record) puts the
+ * page back while it is still read-only and forgets it, so it is
+ * recorded again: the next close, not that one, re-arms it.  AS-safe.
+ */
+void _pmg_lazy_note_open(int id, uintptr_t page)
+{
+	struct lz *l;
+	unsigned long e;
+	int i;
+
+	/* a domain that never had a write window has no record yet */
+	l = _pmg_lazy ? lz_make(id) : NULL;
+	if (!l) {
+		_pmg_fault_protect_page(page, PROT_READ | PROT_WRITE);
+		return;
+	}
+	e = __atomic_load_n(&l->epoch, __ATOMIC_SEQ_CST);
+	lazy_note(l, id, page);
+	_pmg_fault_protect_page(page, PROT_READ | PROT_WRITE);
+	/* until a record was made with no close taking records around it
+	 * (the epoch even and unchanged): a close that reserved no slot
+	 * for it may have emptied the slot before it was filled */
+	for (i = 0; i < 64; i++) {
+		unsigned long now = __atomic_load_n(&l->epoch,
+						    __ATOMIC_SEQ_CST);
+
+		if (now == e && !(e & 1))
+			break;
+		e = now;
+		lazy_note(l, id, page);
+	}
 }
 
 /*
@@ -527,11 +585,12 @@ void _pmg_lazy_close(int id, bool whole_done)
 {
 	struct lz *l = lz_of(id);
 	unsigned i, n, m = 0;
-	int prot;
+	int prot, full;
 
 	if (!_pmg_lazy || !l)
 		return;
 	lz_unlive(l);
+	/* odd while the record is taken (_pmg_lazy_note_open()) */
 	__atomic_add_fetch(&l->epoch, 1, __ATOMIC_SEQ_CST);
 	n = __atomic_exchange_n(&l->n, 0, __ATOMIC_SEQ_CST);
 	if (n > LZ_MAX)
@@ -544,7 +603,9 @@ void _pmg_lazy_close(int id, bool whole_done)
 			sorted[m++] = p;
 	}
 	prot = _pmg_prot_of(_pmg_process_rights(&_pmg.dom[id]));
-	if (__atomic_exchange_n(&l->full, 0, __ATOMIC_SEQ_CST)) {
+	full = __atomic_exchange_n(&l->full, 0, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&l->epoch, 1, __ATOMIC_SEQ_CST);
+	if (full) {
 		if (!whole_done)
 			ranges_prot(id, prot); /* as an eager window closes */
 		return;
@@ -579,12 +640,13 @@ void _pmg_lazy_reset(int id)
 	if (!_pmg_lazy || !l)
 		return;
 	lz_unlive(l);
-	__atomic_add_fetch(&l->epoch, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&l->epoch, 1, __ATOMIC_SEQ_CST); /* odd */
 	__atomic_store_n(&l->n, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&l->full, 0, __ATOMIC_SEQ_CST);
 	for (i = 0; i < LZ_MAX; i++)
 		if (l->page[i])
 			l->page[i] = 0;
+	__atomic_add_fetch(&l->epoch, 1, __ATOMIC_SEQ_CST);
 }
 
 /* The rights a domain's pages have under page protection: process-wide
@@ -731,8 +793,19 @@ int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len)
 		pthread_mutex_unlock(&_pmg.lock);
 		return 0;
 	}
+	/* the entry first, the pages after, as every edge changes its
+	 * count first: a handler's re-protect that read the rights before
+	 * the entry appeared reads them again after its mprotect(2) and
+	 * finds it (_pmg_fault_set_page()).  Relaxed: the fault handlers
+	 * read a slot while it is reused. */
+	__atomic_store_n(&pw[i].base, pb, __ATOMIC_RELAXED);
+	__atomic_store_n(&pw[i].end, pe, __ATOMIC_RELAXED);
+	__atomic_store_n(&pw[i].id, id, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&pw_used, 1, __ATOMIC_SEQ_CST);
 	if (_pmg_process_rights(&_pmg.dom[id]) != PMG_RIGHTS_RW &&
 	    (rc = _pmg_cap_mprotect(pb, pe, PROT_READ | PROT_WRITE))) {
+		__atomic_store_n(&pw[i].id, 0, __ATOMIC_RELEASE);
+		__atomic_sub_fetch(&pw_used, 1, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&_pmg.lock);
 		/* device dax splits mappings only at its alignment: there a
 		 * page window cannot be made, a domain window can */
@@ -741,11 +814,6 @@ int _pmg_pw_open(struct pmg_domain *d, const void *addr, size_t len)
 		return _pmg_err(rc, "mprotect for a page window %p-%#lx: %s",
 				(void *)pb, (unsigned long)pe, strerror(-rc));
 	}
-	/* relaxed: the fault handlers read a slot while it is reused */
-	__atomic_store_n(&pw[i].base, pb, __ATOMIC_RELAXED);
-	__atomic_store_n(&pw[i].end, pe, __ATOMIC_RELAXED);
-	__atomic_store_n(&pw[i].id, id, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&pw_used, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&_pmg.lock);
 	return (int)i + 1;
 }

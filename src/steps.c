@@ -220,17 +220,40 @@ void _pmg_fault_protect_page(uintptr_t page, int prot)
 }
 
 /*
- * @page of domain @id back to the protection it should have now: the
- * rights are read inside the bracket a write window opening its domain
- * whole waits for (mpwin.c), so that this never lowers a page after
- * it.  AS-safe.
+ * @page of domain @id to the protection it should have now, and at least
+ * @floor (a grant's: PROT_READ for a read let through on a no-access
+ * domain; 0 for a re-protect after a step).  The rights are read inside
+ * the bracket a write window opening its domain whole waits for
+ * (mpwin.c), so that this never lowers a page after it.  Nor may it
+ * raise one after a window's close: a close changes the window count
+ * first and the pages after, so rights read before the count changed
+ * ("read-write": a window open whole, or the page's block granted in it)
+ * and an mprotect(2) that lands after the close's would leave the page
+ * writable with no window open, past every later close that does not
+ * open the domain whole.  The rights are read again after the
+ * mprotect(2) and it is redone until they hold (a change after that read
+ * comes with its own mprotect(2), later than this one; 64 tries bound a
+ * handler that windows opening and closing without pause keep busy).
+ * AS-safe.
  */
-void _pmg_fault_reprotect_page(int id, uintptr_t page)
+void _pmg_fault_set_page(int id, uintptr_t page, int floor)
 {
 	unsigned ph = _pmg_lazy_lower_begin();
+	int prot = _pmg_pw_prot(id, page) | floor, now, i;
 
-	_pmg_fault_protect_page(page, _pmg_pw_prot(id, page));
+	for (i = 0; i < 64; i++) {
+		_pmg_fault_protect_page(page, prot);
+		now = _pmg_pw_prot(id, page) | floor;
+		if (now == prot)
+			break;
+		prot = now;
+	}
 	_pmg_lazy_lower_end(ph);
+}
+
+void _pmg_fault_reprotect_page(int id, uintptr_t page)
+{
+	_pmg_fault_set_page(id, page, 0);
 }
 
 /*

@@ -87,6 +87,9 @@ void _pmg_fault_protect_page(uintptr_t page, int prot);
 /* @page of domain @id back to the protection it should have now.
  * AS-safe. */
 void _pmg_fault_reprotect_page(int id, uintptr_t page);
+/* The same, at least @floor (a grant's protection; never lower than what
+ * the rights give now).  AS-safe. */
+void _pmg_fault_set_page(int id, uintptr_t page, int floor);
 
 /* strict: leave the bracket, end the process (abort()). */
 __attribute__((noreturn)) void _pmg_fault_die(void);

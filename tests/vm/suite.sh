@@ -9,11 +9,12 @@
 # Prints the guest's kernel, CPU count, PKU flags and `pmguard info` (as
 # "# " diagnostic lines), then runs through runtests.sh -n vm: every
 # executable /bin/test-* (sorted), if /bin/pmguard exists "pmguard
-# selftest" as one entry, test-lazywin once more on the mprotect
-# backend (with 4 huge pages reserved for its hugetlb case), and the
-# virtual-domain runs (PMGUARD_KEYS=0/1/4 test-vdomains, PMGUARD_KEYS=0
-# test-shared, test-ownprot, test-ownsig, test-modes and test-contain). TEST arguments replace that list (same
-# syntax as runtests.sh: "pmguard selftest 1 2" is one entry).
+# selftest" as one entry, test-lazywin and test-edgerace once more on
+# the mprotect backend (4 huge pages reserved for test-lazywin's hugetlb
+# case), and the virtual-domain runs (PMGUARD_KEYS=0/1/4 test-vdomains,
+# PMGUARD_KEYS=0 test-shared, test-ownprot, test-ownsig, test-modes and
+# test-contain).  TEST arguments replace that list (same syntax as
+# runtests.sh: "pmguard selftest 1 2" is one entry).
 # Per-test timeout: $PMGUARD_TEST_TIMEOUT seconds (default 300).
 # Exit status: runtests.sh's (0 iff nothing failed).
 
@@ -53,12 +54,13 @@ if [ $# -eq 0 ]; then
 	if command -v pmguard >/dev/null 2>&1; then
 		set -- "$@" "pmguard selftest"
 	fi
-	# lazy write windows are the mprotect backend's (test-lazywin says
-	# SKIP on PKU): once more with it, where 2 MiB pages can be had
-	# for its device-dax stand-in (hugetlb)
-	if [ -x /bin/test-lazywin ]; then
-		set -- "$@" "env PMGUARD_BACKEND=mprotect /bin/test-lazywin"
-	fi
+	# lazy write windows are the mprotect backend's (test-lazywin and
+	# test-edgerace say SKIP on PKU): once more with it, where 2 MiB
+	# pages can be had for test-lazywin's device-dax stand-in (hugetlb)
+	for t in test-lazywin test-edgerace; do
+		[ -x /bin/$t ] &&
+			set -- "$@" "env PMGUARD_BACKEND=mprotect /bin/$t"
+	done
 	# virtual domains: with few keys eviction races the
 	# inline windows; with none every domain is page-protected on PKU
 	# (the interposers and every fault mode on such domains)
