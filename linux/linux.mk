@@ -43,6 +43,11 @@
 #   linux-mutation-check  linux/scripts/linux-mutation-check: every one-line
 #                  mutant of linux/$(LINUX)/mutants built and booted until a test
 #                  fails; all must be caught (not in CI: 3-5 min a mutant)
+#   linux-audit-check, linux-6.1-audit-check  linux/scripts/linux-audit:
+#                  the sites of linux/$(LINUX)/audit (linux/6.1/audit)
+#                  and the windows left open on some path, with their
+#                  negative controls; in make check; last line
+#                  `linux-audit-VER: N passed, N failed, N skipped`
 #   linux-count-check  linux/scripts/linux-count: the series' kernel and
 #                  the unpatched one (linux-build --plain, cached the same
 #                  way) booted once each with the TCG counting plugin;
@@ -58,7 +63,7 @@ LINUX_TEST_SRC := $(wildcard linux/tests/*.c)
 LINUX_TESTS    := $(patsubst linux/tests/%.c,$(O)/linux-tests/%,$(LINUX_TEST_SRC))
 
 .PHONY: linux linux-debug linux-check linux-6.1-check linux-compile-check linux-bisect-check linux-mutation-check linux-tests \
-	linux-audit-check linux-count-check
+	linux-audit-check linux-6.1-audit-check linux-count-check
 linux:
 	linux/scripts/linux-build --linux $(LINUX) --out $(LINUX_DIR)
 
@@ -92,9 +97,13 @@ linux-6.1-check: linux-tests
 # page_address(), phys_to_virt() ... a protected page can reach has a
 # verdict in linux/$(LINUX)/audit; two negative controls.  About a
 # minute (the source tarball is decompressed once); no kernel build.
-CHECK_SUITES += linux-audit-check
+CHECK_SUITES += linux-audit-check linux-6.1-audit-check
 linux-audit-check:
 	linux/scripts/linux-audit --linux $(LINUX) --controls
+
+# The same for 6.1 (linux/6.1/audit), beside linux-audit-check.
+linux-6.1-audit-check:
+	linux/scripts/linux-audit --linux 6.1 --controls
 
 # The compile-only kernel: compiled, never booted; in make check.  Its
 # cold build takes about an hour on a 2-core machine (its own work tree
