@@ -58,6 +58,7 @@ Tier 3, the kernels (root to install linux-source; builds are cached)
   linux-check          Linux 6.12 + series: six boots, fio, XFS, dm    5 min warm
   linux-6.1-check      Linux 6.1 + its series: four boots              1 min warm
   linux-audit-check    every unguarded kmap(), every open window judged 1 min
+  linux-6.1-audit-check  the same for Linux 6.1                        40 s
   linux-count-check    PKRS writes, kernel instructions per operation:
                        series vs unpatched kernel (TCG plugin) against
                        tools/tcg/budgets-linux                         3 min warm

@@ -636,11 +636,16 @@ static enum segv_verdict segv_act(struct segv_fault *c, ucontext_t *uc)
 		unsigned rights = pmg_pkval_rights(f->new_pkval, f->key);
 
 		/* lazy windows: the next write window's close re-arms it */
-		if (rights == PMG_RIGHTS_RW)
-			_pmg_lazy_note_open(f->dom, c->page);
-		else /* a read grant: never below what a window gave since */
+		if (rights == PMG_RIGHTS_RW) {
+			unsigned long e = _pmg_lazy_note_begin(f->dom, c->page);
+
+			_pmg_fault_protect_page(c->page,
+						PROT_READ | PROT_WRITE);
+			_pmg_lazy_note_end(f->dom, c->page, e);
+		} else { /* a read grant: never below what a window gave */
 			_pmg_fault_set_page(f->dom, c->page,
 					    _pmg_prot_of(rights));
+		}
 	}
 	return SEGV_OURS;
 }

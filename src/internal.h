@@ -202,9 +202,11 @@ extern bool _pmg_lazy;
 bool _pmg_lazy_grant(int id, uintptr_t page); /* AS-safe */
 void _pmg_lazy_close(int id, bool whole_done);
 void _pmg_lazy_open(int id);
-/* a grant outside a lazy window: the page made read-write, recorded for
- * the next close.  AS-safe. */
-void _pmg_lazy_note_open(int id, uintptr_t page);
+/* a grant outside a lazy window: recorded for the next close (begin),
+ * made read-write by the caller, recorded again if a close took the
+ * record meanwhile (end, with begin's value).  AS-safe. */
+unsigned long _pmg_lazy_note_begin(int id, uintptr_t page);
+void _pmg_lazy_note_end(int id, uintptr_t page, unsigned long e);
 void _pmg_lazy_reset(int id);
 /* a write window opens on @id (lock held): its record, allocated on
  * first use.  0 or -ENOMEM. */

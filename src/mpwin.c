@@ -31,7 +31,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "steps.h"
 
 /* ---------------------------------------------------- lazy write windows */
 
@@ -454,29 +453,37 @@ static void pregrant(uintptr_t a, size_t n, bool src)
  * opens the whole domain now, as an eager window does, and the close
  * that ends the last write window re-protects it whole.  Read from the
  * kernel, not a libc wrapper a sanitizer intercepts.  Eager windows
- * (PMGUARD_MPROTECT_WINDOWS=eager) wait for the lowering handlers too.
+ * (PMGUARD_MPROTECT_WINDOWS=eager) are whole already; each waits for the
+ * lowering handlers inside their bracket, if any.
  */
 void _pmg_lazy_open(int id)
 {
 	struct lz *l = lz_of(id); /* made by _pmg_lazy_prepare() */
 	uint64_t set = 0;
 
-	if (_pmg_lazy && !l)
+	if (!_pmg_lazy) {
+		/* eager windows: the edge has made the domain read-write,
+		 * but a handler's re-protect that read the rights before
+		 * the count changed (inside its bracket) may land after
+		 * it: wait for those, then again.  A handler entering the
+		 * bracket after the fence reads the new count.  No
+		 * sigprocmask(2) here: one load when no handler is in. */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&lower_busy[0], __ATOMIC_SEQ_CST) ||
+		    __atomic_load_n(&lower_busy[1], __ATOMIC_SEQ_CST)) {
+			lowerers_wait();
+			ranges_prot(id, PROT_READ | PROT_WRITE);
+		}
 		return;
-	if (_pmg_lazy && !__atomic_exchange_n(&l->live, 1, __ATOMIC_SEQ_CST))
+	}
+	if (!l)
+		return;
+	if (!__atomic_exchange_n(&l->live, 1, __ATOMIC_SEQ_CST))
 		__atomic_add_fetch(&_pmg_lazy_live, 1, __ATOMIC_SEQ_CST);
 	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &set, sizeof(set)))
 		set = ~0ULL; /* cannot tell: take the safe side */
 	if (!(set & (1ULL << (SIGSEGV - 1))))
 		return;
-	if (!_pmg_lazy) {
-		/* eager windows: the edge has made the domain read-write,
-		 * but a handler's re-protect that read the rights before
-		 * the count changed may land after it */
-		lowerers_wait();
-		ranges_prot(id, PROT_READ | PROT_WRITE);
-		return;
-	}
 	/* from here _pmg_process_rights() says read-write: every edge
 	 * keeps the domain so until the last close */
 	if (!__atomic_exchange_n(&l->full, 1, __ATOMIC_SEQ_CST))
@@ -487,7 +494,7 @@ void _pmg_lazy_open(int id)
 	ranges_prot(id, PROT_READ | PROT_WRITE);
 }
 
-/* Record @page of @id for the next close (see _pmg_lazy_note_open()). */
+/* Record @page of @id for the next close (see _pmg_lazy_note_begin()). */
 static void lazy_note(struct lz *l, int id, uintptr_t page)
 {
 	if (lazy_full(id))
@@ -499,29 +506,35 @@ static void lazy_note(struct lz *l, int id, uintptr_t page)
 
 /*
  * The handler grants @page of @id outside a lazy grant (relaxed mode, a
- * domain callback): the page made read-write and recorded, so that the
- * next close of a write window puts it back, as the whole-domain edges
- * used to ("re-armed by the next window edge").  It is recorded before
- * it is made writable; a close that takes the record in between (the
- * epoch moved; a close makes it odd while it takes the record) puts the
- * page back while it is still read-only and forgets it, so it is
+ * domain callback): the page is recorded, so that the next close of a
+ * write window puts it back, as the whole-domain edges used to
+ * ("re-armed by the next window edge").  The caller records it
+ * (_pmg_lazy_note_begin()), makes it writable, then
+ * _pmg_lazy_note_end(): a close that took the record in between (the
+ * epoch moved; a close keeps it odd while it takes the record) put the
+ * page back while it was still read-only and forgot it, so it is
  * recorded again: the next close, not that one, re-arms it.  AS-safe.
  */
-void _pmg_lazy_note_open(int id, uintptr_t page)
+unsigned long _pmg_lazy_note_begin(int id, uintptr_t page)
 {
-	struct lz *l;
-	unsigned long e;
-	int i;
-
 	/* a domain that never had a write window has no record yet */
-	l = _pmg_lazy ? lz_make(id) : NULL;
-	if (!l) {
-		_pmg_fault_protect_page(page, PROT_READ | PROT_WRITE);
-		return;
-	}
+	struct lz *l = _pmg_lazy ? lz_make(id) : NULL;
+	unsigned long e;
+
+	if (!l)
+		return 0;
 	e = __atomic_load_n(&l->epoch, __ATOMIC_SEQ_CST);
 	lazy_note(l, id, page);
-	_pmg_fault_protect_page(page, PROT_READ | PROT_WRITE);
+	return e;
+}
+
+void _pmg_lazy_note_end(int id, uintptr_t page, unsigned long e)
+{
+	struct lz *l = _pmg_lazy ? lz_of(id) : NULL;
+	int i;
+
+	if (!l)
+		return;
 	/* until a record was made with no close taking records around it
 	 * (the epoch even and unchanged): a close that reserved no slot
 	 * for it may have emptied the slot before it was filled */
