@@ -603,7 +603,7 @@ void _pmg_lazy_close(int id, bool whole_done)
 	if (!_pmg_lazy || !l)
 		return;
 	lz_unlive(l);
-	/* odd while the record is taken (_pmg_lazy_note_open()) */
+	/* odd while the record is taken (_pmg_lazy_note_end()) */
 	__atomic_add_fetch(&l->epoch, 1, __ATOMIC_SEQ_CST);
 	n = __atomic_exchange_n(&l->n, 0, __ATOMIC_SEQ_CST);
 	if (n > LZ_MAX)
