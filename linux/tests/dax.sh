@@ -4,7 +4,7 @@
 # DAX mappings (the review's findings 2 and 3: docs/linux.md, "What differs
 # from V8, and why").  Sourced by guest.sh (it lands
 # at /bin/linux-dax.sh) and uses its helpers (ok, notok, check, diag, show,
-# kmsg, kmsg_lines, no_pks_events, pmem_cmd, field, RELAXED_FAULTS).
+# kmsg, kmsg_mark, no_pks_events, pmem_cmd, field, RELAXED_FAULTS).
 #
 #   dax_tests MODE     MODE relaxed (main boot) or strict (strict boot,
 #                      before its provoked oops: an unguarded access here
@@ -99,7 +99,7 @@ dax_dm_linear() {
 		notok "dm-linear: the ext4 image written"
 	fi
 	mkdir -p $DAX_MNT
-	mark2=$(($(kmsg_lines) + 1))
+	mark2=$(kmsg_mark)
 	if ! mount -t ext4 -o dax /dev/mapper/kdax-lin $DAX_MNT 2>/tmp/dx.err; then
 		show /tmp/dx.err
 		kmsg "$mark2" | sed 's/^/#   /'
@@ -155,7 +155,7 @@ dax_dm_writecache() {
 	# a zero superblock: the write cache initialises the cache
 	dd if=/dev/zero of=/dev/mapper/kdax-wcc bs=4096 count=1 2>/dev/null
 	wct="0 $osec writecache p $lo /dev/mapper/kdax-wcc 4096 0"
-	mark2=$(($(kmsg_lines) + 1))
+	mark2=$(kmsg_mark)
 	if ! dmset create kdax-wc --table "$wct" 2>/tmp/dx.err; then
 		show /tmp/dx.err
 		kmsg "$mark2" | sed 's/^/#   /'
@@ -195,7 +195,7 @@ dax_tests() {
 		notok "dm and DAX tests ($1): no /dev/pmem0"
 		return
 	fi
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rf0=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 	diag "dm and DAX tests, $1 mode"
 	rfp=$rf0
@@ -240,7 +240,7 @@ dax_kvm_test() {
 	fi
 	check "KVM: /dev/kvm exists (kvm_amd on QEMU's emulated SVM: $(grep -c -w svm /proc/cpuinfo) CPUs with svm)" \
 		test -c /dev/kvm
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rfp=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 	dax_run "KVM: a VM in device-dax memory (/dev/$name) runs and its kvmclock is written" \
 		kvmclock-dax "/dev/$name"
@@ -261,7 +261,7 @@ dax_nested_svm_test() {
 	fi
 	check "nested SVM: kvm_amd's nested is on ($(cat /sys/module/kvm_amd/parameters/nested 2>&1))" \
 		grep -qx '[1Y]' /sys/module/kvm_amd/parameters/nested
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rfp=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 	dax_run "nested SVM: a VM in device-dax memory (/dev/$name) runs VMRUN and KVM writes its VMCB" \
 		nested-svm-dax "/dev/$name"
@@ -295,7 +295,7 @@ dax_odirect_test() {
 	hwf=$DBG/swiotlb/io_tlb_used_hiwater
 	[ -e $hwf ] && echo 0 >$hwf 2>/dev/null
 	hw0=$(cat $hwf 2>/dev/null || echo none)
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rfp=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 	dax_run "O_DIRECT: /dev/vda written from and read into a device-dax mapping (/dev/$name), swiotlb=force" \
 		dax-odirect "/dev/$name" /dev/vda
@@ -376,7 +376,7 @@ dax_raid5_test() {
 		test "$rc" = 0 -a -b /dev/md0 -a "$(cat $md/skip_copy 2>/dev/null)" = 1 -a \
 		"$(cat $md/degraded 2>/dev/null)" = 0
 	if [ "$rc" = 0 ]; then
-		mark=$(($(kmsg_lines) + 1))
+		mark=$(kmsg_mark)
 		rfp=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 		dax_run "raid5: /dev/md0 written from and read into a device-dax mapping (/dev/$name), skip_copy" \
 			dax-odirect "/dev/$name" /dev/md0
@@ -420,7 +420,7 @@ dax_dma_test() {
 	sw=$DBG/swiotlb
 	check "swiotlb: the boot bounces every DMA mapping (swiotlb=force; io_tlb_nslabs '$(cat $sw/io_tlb_nslabs 2>&1)')" \
 		grep -qw 'swiotlb=force' /proc/cmdline
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rfp=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 	pmem_cmd swiotlb /dev/pmem0 $DAX_DMA_PAGE
 	diag "pks_pmem: $res"
@@ -435,7 +435,7 @@ dax_dma_test() {
 	dax_faults "swiotlb: the bounce of protected pages"
 	no_pks_events "$mark" "swiotlb: the bounce of protected pages"
 
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	lk0=$(cat $DAX_LEAKS 2>/dev/null)
 	pmem_cmd sg_miter /dev/pmem0 $DAX_DMA_PAGE
 	diag "pks_pmem: $res"
@@ -519,7 +519,7 @@ dax_tail_stray() {
 	pmem_cmd read "$base" 1
 	before=$(field byte)
 	wrote=$(other "$before")
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rf0=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 	pmem_cmd stray "$base" 1 $wrote
 	rf1=$(cat "$RELAXED_FAULTS" 2>/dev/null)

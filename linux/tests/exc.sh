@@ -53,7 +53,7 @@ exc_daxread() {
 		notok "daxread ($mode): ext4 image on /dev/pmem0 mounted -o dax"
 		return
 	fi
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rf0=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 	timeout 120 daxread /mnt/exc >/tmp/daxread.out 2>&1
 	rc=$?
@@ -78,7 +78,7 @@ exc_msync() {
 		notok "dax-msync ($1): /bin/dax-msync not built (make linux-tests)"
 		return
 	fi
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rf0=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 	diag "/dev/pmem0's DAX write cache: '$(cat /sys/block/pmem0/dax/write_cache 2>&1)' (dax_flush() writes back only when it is on)"
 	timeout 120 dax-msync /mnt/exc >/tmp/msync.out 2>&1
@@ -97,7 +97,7 @@ exc_dbg() {
 	w="#DB in a window ($1)"
 	pmem_cmd read /dev/pmem0 "$EXC_PAGE"
 	want=$(field byte)
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rf0=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 	if ! pmem_cmd dbg /dev/pmem0 "$EXC_PAGE"; then
 		notok "$w: pks_pmem dbg ($res)"
@@ -136,7 +136,7 @@ exc_ctx() {
 	cmd=$1
 	mode=$2
 	probe=${3:-0}
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rf0=$(cat "$RELAXED_FAULTS" 2>/dev/null)
 	if ! pmem_cmd "$cmd" /dev/pmem0 "$EXC_PAGE" "$probe"; then
 		notok "$cmd ($mode): pks_pmem '$cmd' ran ($res)"
@@ -186,7 +186,7 @@ exc_ctx() {
 # and after them, LINES strict "stray read" reports; returns 1 if CMD
 # could not run (the caller's own checks are skipped)
 exc_nest() {
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	if ! pmem_cmd "$2" /dev/pmem0 "$EXC_PAGE"; then
 		notok "$1: pks_pmem '$2' ran ($res)"
 		return 1

@@ -75,13 +75,30 @@ check() { # check WHAT CMD...: ok if CMD succeeds
 diag() { echo "# $*"; }
 # show FILE: a command's output as diagnostics (never counted as results)
 show() { sed 's/^/#   /' "$1"; }
-# dmesg without timestamps, from line $1 on (1-based)
-kmsg() { dmesg | sed 's/^\[[ 0-9.]*\] //' | tail -n +"${1:-1}"; }
+# kmsg_mark: a marker line in the kernel log; prints its token, which
+# kmsg takes.  A count of dmesg's lines would not do as a mark: once the
+# log buffer is full (128 KiB here; the debug boot fills it), the count
+# stops growing and the lines a test provokes fall before it.
+kmsg_mark() {
+	t=$(cat /proc/sys/kernel/random/uuid 2>/dev/null) || t=$$-$RANDOM
+	echo "<7>pmg-kmsg-mark $t" >/dev/kmsg 2>/dev/null
+	echo "$t"
+}
+# kmsg [TOKEN]: dmesg without timestamps, the lines after kmsg_mark's
+# TOKEN; all of it without one, or when the marker has left the buffer
+# (so a check for "no such line" fails rather than passes on nothing)
+kmsg() {
+	dmesg | sed 's/^\[[ 0-9.]*\] //' >/tmp/kmsg.all
+	if [ -n "${1:-}" ] && grep -qxF "pmg-kmsg-mark $1" /tmp/kmsg.all; then
+		sed -n "/^pmg-kmsg-mark $1\$/,\$p" /tmp/kmsg.all | tail -n +2
+	else
+		cat /tmp/kmsg.all
+	fi
+}
 # The marker again through printk: tty output (the echo above) can still
 # be queued in the serial driver when the provoked oops, printed at once,
 # overtakes it on the console (seen: "[ok - run_pks 9,  2.50] BUG: ...").
 expect_oops_mark() { echo "<2>@@EXPECT-OOPS $1@@" >/dev/kmsg 2>/dev/null || :; }
-kmsg_lines() { dmesg | wc -l; }
 # Lines of the kernel log that a PKS/PMEM protection event writes.
 PKS_EVENT='pks|pkrs|pkey|protection key|stray|pgmap_protection|WARNING:|BUG:|Oops'
 # A stack frame line of a kernel trace ("  ? func+0x12/0x34")
@@ -202,7 +219,7 @@ no_pks_events() {
 }
 
 ext4_dax() {
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
 	if ! dd if=/ext4.img of=/dev/pmem0 bs=1M 2>/tmp/dd.err; then
 		show /tmp/dd.err
@@ -261,7 +278,7 @@ devdax_test() { # region1 (the second memmap= range) switched to devdax via sysf
 		return
 	fi
 	diag "devdax: $ns -> $dax"
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	{
 		echo "$ns" >/sys/bus/nd/drivers/nd_pmem/unbind 2>/dev/null
 		echo 2c0f5b8a-6d1e-4f3a-9b7c-0e1d2c3b4a59 >$nd/$dax/uuid &&
@@ -369,7 +386,7 @@ relaxed_stray() {
 	fi
 	mode=$(cat $FAULT_MODE 2>/dev/null)
 	check "memremap.pks_fault_mode is relaxed by default ('$mode')" test "$mode" = relaxed
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
 	stray relaxed
 	rf1=$(cat $RELAXED_FAULTS 2>/dev/null)
@@ -415,7 +432,7 @@ cpu_hotplug() {
 # write lands).  The hook runs a command in the write(2) to it, so taskset
 # pins the command.
 pinned_stray() {
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
 	taskset -c "$2" sh -c "echo stray /dev/pmem0 $STRAY_PAGE $3 >$PKS_PMEM"
 	rc=$?
@@ -430,7 +447,7 @@ pinned_stray() {
 # STRAY_PAGE of /dev/pmem0 with no fault.
 pinned_reads() {
 	for cmd in read kmap_local; do
-		mark=$(($(kmsg_lines) + 1))
+		mark=$(kmsg_mark)
 		rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
 		taskset -c "$2" sh -c "echo $cmd /dev/pmem0 $STRAY_PAGE >$PKS_PMEM"
 		res=$(cat $PKS_PMEM 2>&1)
@@ -526,7 +543,7 @@ PKS_FAULT='memremap:|WARNING:|BUG:|Oops'
 probe() {
 	pmem_cmd read /dev/pmem0 $STRAY_PAGE
 	before=$(field byte)
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
 	pmem_cmd "$1" /dev/pmem0 $STRAY_PAGE
 	got=$res

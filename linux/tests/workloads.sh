@@ -56,8 +56,26 @@ ok() { npass=$((npass + 1)); echo "ok - $*"; }
 notok() { nfail=$((nfail + 1)); echo "not ok - $*"; }
 diag() { echo "# $*"; }
 show() { sed 's/^/#   /' "$1"; }
-kmsg_lines() { dmesg | wc -l; }
-kmsg() { dmesg | sed 's/^\[[ 0-9.]*\] //' | tail -n +"${1:-1}"; }
+# kmsg_mark: a marker line in the kernel log; prints its token, which
+# kmsg takes.  A count of dmesg's lines would not do as a mark: once the
+# log buffer is full (128 KiB here; the debug boot fills it), the count
+# stops growing and the lines a test provokes fall before it.
+kmsg_mark() {
+	t=$(cat /proc/sys/kernel/random/uuid 2>/dev/null) || t=$$-$RANDOM
+	echo "<7>pmg-kmsg-mark $t" >/dev/kmsg 2>/dev/null
+	echo "$t"
+}
+# kmsg [TOKEN]: dmesg without timestamps, the lines after kmsg_mark's
+# TOKEN; all of it without one, or when the marker has left the buffer
+# (so a check for "no such line" fails rather than passes on nothing)
+kmsg() {
+	dmesg | sed 's/^\[[ 0-9.]*\] //' >/tmp/kmsg.all
+	if [ -n "${1:-}" ] && grep -qxF "pmg-kmsg-mark $1" /tmp/kmsg.all; then
+		sed -n "/^pmg-kmsg-mark $1\$/,\$p" /tmp/kmsg.all | tail -n +2
+	else
+		cat /tmp/kmsg.all
+	fi
+}
 finish() {
 	echo "guest: fio verified $verified_kib KiB in $fio_jobs jobs, $fio_errors errors"
 	echo "guest: $npass passed, $nfail failed"
@@ -137,7 +155,7 @@ fi
 # fsdax namespace (pfn, memmap on the device) with XFS -o dax=always
 XFS=
 reg=$(region_at 0x6c000000)
-mark=$(($(kmsg_lines) + 1))
+mark=$(kmsg_mark)
 if [ -n "$reg" ] && to_seed "$reg" pfn 2097152 6a2f7c1e-3b4d-4e5f-8a9b-0c1d2e3f4a5b 2>/tmp/wl.err; then
 	n=0
 	while [ $n -lt 50 ]; do
@@ -208,7 +226,7 @@ after() {
 fio_job() {
 	mode=$1 what=$2
 	shift 2
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
 	echo "# workload: $mode: $what"
 	timeout 180 fio --output-format=terse --terse-version=3 --verify_fatal=1 \
@@ -282,7 +300,7 @@ iomem_workloads() {
 reflink_workloads() {
 	m=$1 d=$2
 	command -v dax-reflink >/dev/null || return 0
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
 	echo "# workload: $m: xfs: reflink copy-on-write (dax-reflink)"
 	timeout 120 dax-reflink "$d" >/tmp/rl.out 2>&1
@@ -304,7 +322,7 @@ devdax_workloads() {
 	fio_job "$m" "devdax /dev/$DAX (2 MiB aligned): fio dev-dax write+verify" \
 		--name=devdax --filename="/dev/$DAX" --ioengine=dev-dax --rw=write \
 		--bs=2m --size=8M --verify=crc32c
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
 	echo "# workload: $m: devdax program"
 	timeout 120 devdax "/dev/$DAX" "$(cat /sys/bus/dax/devices/$DAX/size)" \
@@ -329,7 +347,7 @@ devdax_workloads() {
 # that, since this boot allows no warning.)
 devdax_tails() {
 	m=$1
-	mark=$(($(kmsg_lines) + 1))
+	mark=$(kmsg_mark)
 	rf0=$(cat $RELAXED_FAULTS 2>/dev/null)
 	timeout 120 dax-remote "/dev/$DAX" $((8 << 20)) >/tmp/dr.out 2>&1
 	rc=$?
