@@ -16,10 +16,9 @@
 # 2. dm-linear over the first 32 MiB of /dev/pmem0, ext4 -o dax on it:
 #    the dm device reports DAX, the mount says dax, pmem-fs (file I/O,
 #    MAP_SHARED writes, STATX_ATTR_DAX on every file) passes, the data
-#    survives umount + mount.  Patch 0044 (6.1: "dm: Forward the stray
-#    access protection dax operations"; 6.12, where the dax core opens
-#    the key for any device: "dm: Mark the dax device protected when a
-#    target's device is").
+#    survives umount + mount.  Patch 0044 ("dm: Mark the dax device
+#    protected when a target's device is"; the dax core opens the key
+#    for any dax device, dm's own device among them).
 # 3. dm-writecache with its cache on a dm-linear volume over /dev/pmem0
 #    (an LVM cache volume on pmem) and a loop device over a tmpfs file as
 #    origin: write a pattern, read it back, reload the table (a new
