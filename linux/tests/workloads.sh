@@ -56,26 +56,8 @@ ok() { npass=$((npass + 1)); echo "ok - $*"; }
 notok() { nfail=$((nfail + 1)); echo "not ok - $*"; }
 diag() { echo "# $*"; }
 show() { sed 's/^/#   /' "$1"; }
-# kmsg_mark: a marker line in the kernel log; prints its token, which
-# kmsg takes.  A count of dmesg's lines would not do as a mark: once the
-# log buffer is full (128 KiB here; the debug boot fills it), the count
-# stops growing and the lines a test provokes fall before it.
-kmsg_mark() {
-	t=$(cat /proc/sys/kernel/random/uuid 2>/dev/null) || t=$$-$RANDOM
-	echo "<7>pmg-kmsg-mark $t" >/dev/kmsg 2>/dev/null
-	echo "$t"
-}
-# kmsg [TOKEN]: dmesg without timestamps, the lines after kmsg_mark's
-# TOKEN; all of it without one, or when the marker has left the buffer
-# (so a check for "no such line" fails rather than passes on nothing)
-kmsg() {
-	dmesg | sed 's/^\[[ 0-9.]*\] //' >/tmp/kmsg.all
-	if [ -n "${1:-}" ] && grep -qxF "pmg-kmsg-mark $1" /tmp/kmsg.all; then
-		sed -n "/^pmg-kmsg-mark $1\$/,\$p" /tmp/kmsg.all | tail -n +2
-	else
-		cat /tmp/kmsg.all
-	fi
-}
+# kmsg_mark, kmsg: the kernel log after a marker (/bin/kmsg.sh)
+. /bin/kmsg.sh
 finish() {
 	echo "guest: fio verified $verified_kib KiB in $fio_jobs jobs, $fio_errors errors"
 	echo "guest: $npass passed, $nfail failed"
