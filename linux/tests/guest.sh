@@ -480,10 +480,7 @@ suspend_resume() {
 	w0=$(other "$before")
 	w1=$(other "$w0")
 	ok0=$(cat /sys/power/suspend_stats/success 2>/dev/null)
-	# a marker, not a line count: the debug kernel's log buffer is full
-	# by now, and the suspend's lines push out as many as they add
-	smark="pmguard-s3-$$-$(date +%s)"
-	echo "$smark" >/dev/kmsg
+	smark=$(kmsg_mark)
 	echo 0 >$wa
 	# 20 s: the suspend took under 3 s under TCG, on a quiet host; an
 	# alarm that fires before the sleep either aborts it or, once the
@@ -495,7 +492,7 @@ suspend_resume() {
 	pinned_stray "after S3" 1 "$w1"
 	ok1=$(cat /sys/power/suspend_stats/success 2>/dev/null)
 	show /tmp/s3.err
-	kmsg | sed -n "/$smark/,\$p" >/tmp/s3.log
+	kmsg "$smark" >/tmp/s3.log
 	grep -E 'PM: |ACPI: PM:|CPU1|smpboot' /tmp/s3.log | sed 's/^/#   /' | head -n 20
 	woke=$(grep -c 'Waking up from system sleep state S3' /tmp/s3.log)
 	check "suspend: to S3 and back (echo mem exit $rc, suspend_stats success '$ok0' -> '$ok1', $woke 'Waking up from system sleep state S3')" \
@@ -519,8 +516,8 @@ suspend_resume() {
 PKS_FAULT='memremap:|WARNING:|BUG:|Oops'
 
 # probe CMD: run "CMD /dev/pmem0 STRAY_PAGE" on the pks_pmem hook.  Sets
-# $before (the byte, read guarded, before), $mark (the first dmesg line
-# after it), $got (CMD's result line) and $rf0 -> $rf1 (pks_relaxed_faults
+# $before (the byte, read guarded, before), $mark (kmsg_mark's token
+# before it), $got (CMD's result line) and $rf0 -> $rf1 (pks_relaxed_faults
 # before and after).
 probe() {
 	pmem_cmd read /dev/pmem0 $STRAY_PAGE

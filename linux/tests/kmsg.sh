@@ -19,10 +19,7 @@ kmsg_mark() {
 # TOKEN; all of it without one, or when the marker has left the buffer
 # (so a check for "no such line" fails rather than passes on nothing)
 kmsg() {
-	dmesg | sed 's/^\[[ 0-9.]*\] //' >/tmp/kmsg.all
-	if [ -n "${1:-}" ] && grep -qxF "pmg-kmsg-mark $1" /tmp/kmsg.all; then
-		sed -n "/^pmg-kmsg-mark $1\$/,\$p" /tmp/kmsg.all | tail -n +2
-	else
-		cat /tmp/kmsg.all
-	fi
+	dmesg | sed 's/^\[[ 0-9.]*\] //' |
+		awk -v m="pmg-kmsg-mark ${1:-}" '{ l[NR] = $0 } $0 == m { s = NR }
+			END { for (i = s + 1; i <= NR; i++) print l[i] }'
 }
