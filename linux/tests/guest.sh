@@ -178,8 +178,8 @@ pmem_key() {
 	key_check /dev/pmem0 /dev/pmem0 16383
 }
 
-# no_pks_events MARK WHAT: dmesg from line MARK on has no line of a PKS
-# warning or fault (relaxed-mode faults log one each)
+# no_pks_events MARK WHAT: the kernel log after kmsg_mark's MARK has no
+# line of a PKS warning or fault (relaxed-mode faults log one each)
 no_pks_events() {
 	# Linux 6.1.192's own i_mmap lock assertion in hugetlb_split() (on
 	# protection_keys' pkey_mprotect() of hugetlb pages, debug kernel; not

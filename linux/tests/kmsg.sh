@@ -12,7 +12,8 @@
 # stops growing and the lines a test provokes fall before it.
 kmsg_mark() {
 	t=$(cat /proc/sys/kernel/random/uuid 2>/dev/null) || t=$$-$RANDOM
-	echo "<7>pmg-kmsg-mark $t" >/dev/kmsg 2>/dev/null
+	echo "<7>pmg-kmsg-mark $t" >/dev/kmsg 2>/dev/null ||
+		echo "# kmsg_mark: cannot write /dev/kmsg: kmsg $t prints the whole log" >&2
 	echo "$t"
 }
 # kmsg [TOKEN]: dmesg without timestamps, the lines after kmsg_mark's
